@@ -1,0 +1,171 @@
+"""Every attribute name this project writes or reads, defined once.
+
+The README's attribute table is generated from ``SPAN_ATTRIBUTES`` (see ``tests/test_docs.py``), so
+this module is the single source of truth for names, types and meanings.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+PREFIX: Final = "toolcall_eval."
+
+
+class AttributeDoc(NamedTuple):
+    name: str
+    type: str
+    where: str
+    meaning: str
+
+
+# --- scores on each tool span -------------------------------------------------------------------
+CONVENTION: Final = PREFIX + "convention"
+PARSE_OK: Final = PREFIX + "parse_ok"
+ARGUMENTS_OVERSIZED: Final = PREFIX + "arguments_oversized"
+TOOL_KNOWN: Final = PREFIX + "tool_known"
+SCHEMA_VALID: Final = PREFIX + "schema_valid"
+SCHEMA_ERRORS: Final = PREFIX + "schema_errors"
+SCHEMA_SOURCE: Final = PREFIX + "schema_source"
+SCHEMA_DRIFT: Final = PREFIX + "schema_drift"
+OUTCOME: Final = PREFIX + "outcome"
+ERROR_SOURCE: Final = PREFIX + "error_source"
+STEP: Final = PREFIX + "step"
+BATCH: Final = PREFIX + "batch"
+DUPLICATE: Final = PREFIX + "duplicate"
+REPEATED_FAILURE: Final = PREFIX + "repeated_failure"
+OVER_BUDGET: Final = PREFIX + "over_budget"
+VIOLATIONS: Final = PREFIX + "violations"
+EVAL_ERROR: Final = PREFIX + "eval_error"
+JUDGE_SAMPLED: Final = PREFIX + "judge.sampled"
+
+# --- the trace verdict on the local root span ---------------------------------------------------
+TRACE_TOOL_CALLS: Final = PREFIX + "trace.tool_calls"
+TRACE_ERRORS: Final = PREFIX + "trace.errors"
+TRACE_OVER_BUDGET: Final = PREFIX + "trace.over_budget"
+TRACE_VIOLATIONS: Final = PREFIX + "trace.violations"
+TRACE_CORRECT: Final = PREFIX + "trace.correct"
+TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
+
+SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
+    AttributeDoc(
+        CONVENTION,
+        "string",
+        "tool span",
+        "which tracing convention recognised the span (`genai`, `mcp`, `openinference`, ...)",
+    ),
+    AttributeDoc(
+        PARSE_OK, "bool", "tool span", "arguments parsed to a JSON object (absent when no arguments were recorded)"
+    ),
+    AttributeDoc(
+        ARGUMENTS_OVERSIZED,
+        "bool",
+        "tool span",
+        "arguments larger than `limits.max_argument_bytes`: not parsed, not validated",
+    ),
+    AttributeDoc(
+        TOOL_KNOWN,
+        "bool",
+        "tool span",
+        "the name is among the tools available in the trace or config (absent when none are known)",
+    ),
+    AttributeDoc(
+        SCHEMA_VALID,
+        "bool",
+        "tool span",
+        "arguments valid against the tool's JSON Schema (absent when no schema is known)",
+    ),
+    AttributeDoc(
+        SCHEMA_ERRORS,
+        "string[]",
+        "tool span",
+        "the first few validation errors, each `path: message`, capped in count and length",
+    ),
+    AttributeDoc(
+        SCHEMA_SOURCE,
+        "string",
+        "tool span",
+        "where the schema came from: `trace` (the definitions the model saw) or `config`",
+    ),
+    AttributeDoc(SCHEMA_DRIFT, "bool", "tool span", "the trace's schema and the configured schema of this tool differ"),
+    AttributeDoc(OUTCOME, "string", "tool span", "`success`, `malformed_call`, `execution_failed` or `empty_result`"),
+    AttributeDoc(
+        ERROR_SOURCE,
+        "string",
+        "tool span",
+        "the evidence behind a failed outcome: `parse`, `unknown_tool`, `schema`, `input_rejected`, `status`, `exception`, `error.type`, `result_text`",
+    ),
+    AttributeDoc(
+        STEP, "int", "tool span", "1-based position of this call among the trace's tool calls (in order of completion)"
+    ),
+    AttributeDoc(
+        BATCH, "int", "tool span", "1-based model turn that issued the call (parallel calls share it), when known"
+    ),
+    AttributeDoc(
+        DUPLICATE,
+        "bool",
+        "tool span",
+        "an earlier call in the trace had the same name and the same normalised arguments",
+    ),
+    AttributeDoc(
+        REPEATED_FAILURE, "bool", "tool span", "an earlier call in the trace was the same call and failed the same way"
+    ),
+    AttributeDoc(OVER_BUDGET, "bool", "tool span", "this call's step is past the configured step budget"),
+    AttributeDoc(
+        VIOLATIONS,
+        "string[]",
+        "tool span",
+        "policy violations of this call (`must_not_call`, `missing_required_step:<tool>`, `unconfirmed_destructive`, `argument_rule`)",
+    ),
+    AttributeDoc(
+        EVAL_ERROR,
+        "string",
+        "tool span",
+        "evaluation itself failed on this span (the exception type); the span is forwarded unscored",
+    ),
+    AttributeDoc(TRACE_TOOL_CALLS, "int", "local root span", "tool calls in the trace"),
+    AttributeDoc(TRACE_ERRORS, "int", "local root span", "calls whose outcome is not `success`"),
+    AttributeDoc(TRACE_OVER_BUDGET, "bool", "local root span", "more calls than the step budget"),
+    AttributeDoc(TRACE_VIOLATIONS, "int", "local root span", "policy violations in the trace"),
+    AttributeDoc(
+        TRACE_CORRECT,
+        "bool",
+        "local root span",
+        "every call parsed, known, schema-valid where a schema is known, no violation, no duplicate, no repeated failure",
+    ),
+    AttributeDoc(
+        TRACE_COMPOSITE_OK,
+        "bool",
+        "local root span",
+        "`trace.correct` AND NOT `trace.over_budget` AND `trace.errors == 0`",
+    ),
+)
+
+# --- attributes read from instrumentations (not written) ----------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+ERROR_TYPE: Final = "error.type"
+MCP_METHOD_NAME: Final = "mcp.method.name"
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_TOOL_NAME: Final = "tool.name"
+OPENINFERENCE_TOOL_PARAMETERS: Final = "tool.parameters"
+INPUT_VALUE: Final = "input.value"
+OUTPUT_VALUE: Final = "output.value"
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+LMNR_SPAN_TYPE: Final = "lmnr.span.type"
+LMNR_SPAN_INPUT: Final = "lmnr.span.input"
+LMNR_SPAN_OUTPUT: Final = "lmnr.span.output"
+LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"
+LANGFUSE_OBSERVATION_INPUT: Final = "langfuse.observation.input"
+LANGFUSE_OBSERVATION_OUTPUT: Final = "langfuse.observation.output"
+PYDANTIC_AI_TOOL_ARGUMENTS: Final = "tool_arguments"
+PYDANTIC_AI_TOOL_RESPONSE: Final = "tool_response"
+PYDANTIC_AI_RETRY_CAUSE: Final = "pydantic_ai.tool.retry.cause"
+PYDANTIC_AI_FAILURE_STAGE: Final = "pydantic_ai.tool.failure_stage"

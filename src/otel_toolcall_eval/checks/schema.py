@@ -1,0 +1,107 @@
+"""JSON-Schema validity of arguments, with compiled validators cached per schema (bounded LRU).
+
+jsonschema-rs is the hot-path validator (measured ~40x faster than a prebuilt ``jsonschema`` validator,
+same verdicts with format checking off, the Draft 2020-12 default of both).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema_rs
+
+from otel_toolcall_eval import _json
+from otel_toolcall_eval.records import ToolDefinition
+
+
+@dataclass(slots=True, frozen=True)
+class SchemaVerdict:
+    valid: bool
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class ResolvedSchema:
+    definition: ToolDefinition | None
+    source: str | None  # "trace" or "config"
+    drift: bool | None  # both known and different; None when only one is known
+
+
+class ValidatorCache:
+    """Compiled validators keyed by the schema's canonical JSON. Thread-safe; building happens outside the lock."""
+
+    def __init__(self, maxsize: int = 512) -> None:
+        self._maxsize = maxsize
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str, schema: dict[str, Any]) -> Any:
+        with self._lock:
+            validator = self._items.get(key)
+            if validator is not None:
+                self._items.move_to_end(key)
+                return validator
+        validator = jsonschema_rs.validator_for(schema)  # raises ValidationError/ValueError on a broken schema
+        with self._lock:
+            self._items[key] = validator
+            if len(self._items) > self._maxsize:
+                self._items.popitem(last=False)
+        return validator
+
+
+def validate_arguments(
+    arguments: dict[str, Any],
+    definition: ToolDefinition,
+    cache: ValidatorCache,
+    *,
+    max_errors: int = 3,
+    max_length: int = 256,
+) -> SchemaVerdict | None:
+    """None when the tool has no usable schema (absent, or itself not a valid schema)."""
+    if definition.parameters is None:
+        return None
+    key = definition.schema_key or _json.canonical(definition.parameters)
+    try:
+        validator = cache.get(key, definition.parameters)
+    except Exception:  # noqa: BLE001 - a broken schema is the tool author's bug, not the call's
+        return None
+    if validator.is_valid(arguments):
+        return SchemaVerdict(True)
+    errors = []
+    for err in validator.iter_errors(arguments):
+        path = "/" + "/".join(str(p) for p in err.instance_path)
+        errors.append(f"{path}: {err.message}"[:max_length])
+        if len(errors) >= max_errors:
+            break
+    return SchemaVerdict(False, tuple(errors))
+
+
+def resolve_schema(
+    name: str,
+    trace_tools: dict[str, ToolDefinition] | None,
+    span_schema: ToolDefinition | None,
+    config_tools: dict[str, ToolDefinition],
+) -> ResolvedSchema:
+    """The schema the model saw wins; the configured one fills in, and a difference is flagged as drift."""
+    seen = span_schema if span_schema is not None and span_schema.parameters is not None else None
+    if seen is None and trace_tools:
+        seen = trace_tools.get(name)
+        if seen is not None and seen.parameters is None:
+            seen = None
+    configured = config_tools.get(name)
+    if seen is not None:
+        drift = None if configured is None else _key(seen) != _key(configured)
+        return ResolvedSchema(seen, "trace", drift)
+    if configured is not None:
+        return ResolvedSchema(configured, "config", None)
+    return ResolvedSchema(None, None, None)
+
+
+def _key(definition: ToolDefinition) -> str:
+    return definition.schema_key or _json.canonical(definition.parameters)

@@ -1,0 +1,16 @@
+"""The trace verdict: one composite per trace, correct AND under step budget AND zero tool errors."""
+
+from __future__ import annotations
+
+from otel_toolcall_eval.records import CallHistory, TraceVerdict
+
+
+def trace_verdict(history: CallHistory, step_budget: int | None) -> TraceVerdict:
+    return TraceVerdict(
+        tool_calls=history.calls,
+        errors=history.errors,
+        over_budget=step_budget is not None and history.calls > step_budget,
+        violations=history.violations,
+        violation_weight=history.violation_weight,
+        correct=history.all_correct,
+    )

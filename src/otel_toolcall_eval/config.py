@@ -1,0 +1,263 @@
+"""The configuration file (YAML or JSON), validated once at start-up.
+
+Unknown keys and invalid rules fail fast with a pydantic error that names the field, e.g.
+``policies.required_steps.0.before: Field required``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from otel_toolcall_eval import _json
+from otel_toolcall_eval.records import ToolDefinition
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_schema(schema: dict[str, Any], where: str) -> dict[str, Any]:
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path)
+        raise ValueError(f"{where} is not a valid JSON Schema at '{path}': {exc.message}") from None
+    return schema
+
+
+def _import(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    if not attr:
+        raise ValueError(f"'{ref}' must look like 'package.module:name'")
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module '{module}': {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"module '{module}' has no attribute '{attr}'")
+        obj = getattr(obj, part)
+    return obj
+
+
+def schema_from_model(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def schema_from_function(func: Callable[..., Any]) -> dict[str, Any]:
+    """The JSON Schema of a function's parameters, as agent frameworks derive it from type hints."""
+    fields: dict[str, Any] = {}
+    for name, param in inspect.signature(func).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or name in ("self", "ctx"):
+            continue
+        annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[name] = (annotation, default)
+    model = create_model(f"{func.__name__}_args", **fields)
+    schema: dict[str, Any] = model.model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
+class ToolSchema(_Strict):
+    """A tool schema from the config: JSON Schema, a pydantic model or a function, made JSON Schema once."""
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    model: str | None = Field(default=None, description="import path 'pkg.mod:Model' of a pydantic model")
+    function: str | None = Field(default=None, description="import path 'pkg.mod:func' of a Python function")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ToolSchema:
+        given = [k for k in ("parameters", "model", "function") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'parameters', 'model' or 'function'")
+        return self
+
+    @field_validator("parameters")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else _check_schema(value, "parameters")
+
+    @classmethod
+    def from_model(cls, name: str, model: type[BaseModel], description: str | None = None) -> ToolSchema:
+        return cls(name=name, description=description, parameters=schema_from_model(model))
+
+    @classmethod
+    def from_function(cls, func: Callable[..., Any], name: str | None = None) -> ToolSchema:
+        return cls(name=name or func.__name__, description=inspect.getdoc(func), parameters=schema_from_function(func))
+
+    def definition(self) -> ToolDefinition:
+        params = self.parameters
+        if params is None:
+            target = _import(self.model or self.function or "")
+            if self.model is not None:
+                if not (isinstance(target, type) and issubclass(target, BaseModel)):
+                    raise ValueError(f"'{self.model}' is not a pydantic model")
+                params = schema_from_model(target)
+            else:
+                if not callable(target):
+                    raise ValueError(f"'{self.function}' is not callable")
+                params = schema_from_function(target)
+        return ToolDefinition(self.name, params, self.description, _json.canonical(params))
+
+
+class RequiredStep(_Strict):
+    """``tool`` must have succeeded in an earlier turn before any call of ``before``."""
+
+    tool: str = Field(min_length=1)
+    before: list[str] = Field(min_length=1)
+
+
+class DestructiveTool(_Strict):
+    """``tool`` must follow a successful call of one of ``confirm_with`` in an earlier turn."""
+
+    tool: str = Field(min_length=1)
+    confirm_with: list[str] = Field(default_factory=lambda: ["confirm"], min_length=1)
+    irreversibility: int = Field(default=1, ge=1, le=10, description="weight of a violation")
+
+
+class ArgumentRule(_Strict):
+    """A JSON Schema fragment that ``tool``'s arguments must satisfy beyond its own schema."""
+
+    tool: str = Field(min_length=1)
+    name: str = Field(default="argument_rule", min_length=1, description="the violation it reports")
+    schema_: dict[str, Any] = Field(alias="schema")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("schema_")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return _check_schema(value, "schema")
+
+    @cached_property
+    def schema_key(self) -> str:
+        return "rule\x00" + _json.canonical(self.schema_)
+
+
+class Policies(_Strict):
+    step_budget: int | None = Field(default=None, ge=1)
+    must_not_call: list[str] = Field(default_factory=list)
+    required_steps: list[RequiredStep] = Field(default_factory=list)
+    destructive_tools: list[DestructiveTool] = Field(default_factory=list)
+    argument_rules: list[ArgumentRule] = Field(default_factory=list)
+
+
+class ErrorClassification(_Strict):
+    """How failures split into ``malformed_call`` (the model's fault) and ``execution_failed``."""
+
+    input_error_types: list[str] = Field(
+        default_factory=lambda: [
+            "ValidationError",
+            "ModelRetry",
+            "ToolRetryError",
+            "InvalidArgument",
+            "TypeError",
+            "tool_input_error",
+        ],
+        description="exception or error.type names (last dotted part) meaning the tool rejected its input",
+    )
+    empty_results: list[str] = Field(default_factory=lambda: ["", "null", "None", "[]", "{}", '""'])
+
+
+class Limits(_Strict):
+    max_traces: int = Field(default=10_000, ge=1, description="traces held at once (LRU)")
+    trace_ttl_seconds: float = Field(
+        default=300.0, gt=0, description="a trace whose root never ends expires after this"
+    )
+    max_calls_per_trace: int = Field(
+        default=1_000, ge=1, description="calls remembered per trace for trajectory checks"
+    )
+    max_argument_bytes: int = Field(
+        default=65_536, ge=1, description="larger arguments are scored as oversized, not parsed"
+    )
+    max_attribute_length: int = Field(default=256, ge=16, description="cap on each string written")
+    max_schema_errors: int = Field(default=3, ge=1)
+    validator_cache_size: int = Field(default=512, ge=1)
+
+
+class EvalConfig(_Strict):
+    """What the online and offline evaluators need; ``EvalConfig()`` runs every check that needs no config."""
+
+    tools: list[ToolSchema] = Field(default_factory=list)
+    policies: Policies = Field(default_factory=Policies)
+    errors: ErrorClassification = Field(default_factory=ErrorClassification)
+    limits: Limits = Field(default_factory=Limits)
+    judge: dict[str, Any] | None = Field(default=None, description="LLM-judge settings (see the judge section)")
+
+    _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _unique_tools(self) -> EvalConfig:
+        names = [t.name for t in self.tools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"tools: duplicate names {dupes}")
+        return self
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvalConfig:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "config") -> EvalConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: the top level must be a mapping, got {type(data).__name__}")
+        try:
+            config = cls.model_validate(data)
+            config.tool_definitions()  # import models/functions now: fail at start-up, not on the first span
+        except ValidationError as exc:
+            raise ConfigError(f"{source}: invalid configuration\n{_format_errors(exc)}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{source}: tools: {exc}") from None
+        return config
+
+    def tool_definitions(self) -> dict[str, ToolDefinition]:
+        """Configured schemas by tool name, resolved (imports included) once."""
+        if self._definitions is None:
+            self._definitions = {t.name: t.definition() for t in self.tools}
+        return self._definitions
+
+
+def _format_errors(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)

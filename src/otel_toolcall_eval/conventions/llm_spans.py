@@ -1,0 +1,138 @@
+"""What chat/LLM spans tell about tool calls: the tool definitions the model saw, and the calls it requested.
+
+Definitions sit on the chat span, never on the tool span, so the processor joins them per trace. Parsed
+definitions are cached by their raw attribute text: every turn of every trace repeats the same string.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from otel_toolcall_eval import _json
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.records import ToolDefinition
+
+Attrs = Mapping[str, Any]
+
+_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "invoke_agent", "create_agent"})
+_OI_TOOL_SCHEMA = re.compile(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
+_OI_CALL = re.compile(r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(id|function\.name)$")
+_TL_FUNC = re.compile(r"^llm\.request\.functions\.(\d+)\.(name|description|parameters)$")
+_TL_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name)$")
+
+
+def is_llm_span(attrs: Attrs) -> bool:
+    """Cheap test run on every non-tool span."""
+    op = attrs.get(A.GEN_AI_OPERATION_NAME)
+    if op is not None and op in _LLM_OPERATIONS:
+        return True
+    kind = attrs.get(A.OPENINFERENCE_SPAN_KIND)
+    if kind is not None and kind in ("LLM", "AGENT"):
+        return True
+    return "llm.request.type" in attrs or A.GEN_AI_TOOL_DEFINITIONS in attrs
+
+
+def definition_from(item: Any) -> ToolDefinition | None:
+    """Accepts the flat ``{type,name,description,parameters}`` and nested ``{type:function,function:{...}}`` shapes."""
+    if not isinstance(item, Mapping):
+        return None
+    inner = item.get("function")
+    if isinstance(inner, Mapping):
+        item = inner
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    params = item.get("parameters", item.get("input_schema", item.get("inputSchema")))
+    params = _json.try_loads(params)
+    params = dict(params) if isinstance(params, Mapping) else None
+    description = item.get("description")
+    return ToolDefinition(
+        name,
+        params,
+        description if isinstance(description, str) else None,
+        None if params is None else _json.canonical(params),
+    )
+
+
+class DefinitionCache:
+    """Bounded LRU from a raw definitions string to its parsed tools."""
+
+    def __init__(self, maxsize: int = 256) -> None:
+        self._maxsize = maxsize
+        self._items: OrderedDict[str, tuple[ToolDefinition, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def parse(self, raw: str) -> tuple[ToolDefinition, ...]:
+        with self._lock:
+            hit = self._items.get(raw)
+            if hit is not None:
+                self._items.move_to_end(raw)
+                return hit
+        value = _json.try_loads(raw)
+        if isinstance(value, Mapping):
+            value = [value]
+        defs = tuple(d for d in (definition_from(v) for v in value) if d is not None) if isinstance(value, list) else ()
+        with self._lock:
+            self._items[raw] = defs
+            if len(self._items) > self._maxsize:
+                self._items.popitem(last=False)
+        return defs
+
+
+def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinition]:
+    """Every tool definition an LLM span carries, in any of the known conventions."""
+    out: list[ToolDefinition] = []
+    raw = attrs.get(A.GEN_AI_TOOL_DEFINITIONS)
+    if isinstance(raw, str):
+        out.extend(cache.parse(raw))
+    elif isinstance(raw, (list, tuple)):  # some SDKs record one JSON string per tool
+        for item in raw:
+            if isinstance(item, str):
+                out.extend(cache.parse(item))
+    functions: dict[str, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith("llm."):
+            continue
+        if (m := _OI_TOOL_SCHEMA.match(key)) and isinstance(value, str):
+            out.extend(cache.parse(value))
+        elif m := _TL_FUNC.match(key):
+            functions.setdefault(m.group(1), {})[m.group(2)] = value
+    for _, fields in sorted(functions.items(), key=lambda kv: int(kv[0])):
+        if (d := definition_from(fields)) is not None:
+            out.append(d)
+    return out
+
+
+def requested_calls(attrs: Attrs) -> list[tuple[str | None, str | None]]:
+    """``(call_id, tool_name)`` of each tool call the model asked for in this turn (one parallel batch)."""
+    calls: list[tuple[str | None, str | None]] = []
+    raw = attrs.get(A.GEN_AI_OUTPUT_MESSAGES)
+    if raw is not None:
+        messages = _json.try_loads(raw)
+        if isinstance(messages, list):
+            for message in messages:
+                parts = message.get("parts") if isinstance(message, Mapping) else None
+                for part in parts if isinstance(parts, list) else ():
+                    if isinstance(part, Mapping) and part.get("type") == "tool_call":
+                        calls.append((_str(part.get("id")), _str(part.get("name"))))
+        if calls:
+            return calls
+    indexed: dict[tuple[int, int], dict[str, str | None]] = {}
+    for key, value in attrs.items():
+        if not (key.startswith("llm.output_messages.") or key.startswith("gen_ai.completion.")):
+            continue
+        m = _OI_CALL.match(key) or _TL_CALL.match(key)
+        if m:
+            field = "name" if m.group(3) in ("function.name", "name") else "id"
+            indexed.setdefault((int(m.group(1)), int(m.group(2))), {})[field] = _str(value)
+    for _, item in sorted(indexed.items()):  # indices need not start at 0 or be contiguous
+        calls.append((item.get("id"), item.get("name")))
+    return calls
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,236 @@
+"""``ToolCallEvalProcessor``: the online adapter around the pure checks.
+
+It wraps the processor that exports and forwards every span to it: non-tool spans untouched (the same
+object), tool spans and trace roots as an enriched copy carrying the scores. Nothing raises into the
+application: a failed evaluation is counted, logged (rate-limited) and the span is forwarded unscored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.checks.verdict import trace_verdict
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
+from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, is_llm_span, requested_calls, tool_definitions
+from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
+from otel_toolcall_eval.metrics import EvalMetrics
+from otel_toolcall_eval.records import CallScore, ToolCallRecord
+from otel_toolcall_eval.scoring import Scorer
+from otel_toolcall_eval.trace_state import TraceState, TraceStore
+
+logger = logging.getLogger("otel_toolcall_eval")
+
+_NOT_TURNS = frozenset({"invoke_agent", "create_agent"})
+
+
+class _RateLimitedLog:
+    """Log each kind of failure at most once per interval, so a broken span shape cannot flood the logs."""
+
+    def __init__(self, interval: float = 60.0) -> None:
+        self._interval = interval
+        self._last: dict[str, float] = {}
+
+    def error(self, key: str, msg: str, *args: Any) -> None:
+        now = time.monotonic()
+        if now - self._last.get(key, -self._interval) >= self._interval:
+            self._last[key] = now
+            logger.warning(msg, *args, exc_info=True)
+
+
+class ToolCallEvalProcessor(SpanProcessor):
+    """Scores tool calls inline and forwards enriched copies to ``downstream``.
+
+    Args:
+        downstream: the processor (or processors) that export, e.g. a ``BatchSpanProcessor``.
+        config: policies, registered schemas and limits; ``None`` runs every check that needs no config.
+        conventions: the span-typing registry; defaults to the built-in conventions.
+        meter_provider: where the processor's metrics go; defaults to the global MeterProvider.
+        judge: an optional sampler/worker that receives scored calls (see ``otel_toolcall_eval.judge``).
+    """
+
+    def __init__(
+        self,
+        downstream: SpanProcessor | Sequence[SpanProcessor],
+        config: EvalConfig | None = None,
+        *,
+        conventions: ConventionRegistry | None = None,
+        meter_provider: MeterProvider | None = None,
+        judge: Any = None,
+    ) -> None:
+        if isinstance(downstream, SpanProcessor):
+            self._downstream: tuple[SpanProcessor, ...] = (downstream,)
+        else:
+            self._downstream = tuple(downstream)
+            bad = [p for p in self._downstream if not isinstance(p, SpanProcessor)]
+            if bad or not self._downstream:
+                raise TypeError(
+                    "downstream: expected a SpanProcessor or a non-empty sequence of them, got "
+                    f"{type(bad[0]).__name__ if bad else 'an empty sequence'}"
+                )
+        if config is not None and not isinstance(config, EvalConfig):
+            raise TypeError(f"config: expected EvalConfig or None, got {type(config).__name__}")
+        self.config = config or EvalConfig()
+        self.conventions = conventions or default_registry()
+        self.metrics = EvalMetrics(meter_provider)
+        self.judge = judge
+        self._scorer = Scorer.from_config(self.config)
+        self._definitions = DefinitionCache()
+        limits = self.config.limits
+        self._store = TraceStore(limits.max_traces, limits.trace_ttl_seconds, self._on_drop)
+        self._log = _RateLimitedLog()
+        self._shutdown = False
+        self._lock = threading.Lock()
+
+    # --- SpanProcessor -------------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        for p in self._downstream:
+            try:
+                p.on_start(span, parent_context=parent_context)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.on_start", "downstream on_start failed")
+
+    def _on_ending(self, span: Span) -> None:
+        for p in self._downstream:
+            try:
+                p._on_ending(span)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream._on_ending", "downstream _on_ending failed")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        out = span
+        try:
+            out = self._evaluate(span)
+        except Exception as exc:  # noqa: BLE001 - never raise into the code that ended the span
+            self.metrics.record_error("evaluate")
+            self._log.error(
+                "evaluate", "toolcall-eval: evaluating span %r failed; forwarded unscored", _safe_name(span)
+            )
+            try:
+                out = EnrichedSpan(span, {A.EVAL_ERROR: type(exc).__name__})
+            except Exception:  # noqa: BLE001
+                out = span
+        for p in self._downstream:
+            try:
+                p.on_end(out)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.on_end", "downstream on_end failed")
+
+    def shutdown(self) -> None:
+        if self._shutdown:
+            return
+        self._shutdown = True
+        for _, state in self._store.drain():
+            self._record_unfinished(state, "shutdown")
+        if self.judge is not None:
+            self._safe(self.judge.shutdown, "judge.shutdown")
+        for p in self._downstream:
+            self._safe(p.shutdown, "downstream.shutdown")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        deadline = time.monotonic() + timeout_millis / 1000
+        ok = True
+        self._store.expire()
+        if self.judge is not None:
+            ok = bool(self._safe(lambda: self.judge.force_flush(timeout_millis), "judge.force_flush")) and ok
+        for p in self._downstream:
+            remaining = max(0, int((deadline - time.monotonic()) * 1000))
+            ok = bool(self._safe(lambda p=p, r=remaining: p.force_flush(r), "downstream.force_flush")) and ok
+        return ok
+
+    # --- evaluation ----------------------------------------------------------------------------
+    def _evaluate(self, span: ReadableSpan) -> ReadableSpan:
+        ctx = span.context
+        if ctx is None:
+            return span
+        attrs = span.attributes
+        if attrs is None:
+            return span
+        parent = span.parent
+        is_root = parent is None or parent.is_remote
+        convention = self.conventions.recognise(span, attrs)
+        record = convention.extract(span, attrs) if convention is not None else None
+        if record is None:
+            if is_llm_span(attrs):
+                self._observe_llm_span(ctx.trace_id, attrs)
+            if is_root:
+                return self._finish_trace(ctx.trace_id, span, {})
+            return span
+
+        state = self._store.get(ctx.trace_id)
+        assert state is not None
+        with state.lock:
+            batch = state.batch_for(record.call_id, record.name)
+            score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
+        self.metrics.record_call(score)
+        extra = call_attributes(score, record.convention)
+        if self.judge is not None:
+            extra[A.JUDGE_SAMPLED] = bool(self._safe(lambda: self.judge.offer(record, score, state), "judge.offer"))
+        if is_root:
+            return self._finish_trace(ctx.trace_id, span, extra)
+        return EnrichedSpan(span, extra)
+
+    def _observe_llm_span(self, trace_id: int, attrs: Any) -> None:
+        definitions = tool_definitions(attrs, self._definitions)
+        op = attrs.get(A.GEN_AI_OPERATION_NAME)
+        calls = [] if op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT" else requested_calls(attrs)
+        state = self._store.get(trace_id)
+        assert state is not None
+        with state.lock:
+            state.genai = True
+            if definitions:
+                state.add_tools(definitions)
+            if calls:
+                state.add_turn(calls, self.config.limits.max_calls_per_trace)
+
+    def _finish_trace(self, trace_id: int, span: ReadableSpan, extra: dict[str, Any]) -> ReadableSpan:
+        state = self._store.pop(trace_id)
+        if state is None or (state.history.calls == 0 and not state.genai):
+            return EnrichedSpan(span, extra) if extra else span
+        verdict = trace_verdict(state.history, self.config.policies.step_budget)
+        self.metrics.record_trace(verdict, "root")
+        extra.update(verdict_attributes(verdict))
+        return EnrichedSpan(span, extra)
+
+    def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:
+        self.metrics.record_dropped(reason)
+        self._record_unfinished(state, reason)
+
+    def _record_unfinished(self, state: TraceState, reason: str) -> None:
+        if state.history.calls == 0 and not state.genai:
+            return
+        self.metrics.record_trace(trace_verdict(state.history, self.config.policies.step_budget), reason)
+
+    def _safe(self, fn: Any, key: str) -> Any:
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001
+            self.metrics.record_error(key)
+            self._log.error(key, "toolcall-eval: %s failed", key)
+            return False
+
+    # --- introspection (tests, benchmarks) -------------------------------------------------------
+    @property
+    def traces_in_flight(self) -> int:
+        return len(self._store)
+
+    def score_record(self, record: ToolCallRecord) -> CallScore:
+        """Score a record outside any trace (used by tests and the offline runner's sanity checks)."""
+        state = TraceState()
+        return self._scorer.score(record, state.history, trace_tools=state.tools)
+
+
+def _safe_name(span: Any) -> str:
+    try:
+        return str(span.name)[:100]
+    except Exception:  # noqa: BLE001
+        return "?"

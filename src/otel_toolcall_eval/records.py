@@ -1,0 +1,175 @@
+"""Plain records that every check works on.
+
+No OpenTelemetry import here: the offline evaluator builds the same records from dataset rows and run
+files, so one scorer codebase serves the processor, the judge and the CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class ParseStatus(str, Enum):
+    """How the recorded arguments turned into a JSON object."""
+
+    OK = "ok"  # a JSON object
+    BARE_VALUE = "bare_value"  # a bare value mapped onto the tool's only parameter
+    ABSENT = "absent"  # nothing recorded (content capture off): nothing to judge
+    INVALID_JSON = "invalid_json"
+    NOT_OBJECT = "not_object"  # valid JSON, but not an object, and no single parameter to map it to
+    TOO_DEEP = "too_deep"
+    OVERSIZED = "oversized"  # larger than the configured limit: not parsed
+
+    @property
+    def parsed(self) -> bool | None:
+        """True/False for the `parse_ok` score; None where there is nothing to score."""
+        if self in (ParseStatus.OK, ParseStatus.BARE_VALUE):
+            return True
+        if self in (ParseStatus.ABSENT, ParseStatus.OVERSIZED):
+            return None
+        return False
+
+
+class Outcome(str, Enum):
+    """What happened to the call; the split between a model bug and an infrastructure bug is the point."""
+
+    SUCCESS = "success"
+    MALFORMED_CALL = "malformed_call"
+    EXECUTION_FAILED = "execution_failed"
+    EMPTY_RESULT = "empty_result"
+
+
+@dataclass(slots=True, frozen=True)
+class ToolDefinition:
+    """A tool as the model saw it. ``schema_key`` is the canonical JSON of ``parameters`` (cache key)."""
+
+    name: str
+    parameters: dict[str, Any] | None = None
+    description: str | None = None
+    schema_key: str | None = None
+
+
+@dataclass(slots=True)
+class ErrorEvidence:
+    """Everything a convention recorded about a failure; classification happens in ``checks.outcome``."""
+
+    status_error: bool = False
+    status_description: str | None = None
+    exception_type: str | None = None
+    exception_message: str | None = None
+    error_type: str | None = None  # the `error.type` attribute
+    retry_cause: str | None = None  # pydantic-ai's retry attributes: the tool rejected its input
+
+    @property
+    def any(self) -> bool:
+        return bool(self.status_error or self.exception_type or self.error_type or self.retry_cause)
+
+
+@dataclass(slots=True)
+class ParsedArguments:
+    status: ParseStatus
+    value: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call, whatever convention recorded it."""
+
+    name: str
+    raw_arguments: Any = None  # as recorded: usually a string, may be an object or a bare value
+    result: Any = None  # as recorded; None when not recorded
+    result_recorded: bool = False
+    error: ErrorEvidence = field(default_factory=ErrorEvidence)
+    call_id: str | None = None
+    convention: str = "unknown"
+    span_schema: dict[str, Any] | None = None  # a schema carried on the tool span itself
+    trace_id: str = ""
+    span_id: str = ""
+    parent_span_id: str | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+
+
+@dataclass(slots=True)
+class CallScore:
+    """Every score of one call; the processor writes these as ``toolcall_eval.*`` attributes."""
+
+    name: str
+    step: int
+    outcome: Outcome
+    parse_ok: bool | None = None
+    parse_status: ParseStatus = ParseStatus.ABSENT
+    tool_known: bool | None = None
+    schema_valid: bool | None = None
+    schema_errors: tuple[str, ...] = ()
+    schema_source: str | None = None
+    schema_drift: bool | None = None
+    error_source: str | None = None
+    batch: int | None = None
+    duplicate: bool = False
+    repeated_failure: bool = False
+    over_budget: bool | None = None
+    violations: list[str] = field(default_factory=list)
+    violation_weight: int = 0
+    arguments: dict[str, Any] | None = None
+
+    @property
+    def correct(self) -> bool:
+        """The call is right as far as code can tell (errors and budget are separate parts of the composite)."""
+        return (
+            self.parse_ok is not False
+            and self.tool_known is not False
+            and self.schema_valid is not False
+            and not self.violations
+            and not self.duplicate
+            and not self.repeated_failure
+        )
+
+
+@dataclass(slots=True)
+class CallHistory:
+    """What the trajectory checks need to remember of a trace's earlier calls (bounded by the caller)."""
+
+    calls: int = 0
+    errors: int = 0
+    violations: int = 0
+    violation_weight: int = 0
+    all_correct: bool = True
+    seen_calls: set[str] = field(default_factory=set)
+    failures: set[str] = field(default_factory=set)
+    succeeded: dict[str, list[int | None]] = field(default_factory=dict)
+    remembered: int = 0  # entries in the sets above, for the bound
+
+    def add(self, score: CallScore, args_key: str, failure_key: str | None, max_remembered: int) -> None:
+        self.calls += 1
+        if score.outcome is not Outcome.SUCCESS:
+            self.errors += 1
+        self.violations += len(score.violations)
+        self.violation_weight += score.violation_weight
+        self.all_correct = self.all_correct and score.correct
+        if self.remembered >= max_remembered:
+            return
+        self.remembered += 1
+        self.seen_calls.add(args_key)
+        if failure_key is not None:
+            self.failures.add(failure_key)
+        if score.outcome is Outcome.SUCCESS:
+            self.succeeded.setdefault(score.name, []).append(score.batch)
+
+
+@dataclass(slots=True, frozen=True)
+class TraceVerdict:
+    tool_calls: int
+    errors: int
+    over_budget: bool
+    violations: int
+    violation_weight: int
+    correct: bool
+
+    @property
+    def composite_ok(self) -> bool:
+        """Correct AND under the step budget AND zero tool errors."""
+        return self.correct and not self.over_budget and self.errors == 0

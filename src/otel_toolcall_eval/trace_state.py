@@ -1,0 +1,124 @@
+"""Bounded per-trace state: an LRU of traces with a TTL for traces whose root never ends here.
+
+Expired and evicted traces are handed back to the caller (outside the lock) so their verdict still reaches
+the metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from otel_toolcall_eval.records import CallHistory, ToolDefinition
+
+
+@dataclass(slots=True)
+class TraceState:
+    """What one trace has shown so far: tool definitions, model turns and the call history."""
+
+    history: CallHistory = field(default_factory=CallHistory)
+    tools: dict[str, ToolDefinition] | None = None
+    turns: int = 0
+    call_batches: dict[str, int] = field(default_factory=dict)
+    pending_names: dict[str, deque[int]] = field(default_factory=dict)
+    genai: bool = False
+    last_seen: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_tools(self, definitions: list[ToolDefinition]) -> None:
+        if self.tools is None:
+            self.tools = {}
+        for d in definitions:
+            self.tools[d.name] = d
+
+    def add_turn(self, calls: list[tuple[str | None, str | None]], max_entries: int) -> None:
+        """One model turn that requested tool calls: they form one parallel batch."""
+        self.turns += 1
+        if len(self.call_batches) >= max_entries:
+            return
+        for call_id, name in calls:
+            if call_id is not None:
+                self.call_batches[call_id] = self.turns
+            if name is not None:
+                self.pending_names.setdefault(name, deque()).append(self.turns)
+
+    def batch_for(self, call_id: str | None, name: str) -> int | None:
+        """The turn that issued this call: by call id, else the earliest unclaimed request of this name."""
+        pending = self.pending_names.get(name)
+        if call_id is not None and call_id in self.call_batches:
+            batch = self.call_batches.pop(call_id)
+            if pending and batch in pending:
+                pending.remove(batch)
+            return batch
+        if pending:
+            return pending.popleft()
+        return None
+
+
+class TraceStore:
+    def __init__(
+        self,
+        max_traces: int,
+        ttl_seconds: float,
+        on_drop: Callable[[int, TraceState, str], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max = max_traces
+        self._ttl = ttl_seconds
+        self._on_drop = on_drop
+        self._clock = clock
+        self._items: OrderedDict[int, TraceState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, trace_id: int, create: bool = True) -> TraceState | None:
+        now = self._clock()
+        dropped: list[tuple[int, TraceState, str]] = []
+        with self._lock:
+            state = self._items.get(trace_id)
+            if state is not None:
+                self._items.move_to_end(trace_id)
+            elif create:
+                state = TraceState(last_seen=now)
+                self._items[trace_id] = state
+                self._expire(now, dropped)
+                while len(self._items) > self._max:
+                    tid, old = self._items.popitem(last=False)
+                    dropped.append((tid, old, "evicted"))
+            if state is not None:
+                state.last_seen = now
+        for item in dropped:
+            self._on_drop(*item)
+        return state
+
+    def pop(self, trace_id: int) -> TraceState | None:
+        with self._lock:
+            return self._items.pop(trace_id, None)
+
+    def expire(self) -> None:
+        dropped: list[tuple[int, TraceState, str]] = []
+        with self._lock:
+            self._expire(self._clock(), dropped)
+        for item in dropped:
+            self._on_drop(*item)
+
+    def drain(self) -> list[tuple[int, TraceState]]:
+        with self._lock:
+            items = list(self._items.items())
+            self._items.clear()
+        return items
+
+    def _expire(self, now: float, dropped: list[tuple[int, TraceState, str]]) -> None:
+        # Entries are in order of last access, so expired ones sit at the front.
+        deadline = now - self._ttl
+        while self._items:
+            tid, state = next(iter(self._items.items()))
+            if state.last_seen > deadline:
+                break
+            del self._items[tid]
+            dropped.append((tid, state, "expired"))

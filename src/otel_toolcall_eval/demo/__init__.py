@@ -1,0 +1,110 @@
+"""The demo agent: a scripted calendar/email/reminder assistant with the processor attached.
+
+Runs with no service and no API key; with an OTLP endpoint it feeds a collector, with a Prometheus port it
+exposes the processor's metrics for scraping, and with a rate and a duration it is a steady load generator.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from rich.console import Console
+from rich.live import Live
+
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
+from otel_toolcall_eval.demo.summary import SummaryExporter
+from otel_toolcall_eval.processor import ToolCallEvalProcessor
+
+
+def default_config_path() -> Path:
+    return Path(str(resources.files("otel_toolcall_eval.demo").joinpath("toolcall-eval.yaml")))
+
+
+@dataclass
+class DemoOptions:
+    traces: int = 20
+    failures: dict[str, float] = field(default_factory=lambda: dict.fromkeys(FAILURE_CLASSES, 0.05))
+    seed: int = 7
+    config: Path | None = None
+    otlp_endpoint: str | None = None
+    otlp_protocol: str = "grpc"
+    prometheus_port: int | None = None
+    prometheus_host: str = "127.0.0.1"
+    traces_per_second: float | None = None
+    duration: float | None = None
+    show_traces: int = 3
+    service_name: str = "toolcall-eval-demo"
+
+
+def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExporter:
+    console = console or Console()
+    config = EvalConfig.load(options.config or default_config_path())
+    resource = Resource.create({"service.name": options.service_name})
+    summary = SummaryExporter(keep_traces=options.show_traces)
+    readers: list[MetricReader] = []
+    downstream: list[SpanProcessor] = [SimpleSpanProcessor(summary)]
+    if options.otlp_endpoint:
+        span_exporter, metric_exporter = _otlp_exporters(options.otlp_endpoint, options.otlp_protocol)
+        downstream.append(BatchSpanProcessor(span_exporter))
+        readers.append(PeriodicExportingMetricReader(metric_exporter, export_interval_millis=5000))
+    if options.prometheus_port is not None:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import start_http_server
+
+        start_http_server(options.prometheus_port, addr=options.prometheus_host)
+        readers.append(PrometheusMetricReader())
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(ToolCallEvalProcessor(downstream, config=config, meter_provider=meter_provider))
+    agent = ScriptedAgent(provider.get_tracer("otel_toolcall_eval.demo"), seed=options.seed)
+
+    try:
+        if options.duration is not None:
+            _run_steady(agent, options, summary, console)
+        else:
+            for _ in range(options.traces):
+                agent.run(options.failures)
+            provider.force_flush()
+            for tree in summary.span_trees():
+                console.print(tree)
+            console.print(summary.table())
+    finally:
+        provider.shutdown()
+        meter_provider.shutdown()
+    return summary
+
+
+def _run_steady(agent: ScriptedAgent, options: DemoOptions, summary: SummaryExporter, console: Console) -> None:
+    rate = options.traces_per_second or 5.0
+    deadline = time.monotonic() + (options.duration or 0.0)
+    next_at = time.monotonic()
+    with Live(summary.table(), console=console, refresh_per_second=2, transient=False) as live:
+        while time.monotonic() < deadline:
+            agent.run(options.failures)
+            next_at += 1.0 / rate
+            live.update(summary.table())
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+
+
+def _otlp_exporters(endpoint: str, protocol: str) -> tuple[SpanExporter, MetricExporter]:
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter(endpoint=endpoint, insecure=True), OTLPMetricExporter(endpoint=endpoint, insecure=True)
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HTTPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPSpanExporter
+
+    base = endpoint.rstrip("/")
+    return HTTPSpanExporter(endpoint=base + "/v1/traces"), HTTPMetricExporter(endpoint=base + "/v1/metrics")

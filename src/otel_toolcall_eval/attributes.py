@@ -46,6 +46,15 @@ TRACE_VIOLATIONS: Final = PREFIX + "trace.violations"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
 
+TRACE_VERDICT: Final = (
+    TRACE_TOOL_CALLS,
+    TRACE_ERRORS,
+    TRACE_OVER_BUDGET,
+    TRACE_VIOLATIONS,
+    TRACE_CORRECT,
+    TRACE_COMPOSITE_OK,
+)
+
 SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     AttributeDoc(
         CONVENTION,

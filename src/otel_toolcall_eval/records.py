@@ -86,6 +86,7 @@ class ToolCallRecord:
     call_id: str | None = None
     convention: str = "unknown"
     span_schema: dict[str, Any] | None = None  # a schema carried on the tool span itself
+    arguments_unparseable: bool = False  # the instrumentation recorded that the arguments did not parse
     trace_id: str = ""
     span_id: str = ""
     parent_span_id: str | None = None

@@ -17,7 +17,7 @@ from otel_toolcall_eval.checks.schema import ValidatorCache, resolve_schema, val
 from otel_toolcall_eval.checks.step_budget import over_budget
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.config import EvalConfig
-from otel_toolcall_eval.records import CallHistory, CallScore, ParseStatus, ToolCallRecord, ToolDefinition
+from otel_toolcall_eval.records import CallHistory, CallScore, ToolCallRecord, ToolDefinition
 
 
 @dataclass(slots=True)
@@ -51,8 +51,13 @@ class Scorer:
         definition = resolved.definition
         params = definition.parameters if definition is not None else None
 
+        single, is_string = single_parameter(params)
         parsed = parse_arguments(
-            record.raw_arguments, single_param=single_parameter(params), max_bytes=limits.max_argument_bytes
+            record.raw_arguments,
+            single_param=single,
+            string_param=is_string,
+            max_bytes=limits.max_argument_bytes,
+            unparseable=record.arguments_unparseable,
         )
         available = _available(trace_tools, config_tools)
         known = tool_known(name, available)
@@ -118,8 +123,6 @@ class Scorer:
             violation_weight=weight,
             arguments=parsed.value,
         )
-        if parsed.status is ParseStatus.OVERSIZED:
-            score.schema_errors = ()
         history.add(score, args_key, fkey, limits.max_calls_per_trace)
         return score
 

@@ -19,7 +19,18 @@ def _too_deep(exc: Exception) -> bool:
     return isinstance(exc, RecursionError) or "recursion" in text or "depth" in text
 
 
-def parse_arguments(raw: Any, *, single_param: str | None = None, max_bytes: int = 65_536) -> ParsedArguments:
+def parse_arguments(
+    raw: Any,
+    *,
+    single_param: str | None = None,
+    string_param: bool = False,
+    max_bytes: int = 65_536,
+    unparseable: bool = False,
+) -> ParsedArguments:
+    """``string_param``: the single parameter is a string, so a bare ``12345`` stays the text it was.
+    ``unparseable``: the instrumentation itself recorded that the model's arguments did not parse."""
+    if unparseable:
+        return ParsedArguments(ParseStatus.INVALID_JSON, error="the SDK could not parse the model's arguments")
     if raw is None:
         return ParsedArguments(ParseStatus.ABSENT)
     if isinstance(raw, Mapping):
@@ -39,11 +50,14 @@ def parse_arguments(raw: Any, *, single_param: str | None = None, max_bytes: int
     except (orjson.JSONDecodeError, RecursionError) as exc:
         if _too_deep(exc):
             return ParsedArguments(ParseStatus.TOO_DEEP, error="arguments nest deeper than the parser allows")
-        if single_param is not None:
+        # text that starts like JSON and does not parse is broken JSON, never a bare value
+        if single_param is not None and not raw.lstrip().startswith(("{", "[")):
             return ParsedArguments(ParseStatus.BARE_VALUE, {single_param: raw})
         return ParsedArguments(ParseStatus.INVALID_JSON, error=f"invalid JSON: {str(exc)[:120]}")
     if isinstance(value, dict):
         return ParsedArguments(ParseStatus.OK, value)
+    if single_param is not None and string_param and not isinstance(value, (str, list)):
+        return ParsedArguments(ParseStatus.BARE_VALUE, {single_param: raw})
     return _map_bare(value, single_param, f"arguments are a JSON {type(value).__name__}, not an object")
 
 
@@ -53,12 +67,16 @@ def _map_bare(value: Any, single_param: str | None, error: str) -> ParsedArgumen
     return ParsedArguments(ParseStatus.NOT_OBJECT, error=error)
 
 
-def single_parameter(schema: Mapping[str, Any] | None) -> str | None:
-    """The name of the schema's only property, which a bare value maps onto."""
+def single_parameter(schema: Mapping[str, Any] | None) -> tuple[str | None, bool]:
+    """The schema's only property, which a bare value maps onto, and whether it is a string."""
     if not schema:
-        return None
+        return None, False
     props = schema.get("properties")
     if isinstance(props, Mapping) and len(props) == 1:
-        only = next(iter(props))
-        return only if isinstance(only, str) else None
-    return None
+        name, spec = next(iter(props.items()))
+        if not isinstance(name, str):
+            return None, False
+        kind = spec.get("type") if isinstance(spec, Mapping) else None
+        is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
+        return name, is_string
+    return None, False

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions.base import AttributeConvention, Attrs
 from otel_toolcall_eval.records import ToolCallRecord
@@ -45,9 +46,25 @@ MCP = AttributeConvention(
     span_name_prefixes=("tools/call ",),
 )
 
+
+@dataclass(frozen=True, slots=True)
+class GenAIConvention(AttributeConvention):
+    """pydantic-ai records arguments it could not parse as ``{"INVALID_JSON": "<raw>"}``: a parse failure."""
+
+    def extract(self, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord | None:
+        record = AttributeConvention.extract(self, span, attrs)
+        raw = record.raw_arguments if record is not None else None
+        if record is not None and isinstance(raw, str) and raw.startswith('{"INVALID_JSON"'):
+            value = _json.try_loads(raw)
+            if isinstance(value, dict) and set(value) == {"INVALID_JSON"}:
+                record.raw_arguments = value["INVALID_JSON"]
+                record.arguments_unparseable = True
+        return record
+
+
 # pydantic-ai's current spans use these keys; its older format ("running tool") keeps the GenAI operation
 # name but records `tool_arguments` / `tool_response`.
-GENAI = AttributeConvention(
+GENAI = GenAIConvention(
     name="genai",
     detect_key=A.GEN_AI_OPERATION_NAME,
     detect_values=frozenset({"execute_tool"}),
@@ -66,7 +83,12 @@ class SpanNameConvention(AttributeConvention):
         return span.name in self.detect_values and A.GEN_AI_TOOL_NAME in attrs
 
 
-PYDANTIC_AI_LEGACY = SpanNameConvention(
+@dataclass(frozen=True, slots=True)
+class PydanticAILegacyConvention(SpanNameConvention, GenAIConvention):
+    pass
+
+
+PYDANTIC_AI_LEGACY = PydanticAILegacyConvention(
     name="pydantic_ai",
     detect_key="",
     detect_values=frozenset({"running tool"}),

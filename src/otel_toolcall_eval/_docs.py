@@ -1,0 +1,60 @@
+"""Render the README's reference tables from the modules that define them (one source of truth).
+
+``python -m otel_toolcall_eval._docs`` rewrites the tables between the README's markers;
+``tests/test_docs.py`` fails when the README and the code disagree.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from otel_toolcall_eval.attributes import SPAN_ATTRIBUTES
+from otel_toolcall_eval.conventions.builtin import BUILTIN
+from otel_toolcall_eval.metrics import METRICS
+
+
+def attribute_table() -> str:
+    rows = ["| attribute | type | on | meaning |", "|---|---|---|---|"]
+    rows += [f"| `{a.name}` | {a.type} | {a.where} | {a.meaning} |" for a in SPAN_ATTRIBUTES]
+    return "\n".join(rows)
+
+
+def metric_table() -> str:
+    rows = ["| metric | kind | unit | labels | Prometheus name | meaning |", "|---|---|---|---|---|---|"]
+    rows += [f"| `{m.name}` | {m.kind} | `{m.unit}` | {m.labels} | `{m.prometheus}` | {m.meaning} |" for m in METRICS]
+    return "\n".join(rows)
+
+
+def convention_table() -> str:
+    rows = ["| convention | detected by | tool name | arguments | result |", "|---|---|---|---|---|"]
+    for c in BUILTIN:
+        detect = (
+            f"span name `{'`/`'.join(sorted(c.detect_values))}`"
+            if not c.detect_key
+            else (f"`{c.detect_key}` = `{'`/`'.join(sorted(c.detect_values))}`")
+        )
+        name = " or ".join(f"`{k}`" for k in c.name_keys) or "span name"
+        args = " or ".join(f"`{k}`" for k in c.argument_keys)
+        result = " or ".join(f"`{k}`" for k in c.result_keys)
+        rows.append(f"| `{c.name}` | {detect} | {name} | {args} | {result} |")
+    return "\n".join(rows)
+
+
+TABLES = {"attributes": attribute_table, "metrics": metric_table, "conventions": convention_table}
+
+
+def render(readme: str) -> str:
+    for name, fn in TABLES.items():
+        pattern = re.compile(rf"(<!-- table:{name} -->\n)(?:.*?\n)?(<!-- /table:{name} -->)", re.S)
+        m = pattern.search(readme)
+        if m is None:
+            raise ValueError(f"README lacks the <!-- table:{name} --> markers")
+        readme = readme[: m.start()] + m.group(1) + fn() + "\n" + m.group(2) + readme[m.end() :]
+    return readme
+
+
+if __name__ == "__main__":
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    path.write_text(render(path.read_text()))

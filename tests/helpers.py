@@ -1,0 +1,121 @@
+"""Test helpers: a real TracerProvider with the processor in front of an in-memory exporter and metric reader."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
+from otel_toolcall_eval.attributes import PREFIX
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "Weather", "parameters": WEATHER_SCHEMA}
+
+
+@dataclass
+class Pipeline:
+    provider: TracerProvider
+    tracer: Tracer
+    exporter: InMemorySpanExporter
+    processor: ToolCallEvalProcessor
+    reader: InMemoryMetricReader
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def by_name(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.spans() if s.name == name]
+
+    def one(self, name: str) -> ReadableSpan:
+        found = self.by_name(name)
+        assert len(found) == 1, f"{len(found)} spans named {name!r}: {[s.name for s in self.spans()]}"
+        return found[0]
+
+    def metric_points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
+        data = self.reader.get_metrics_data()
+        out = []
+        for rm in data.resource_metrics if data else ():
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    if metric.name == name:
+                        for point in metric.data.data_points:
+                            value = getattr(point, "value", None)
+                            if value is None:
+                                value = point.count
+                            out.append((dict(point.attributes or {}), value))
+        return out
+
+    def metric_sum(self, name: str, **labels: str) -> float:
+        return sum(v for attrs, v in self.metric_points(name) if all(attrs.get(k) == x for k, x in labels.items()))
+
+
+def make_pipeline(config: EvalConfig | None = None, **kwargs: Any) -> Pipeline:
+    exporter = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    processor = ToolCallEvalProcessor(SimpleSpanProcessor(exporter), config, meter_provider=meter_provider, **kwargs)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    return Pipeline(provider, provider.get_tracer("test"), exporter, processor, reader)
+
+
+def scores(span: ReadableSpan) -> dict[str, Any]:
+    """The toolcall_eval.* attributes of a span, prefix stripped, sequences as lists."""
+    return {
+        k[len(PREFIX) :]: list(v) if isinstance(v, tuple) else v
+        for k, v in (span.attributes or {}).items()
+        if k.startswith(PREFIX)
+    }
+
+
+def chat_span(tracer: Tracer, tools: list[dict[str, Any]] | None = None, calls: list[tuple[str, str]] = ()) -> None:
+    """A GenAI chat span that offers ``tools`` and requests ``calls`` ((id, name) pairs) in one turn."""
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+    if tools is not None:
+        attrs["gen_ai.tool.definitions"] = json.dumps(tools)
+    if calls:
+        parts = [{"type": "tool_call", "id": cid, "name": name, "arguments": {}} for cid, name in calls]
+        attrs["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
+    with tracer.start_as_current_span("chat model", attributes=attrs):
+        pass
+
+
+def tool_span(
+    tracer: Tracer,
+    name: str,
+    arguments: Any = None,
+    *,
+    call_id: str | None = None,
+    result: Any = None,
+    error: Exception | None = None,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """A GenAI execute_tool span; ``error`` is recorded as status ERROR plus an exception event."""
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+    if arguments is not None:
+        attrs["gen_ai.tool.call.arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    if call_id is not None:
+        attrs["gen_ai.tool.call.id"] = call_id
+    if result is not None:
+        attrs["gen_ai.tool.call.result"] = result
+    attrs.update(extra or {})
+    try:
+        with tracer.start_as_current_span(f"execute_tool {name}", attributes=attrs):
+            if error is not None:
+                raise error
+    except Exception as exc:
+        if exc is not error:
+            raise

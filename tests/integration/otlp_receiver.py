@@ -1,0 +1,221 @@
+"""Minimal OTLP trace receivers on 127.0.0.1 for wire tests: a real gRPC server and a real HTTP server.
+
+Both decode what the real exporters send into ``ExportTraceServiceRequest`` messages and keep them, also
+while answering with a failure (``fail = True``: gRPC ``UNAVAILABLE`` / HTTP 500), so a test can tell
+that a failed export really reached the wire.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+    TraceServiceServicer,
+    add_TraceServiceServicer_to_server,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+
+@dataclass(frozen=True)
+class WireSpan:
+    """One decoded span with the resource and scope it arrived under."""
+
+    resource: Resource
+    scope: InstrumentationScope
+    span: Span
+
+
+def any_value(value: AnyValue) -> Any:
+    """An OTLP ``AnyValue`` as plain Python (arrays as lists, kvlists as dicts)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, kind)
+
+
+def raw_attributes(key_values: Any) -> dict[str, AnyValue]:
+    """Attribute key -> the ``AnyValue`` as sent, to check wire types (bool_value, int_value, array_value ...)."""
+    out: dict[str, AnyValue] = {}
+    for kv in key_values:
+        assert kv.key not in out, f"attribute {kv.key!r} sent twice"
+        out[kv.key] = kv.value
+    return out
+
+
+def attributes(key_values: Any) -> dict[str, Any]:
+    return {k: any_value(v) for k, v in raw_attributes(key_values).items()}
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: list[ExportTraceServiceRequest] = []
+        self._metadata: list[dict[str, str]] = []
+        self.fail = False
+
+    def _record(self, request: ExportTraceServiceRequest, metadata: dict[str, str]) -> None:
+        with self._lock:
+            self._requests.append(request)
+            self._metadata.append(metadata)
+
+    @property
+    def requests(self) -> list[ExportTraceServiceRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def metadata(self) -> list[dict[str, str]]:
+        """Per request: HTTP headers (lower-cased names) or gRPC invocation metadata."""
+        with self._lock:
+            return list(self._metadata)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._metadata.clear()
+
+    def spans(self) -> list[WireSpan]:
+        return [
+            WireSpan(rs.resource, ss.scope, span)
+            for request in self.requests
+            for rs in request.resource_spans
+            for ss in rs.scope_spans
+            for span in ss.spans
+        ]
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+        """Poll ``predicate`` until true; fail (not hang) at the deadline."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}; "
+                    f"received {len(self.requests)} request(s), {len(self.spans())} span(s)"
+                )
+            time.sleep(0.02)
+
+    def wait_for_spans(self, count: int, timeout: float = 10.0) -> list[WireSpan]:
+        self.wait_for(lambda: len(self.spans()) >= count, timeout, f"{count} span(s)")
+        return self.spans()
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> None:
+        self.wait_for(lambda: len(self.requests) >= count, timeout, f"{count} request(s)")
+
+
+class _Servicer(TraceServiceServicer):
+    def __init__(self, collector: _Collector) -> None:
+        self._collector = collector
+
+    def Export(self, request: ExportTraceServiceRequest, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        self._collector._record(request, {k: str(v) for k, v in context.invocation_metadata()})
+        if self._collector.fail:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "receiver is down (test)")
+        return ExportTraceServiceResponse()
+
+
+class GrpcTraceReceiver(_Collector):
+    """A real ``grpc.server`` serving ``TraceService/Export`` on an ephemeral 127.0.0.1 port."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="otlp-grpc-rx"))
+        add_TraceServiceServicer_to_server(_Servicer(self), self._server)
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        if self.port == 0:
+            raise RuntimeError("could not bind a gRPC port on 127.0.0.1")
+        self._server.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self._server.stop(grace=None).wait(timeout=5)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HttpServer
+
+    def do_POST(self) -> None:
+        if self.path != "/v1/traces":
+            self._reply(HTTPStatus.NOT_FOUND)
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        try:
+            if encoding == "gzip":
+                body = gzip.decompress(body)
+            elif encoding == "deflate":
+                body = zlib.decompress(body)
+            elif encoding != "identity":
+                self._reply(HTTPStatus.UNSUPPORTED_MEDIA_TYPE)
+                return
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+        except Exception:
+            self._reply(HTTPStatus.BAD_REQUEST)
+            raise
+        collector = self.server.collector
+        collector._record(request, {k.lower(): v for k, v in self.headers.items()})
+        if collector.fail:
+            self._reply(HTTPStatus.INTERNAL_SERVER_ERROR)
+            return
+        self._reply(HTTPStatus.OK, ExportTraceServiceResponse().SerializeToString())
+
+    def _reply(self, status: HTTPStatus, body: bytes = b"") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+
+class _HttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    collector: _Collector
+
+
+class HttpTraceReceiver(_Collector):
+    """A ``ThreadingHTTPServer`` answering ``POST /v1/traces`` on an ephemeral 127.0.0.1 port."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._server = _HttpServer(("127.0.0.1", 0), _Handler)
+        self._server.collector = self
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="otlp-http-rx", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1/traces"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,308 @@
+"""The pure checks, one behaviour each, without OpenTelemetry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from otel_toolcall_eval.checks.normalize import arguments_key
+from otel_toolcall_eval.checks.outcome import classify_outcome
+from otel_toolcall_eval.checks.parse import parse_arguments, single_parameter
+from otel_toolcall_eval.checks.schema import ValidatorCache, resolve_schema, validate_arguments
+from otel_toolcall_eval.checks.unknown_tool import tool_known
+from otel_toolcall_eval.checks.verdict import trace_verdict
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.records import CallHistory, ErrorEvidence, Outcome, ParseStatus, ToolCallRecord, ToolDefinition
+from otel_toolcall_eval.scoring import Scorer
+
+from .helpers import WEATHER_SCHEMA
+
+WEATHER = ToolDefinition("get_weather", WEATHER_SCHEMA, None, json.dumps(WEATHER_SCHEMA, sort_keys=True))
+
+
+# --- parse ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "single", "status", "value"),
+    [
+        ('{"city": "Paris"}', None, ParseStatus.OK, {"city": "Paris"}),
+        ({"city": "Paris"}, None, ParseStatus.OK, {"city": "Paris"}),
+        ("", None, ParseStatus.OK, {}),
+        (None, None, ParseStatus.ABSENT, None),
+        ("Paris", "city", ParseStatus.BARE_VALUE, {"city": "Paris"}),  # LangChain single-argument tool
+        ("Paris", None, ParseStatus.INVALID_JSON, None),
+        ('"Paris"', "city", ParseStatus.BARE_VALUE, {"city": "Paris"}),
+        ("42", "days", ParseStatus.BARE_VALUE, {"days": 42}),
+        ("[1, 2]", None, ParseStatus.NOT_OBJECT, None),
+        ('{"city": "Par', None, ParseStatus.INVALID_JSON, None),
+        ('{"city": "Par', "city", ParseStatus.INVALID_JSON, None),  # broken JSON is never a bare value
+        (b'{"a": 1}', None, ParseStatus.OK, {"a": 1}),
+        (("a", "b"), None, ParseStatus.NOT_OBJECT, None),
+    ],
+)
+def test_parse_arguments(raw: object, single: str | None, status: ParseStatus, value: object) -> None:
+    parsed = parse_arguments(raw, single_param=single)
+    assert parsed.status is status
+    assert parsed.value == value
+
+
+def test_parse_oversized_is_not_parsed() -> None:
+    parsed = parse_arguments('{"a": "' + "x" * 2000 + '"}', max_bytes=1000)
+    assert parsed.status is ParseStatus.OVERSIZED
+    assert parsed.status.parsed is None  # neither pass nor fail: scored as oversized
+
+
+def test_parse_deep_nesting_is_its_own_failure() -> None:
+    parsed = parse_arguments("[" * 10_000 + "]" * 10_000, max_bytes=10**6)
+    assert parsed.status is ParseStatus.TOO_DEEP
+    assert parsed.status.parsed is False
+
+
+def test_parse_invalid_utf8_surrogates() -> None:
+    parsed = parse_arguments('{"city": "\udcff"}')
+    assert parsed.status is ParseStatus.INVALID_JSON
+    assert parsed.error is not None and "UTF-8" in parsed.error
+
+
+def test_single_parameter() -> None:
+    assert single_parameter({"properties": {"q": {}}}) == ("q", False)
+    assert single_parameter({"properties": {"q": {"type": ["string", "null"]}}}) == ("q", True)
+    assert single_parameter(WEATHER_SCHEMA) == (None, False)
+    assert single_parameter(None) == (None, False)
+
+
+def test_bare_text_for_a_string_parameter_stays_text() -> None:
+    # LangChain records input.value "12345" for get_order(order_id="12345"): an ID, not a number
+    assert parse_arguments("12345", single_param="order_id", string_param=True).value == {"order_id": "12345"}
+    assert parse_arguments("true", single_param="q", string_param=True).value == {"q": "true"}
+    assert parse_arguments("12345", single_param="n", string_param=False).value == {"n": 12345}
+
+
+def test_sdk_reported_parse_failure() -> None:
+    parsed = parse_arguments("Paris", single_param="city", unparseable=True)
+    assert parsed.status is ParseStatus.INVALID_JSON
+
+
+# --- unknown tool / schema -----------------------------------------------------------------------
+def test_tool_known() -> None:
+    assert tool_known("a", {"a", "b"}) is True
+    assert tool_known("c", {"a", "b"}) is False
+    assert tool_known("c", None) is None
+
+
+def test_schema_valid_and_errors_with_paths() -> None:
+    cache = ValidatorCache(4)
+    assert validate_arguments({"city": "Paris"}, WEATHER, cache) is not None
+    ok = validate_arguments({"city": "Paris", "days": 2}, WEATHER, cache)
+    assert ok is not None and ok.valid and ok.errors == ()
+    bad = validate_arguments({"days": 0, "x": 1, "y": 2, "z": 3}, WEATHER, cache, max_errors=2, max_length=40)
+    assert bad is not None and not bad.valid
+    assert len(bad.errors) == 2
+    assert all(len(e) <= 40 for e in bad.errors)
+    one = validate_arguments({"city": 3}, WEATHER, cache)
+    assert one is not None and one.errors[0].startswith("/city: ")
+
+
+def test_schema_cache_is_bounded_and_reused() -> None:
+    cache = ValidatorCache(2)
+    defs = [ToolDefinition(f"t{i}", {"type": "object", "maxProperties": i}) for i in range(5)]
+    for d in defs:
+        validate_arguments({}, d, cache)
+    assert len(cache) == 2
+    key = json.dumps(defs[4].parameters, sort_keys=True)
+    assert cache.get(key, defs[4].parameters) is cache.get(key, defs[4].parameters)
+
+
+def test_broken_schema_gives_no_verdict() -> None:
+    broken = ToolDefinition("t", {"type": "nonsense"})
+    assert validate_arguments({}, broken, ValidatorCache()) is None
+
+
+def test_format_is_not_asserted() -> None:
+    # Draft 2020-12 default in both validators: format is an annotation, so verdicts agree with jsonschema
+    d = ToolDefinition("t", {"type": "object", "properties": {"e": {"type": "string", "format": "email"}}})
+    v = validate_arguments({"e": "not-an-email"}, d, ValidatorCache())
+    assert v is not None and v.valid
+
+
+def test_resolve_schema_prefers_trace_and_flags_drift() -> None:
+    other = ToolDefinition("get_weather", {"type": "object"}, None, '{"type":"object"}')
+    r = resolve_schema("get_weather", {"get_weather": WEATHER}, None, {"get_weather": other})
+    assert r.definition is WEATHER and r.source == "trace" and r.drift is True
+    same = resolve_schema("get_weather", {"get_weather": WEATHER}, None, {"get_weather": WEATHER})
+    assert same.drift is False
+    only_config = resolve_schema("get_weather", None, None, {"get_weather": other})
+    assert only_config.definition is other and only_config.source == "config" and only_config.drift is None
+    assert resolve_schema("x", None, None, {}).definition is None
+
+
+# --- outcome -------------------------------------------------------------------------------------
+def _classify(**kw: object) -> tuple[Outcome, str | None]:
+    args: dict[str, object] = {
+        "parse_ok": True,
+        "tool_known": True,
+        "schema_valid": True,
+        "error": ErrorEvidence(),
+        "result": "ok",
+        "result_recorded": True,
+        "input_error_types": {"ValidationError", "ModelRetry"},
+        "empty_results": {"", "[]", "null"},
+    }
+    args.update(kw)
+    return classify_outcome(**args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        ({}, (Outcome.SUCCESS, None)),
+        ({"parse_ok": False}, (Outcome.MALFORMED_CALL, "parse")),
+        ({"tool_known": False}, (Outcome.MALFORMED_CALL, "unknown_tool")),
+        ({"schema_valid": False, "error": ErrorEvidence(status_error=True)}, (Outcome.MALFORMED_CALL, "schema")),
+        ({"error": ErrorEvidence(retry_cause="validation_error")}, (Outcome.MALFORMED_CALL, "input_rejected")),
+        (
+            {"error": ErrorEvidence(status_error=True, exception_type="pydantic_core.ValidationError")},
+            (Outcome.MALFORMED_CALL, "input_rejected"),
+        ),
+        (
+            {"error": ErrorEvidence(status_error=True, exception_type="TimeoutError")},
+            (Outcome.EXECUTION_FAILED, "exception"),
+        ),
+        ({"error": ErrorEvidence(error_type="tool_error")}, (Outcome.EXECUTION_FAILED, "error.type")),
+        ({"error": ErrorEvidence(status_error=True)}, (Outcome.EXECUTION_FAILED, "status")),
+        ({"result": "[]"}, (Outcome.EMPTY_RESULT, "result_text")),
+        ({"result": None, "result_recorded": False}, (Outcome.SUCCESS, None)),
+        ({"parse_ok": None, "schema_valid": None, "tool_known": None}, (Outcome.SUCCESS, None)),
+    ],
+)
+def test_classify_outcome(kw: dict[str, object], expected: tuple[Outcome, str | None]) -> None:
+    assert _classify(**kw) == expected
+
+
+# --- normalisation -------------------------------------------------------------------------------
+def test_arguments_key_folds_case_whitespace_and_key_order() -> None:
+    a = arguments_key("t", {"q": "  Hello   World ", "n": 1.0, "z": {"b": 1, "a": [1, "X"]}})
+    b = arguments_key("t", {"z": {"a": [1, "x"], "b": 1}, "n": 1, "q": "hello world"})
+    assert a == b
+    assert arguments_key("t", {"q": "a"}) != arguments_key("t", {"q": "b"})
+    assert arguments_key("t", {"q": "a"}) != arguments_key("u", {"q": "a"})
+
+
+def test_arguments_key_never_crashes_on_unhashable_or_odd_values() -> None:
+    odd = {"list": [[1, 2], {"k": [3]}], "obj": object(), 1: "int key"}
+    assert isinstance(arguments_key("t", odd), str)  # type: ignore[arg-type]
+    assert arguments_key("t", None, "raw text") != arguments_key("t", None, "other")
+
+
+# --- trajectory and policies through the scorer --------------------------------------------------
+def _record(name: str, args: object, error: ErrorEvidence | None = None) -> ToolCallRecord:
+    return ToolCallRecord(name=name, raw_arguments=json.dumps(args), error=error or ErrorEvidence())
+
+
+def _policy_scorer(**policies: object) -> Scorer:
+    return Scorer.from_config(EvalConfig.from_dict({"policies": policies}))
+
+
+def test_duplicate_vs_corrected_retry_vs_legit_repeat() -> None:
+    scorer = _policy_scorer()
+    h = CallHistory()
+    first = scorer.score(_record("search", {"q": "Paris"}), h)
+    same = scorer.score(_record("search", {"q": " paris "}), h)
+    other = scorer.score(_record("search", {"q": "Lyon"}), h)
+    assert (first.duplicate, same.duplicate, other.duplicate) == (False, True, False)
+    assert [s.step for s in (first, same, other)] == [1, 2, 3]
+
+
+def test_repeated_failure_only_when_same_call_fails_same_way() -> None:
+    scorer = _policy_scorer()
+    h = CallHistory()
+    boom = ErrorEvidence(status_error=True, exception_type="TimeoutError")
+    s1 = scorer.score(_record("fetch", {"id": 1}, boom), h)
+    s2 = scorer.score(_record("fetch", {"id": 1}, boom), h)
+    s3 = scorer.score(_record("fetch", {"id": 2}, boom), h)  # corrected arguments: a new call
+    s4 = scorer.score(_record("fetch", {"id": 1}, ErrorEvidence(status_error=True, exception_type="KeyError")), h)
+    assert [s.repeated_failure for s in (s1, s2, s3, s4)] == [False, True, False, False]
+    assert s2.duplicate is True
+
+
+def test_step_budget() -> None:
+    scorer = _policy_scorer(step_budget=2)
+    h = CallHistory()
+    flags = [scorer.score(_record("t", {"i": i}), h).over_budget for i in range(3)]
+    assert flags == [False, False, True]
+    assert trace_verdict(h, 2).over_budget is True
+    assert trace_verdict(h, 3).over_budget is False
+    assert _policy_scorer().score(_record("t", {}), CallHistory()).over_budget is None
+
+
+def test_must_not_call_fails_the_trace() -> None:
+    scorer = _policy_scorer(must_not_call=["drop_db"])
+    h = CallHistory()
+    scorer.score(_record("read", {}), h)
+    s = scorer.score(_record("drop_db", {}), h)
+    assert s.violations == ["must_not_call"]
+    verdict = trace_verdict(h, None)
+    assert verdict.violations == 1 and not verdict.correct and not verdict.composite_ok
+
+
+def test_required_steps_respect_turns_and_success() -> None:
+    scorer = _policy_scorer(required_steps=[{"tool": "auth", "before": ["write"]}])
+    # prerequisite in an earlier turn: fine
+    h = CallHistory()
+    scorer.score(_record("auth", {}), h, batch=1)
+    assert scorer.score(_record("write", {}), h, batch=2).violations == []
+    # prerequisite in the same parallel batch does not count
+    h = CallHistory()
+    scorer.score(_record("auth", {}), h, batch=1)
+    assert scorer.score(_record("write", {}), h, batch=1).violations == ["missing_required_step:auth"]
+    # a failed prerequisite does not count
+    h = CallHistory()
+    scorer.score(_record("auth", {}, ErrorEvidence(status_error=True)), h, batch=1)
+    assert scorer.score(_record("write", {}), h, batch=2).violations == ["missing_required_step:auth"]
+    # tools the rule does not name are unaffected
+    assert scorer.score(_record("read", {}), CallHistory()).violations == []
+
+
+def test_destructive_needs_confirmation_and_weighs_by_rank() -> None:
+    scorer = _policy_scorer(destructive_tools=[{"tool": "rm", "confirm_with": ["confirm"], "irreversibility": 5}])
+    h = CallHistory()
+    s = scorer.score(_record("rm", {"path": "/"}), h)
+    assert s.violations == ["unconfirmed_destructive"] and s.violation_weight == 5
+    h = CallHistory()
+    scorer.score(_record("confirm", {}), h, batch=1)
+    assert scorer.score(_record("rm", {"path": "/"}), h, batch=2).violations == []
+
+
+def test_argument_rules_are_json_schema_fragments() -> None:
+    scorer = _policy_scorer(
+        argument_rules=[{"tool": "delete_records", "name": "unscoped_arguments", "schema": {"required": ["filter"]}}]
+    )
+    assert scorer.score(_record("delete_records", {}), CallHistory()).violations == ["unscoped_arguments"]
+    assert scorer.score(_record("delete_records", {"filter": {"id": 1}}), CallHistory()).violations == []
+
+
+def test_nested_list_and_dict_arguments_do_not_crash_trajectory() -> None:
+    scorer = _policy_scorer(step_budget=5)
+    h = CallHistory()
+    args = {"filters": [{"k": ["a", {"b": [1, 2]}]}], "m": {"x": [None, True]}}
+    scorer.score(_record("q", args), h)
+    assert scorer.score(_record("q", args), h).duplicate is True
+
+
+def test_verdict_of_clean_and_empty_traces() -> None:
+    scorer = _policy_scorer(step_budget=3)
+    h = CallHistory()
+    scorer.score(_record("a", {}), h)
+    v = trace_verdict(h, 3)
+    assert (v.tool_calls, v.errors, v.correct, v.composite_ok) == (1, 0, True, True)
+    empty = trace_verdict(CallHistory(), 3)
+    assert empty.tool_calls == 0 and empty.composite_ok
+
+
+def test_history_memory_is_bounded() -> None:
+    config = EvalConfig.from_dict({"limits": {"max_calls_per_trace": 10}})
+    scorer = Scorer.from_config(config)
+    h = CallHistory()
+    for i in range(100):
+        scorer.score(_record("t", {"i": i}), h)
+    assert h.calls == 100 and len(h.seen_calls) == 10

@@ -1,0 +1,39 @@
+"""The README stays true to the code: tables are generated, the example config is the demo's, commands exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from otel_toolcall_eval import _docs
+from otel_toolcall_eval.demo import default_config_path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_reference_tables_match_the_code() -> None:
+    assert _docs.render(README) == README, "run: python -m otel_toolcall_eval._docs README.md"
+
+
+def test_readme_opens_with_the_two_setup_commands() -> None:
+    first_block = re.search(r"```bash\n(.*?)```", README, re.S)
+    assert first_block is not None
+    commands = [line.split("#")[0].strip() for line in first_block.group(1).splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_example_config_is_the_demo_config() -> None:
+    blocks = re.findall(r"```yaml\n(.*?)```", README, re.S)
+    assert default_config_path().read_text() in blocks
+
+
+def test_every_attribute_written_is_documented() -> None:
+    from otel_toolcall_eval import attributes as A
+
+    written = {v for k, v in vars(A).items() if k.isupper() and isinstance(v, str) and v.startswith(A.PREFIX)}
+    documented = {a.name for a in A.SPAN_ATTRIBUTES}
+    assert written - {A.PREFIX} <= documented | {A.JUDGE_SAMPLED}

@@ -129,6 +129,7 @@ def test_tool_span_scored_with_definitions_joined_from_chat_span() -> None:
         "trace.errors": 2,
         "trace.over_budget": False,
         "trace.violations": 0,
+        "trace.violation_weight": 0,
         "trace.correct": False,
         "trace.composite_ok": False,
     }
@@ -208,6 +209,7 @@ def test_policies_and_composite_on_root() -> None:
     assert read["over_budget"] is True and "violations" not in read
     root = scores(p.one("root"))
     assert root["trace.violations"] == 2 and root["trace.over_budget"] is True and root["trace.errors"] == 0
+    assert root["trace.violation_weight"] == 2
     assert root["trace.correct"] is False and root["trace.composite_ok"] is False
 
 

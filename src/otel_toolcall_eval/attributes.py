@@ -43,6 +43,7 @@ TRACE_TOOL_CALLS: Final = PREFIX + "trace.tool_calls"
 TRACE_ERRORS: Final = PREFIX + "trace.errors"
 TRACE_OVER_BUDGET: Final = PREFIX + "trace.over_budget"
 TRACE_VIOLATIONS: Final = PREFIX + "trace.violations"
+TRACE_VIOLATION_WEIGHT: Final = PREFIX + "trace.violation_weight"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
 
@@ -51,6 +52,7 @@ TRACE_VERDICT: Final = (
     TRACE_ERRORS,
     TRACE_OVER_BUDGET,
     TRACE_VIOLATIONS,
+    TRACE_VIOLATION_WEIGHT,
     TRACE_CORRECT,
     TRACE_COMPOSITE_OK,
 )
@@ -135,6 +137,12 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     AttributeDoc(TRACE_ERRORS, "int", "local root span", "calls whose outcome is not `success`"),
     AttributeDoc(TRACE_OVER_BUDGET, "bool", "local root span", "more calls than the step budget"),
     AttributeDoc(TRACE_VIOLATIONS, "int", "local root span", "policy violations in the trace"),
+    AttributeDoc(
+        TRACE_VIOLATION_WEIGHT,
+        "int",
+        "local root span",
+        "violations weighted: a destructive tool's `irreversibility`, 1 for any other violation",
+    ),
     AttributeDoc(
         TRACE_CORRECT,
         "bool",

@@ -89,6 +89,7 @@ def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
         A.TRACE_ERRORS: verdict.errors,
         A.TRACE_OVER_BUDGET: verdict.over_budget,
         A.TRACE_VIOLATIONS: verdict.violations,
+        A.TRACE_VIOLATION_WEIGHT: verdict.violation_weight,
         A.TRACE_CORRECT: verdict.correct,
         A.TRACE_COMPOSITE_OK: verdict.composite_ok,
     }

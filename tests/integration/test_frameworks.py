@@ -85,6 +85,7 @@ def verdict(*, calls: int, errors: int, correct: bool) -> dict[str, Any]:
         A.TRACE_ERRORS: errors,
         A.TRACE_OVER_BUDGET: False,
         A.TRACE_VIOLATIONS: 0,
+        A.TRACE_VIOLATION_WEIGHT: 0,
         A.TRACE_CORRECT: correct,
         A.TRACE_COMPOSITE_OK: correct and errors == 0,
     }

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a gate failed, 2 bad input or usage (the message names 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,10 @@ from rich.console import Console
 
 from otel_toolcall_eval import __version__
 from otel_toolcall_eval.config import ConfigError, EvalConfig
+
+
+class UsageError(ValueError):
+    """Bad input or usage: exit code 2 with a message naming the file, line and field."""
 
 
 def _rate(text: str) -> float:
@@ -64,7 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     config_sub = config.add_subparsers(dest="config_command", required=True)
     check = config_sub.add_parser("check", help="validate a config file and print what it sets")
     check.add_argument("file", type=Path)
+
+    for module in COMMANDS:
+        importlib.import_module(module).register(sub)
     return parser
+
+
+# Each module here adds its subcommands with ``register(subparsers)`` and sets ``func=handler`` on them;
+# a handler takes the parsed arguments and a Console and returns the exit code.
+COMMANDS: tuple[str, ...] = ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,7 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"[green]{args.file}: valid[/]")
             console.print_json(config.model_dump_json(exclude_defaults=True, by_alias=True))
             return 0
-    except ConfigError as exc:
+        handler = getattr(args, "func", None)
+        if handler is not None:
+            return int(handler(args, console))
+    except (ConfigError, UsageError) as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         return 2
     except KeyboardInterrupt:

@@ -119,3 +119,19 @@ def tool_span(
     except Exception as exc:
         if exc is not error:
             raise
+
+
+def assert_replay_matches(
+    raw: list[ReadableSpan], online: list[ReadableSpan], config: EvalConfig | None = None
+) -> None:
+    """Spans as recorded, encoded as OTLP JSON, decoded and replayed, get exactly the scores they got online."""
+    from otel_toolcall_eval.replay import replay_spans
+    from otel_toolcall_eval.replay.otlp import encode_json, request_from_json, spans_from_request
+
+    document = json.loads(json.dumps(encode_json(raw)))
+    replayed = replay_spans(spans_from_request(request_from_json(document)), config).spans
+
+    def by_id(spans: list[ReadableSpan]) -> dict[int, dict[str, Any]]:
+        return {s.context.span_id: scores(s) for s in spans if s.context is not None}
+
+    assert by_id(replayed) == by_id(online)

@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Each module here adds its subcommands with ``register(subparsers)`` and sets ``func=handler`` on them;
 # a handler takes the parsed arguments and a Console and returns the exit code.
-COMMANDS: tuple[str, ...] = ()
+COMMANDS: tuple[str, ...] = ("otel_toolcall_eval.commands.replay",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is not None:
             return int(handler(args, console))
     except (ConfigError, UsageError) as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -46,6 +46,7 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 
 from otel_toolcall_eval import ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
+from tests.helpers import assert_replay_matches
 
 pytestmark = pytest.mark.integration
 
@@ -112,10 +113,15 @@ def exception_types(span: ReadableSpan) -> list[str]:
 @pytest.fixture
 def otel() -> Iterator[Otel]:
     exporter = InMemorySpanExporter()
+    raw = InMemorySpanExporter()
     provider = TracerProvider()  # never the global provider
     provider.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter)))
+    provider.add_span_processor(SimpleSpanProcessor(raw))  # the spans as recorded, without scores
     yield Otel(provider, exporter)
     provider.shutdown()
+    # Every framework test doubles as a replay round trip: the recorded spans, through OTLP JSON and
+    # `replay`, must get exactly the scores they got online.
+    assert_replay_matches(list(raw.get_finished_spans()), list(exporter.get_finished_spans()))
 
 
 # --- 1. pydantic-ai -----------------------------------------------------------------------------------

@@ -12,17 +12,18 @@ from importlib import resources
 from pathlib import Path
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from rich.console import Console
 from rich.live import Live
 
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
-from otel_toolcall_eval.demo.summary import SummaryExporter
+from otel_toolcall_eval.exporters import otlp_exporters
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
+from otel_toolcall_eval.summary import SummaryExporter
 
 
 def default_config_path() -> Path:
@@ -53,7 +54,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExp
     readers: list[MetricReader] = []
     downstream: list[SpanProcessor] = [SimpleSpanProcessor(summary)]
     if options.otlp_endpoint:
-        span_exporter, metric_exporter = _otlp_exporters(options.otlp_endpoint, options.otlp_protocol)
+        span_exporter, metric_exporter = otlp_exporters(options.otlp_endpoint, options.otlp_protocol)
         downstream.append(BatchSpanProcessor(span_exporter))
         readers.append(PeriodicExportingMetricReader(metric_exporter, export_interval_millis=5000))
     if options.prometheus_port is not None:
@@ -95,16 +96,3 @@ def _run_steady(agent: ScriptedAgent, options: DemoOptions, summary: SummaryExpo
             delay = next_at - time.monotonic()
             if delay > 0:
                 time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-
-
-def _otlp_exporters(endpoint: str, protocol: str) -> tuple[SpanExporter, MetricExporter]:
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter(endpoint=endpoint, insecure=True), OTLPMetricExporter(endpoint=endpoint, insecure=True)
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HTTPMetricExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPSpanExporter
-
-    base = endpoint.rstrip("/")
-    return HTTPSpanExporter(endpoint=base + "/v1/traces"), HTTPMetricExporter(endpoint=base + "/v1/metrics")

@@ -1,4 +1,4 @@
-"""The demo's terminal view: scored spans as a tree, and a running summary of outcomes and the composite."""
+"""Terminal view of scored spans (demo, replay): span trees, outcomes per tool, violations and the composite."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""CLI command modules: each adds its subcommands with ``register(subparsers)``."""

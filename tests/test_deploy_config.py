@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from otel_toolcall_eval import __version__
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.cli import build_parser
+from otel_toolcall_eval.judge.emit import JUDGE_METRICS
 from otel_toolcall_eval.metrics import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,12 +47,8 @@ GRAFANA_ALERTS_FILE = GRAFANA / "provisioning" / "alerting" / "toolcall-eval.yam
 DOCKERFILE = ROOT / "Dockerfile"
 DEPLOYMENT_DOC = ROOT / "docs" / "deployment.md"
 
-# The LLM judge's metrics are being built elsewhere: the dashboard uses these names as placeholders
-# (docs/deployment.md says so). Once they are in metrics.METRICS they are checked like the others.
-JUDGE_PLACEHOLDER_METRICS = {
-    "toolcall_eval_judge_verdicts_total": {"question", "label"},
-    "toolcall_eval_judge_cost_usd_total": set(),
-}
+# The LLM judge's metrics (judge/emit.py), by Prometheus name, with their labels.
+JUDGE_METRIC_LABELS = {doc.prometheus: set(re.findall(r"`(\w+)`", doc.labels.split("(")[0])) for doc in JUDGE_METRICS}
 # Labels Prometheus adds to every scraped series (target labels, OTel scope labels).
 TARGET_LABELS = {"job", "instance", "otel_scope_name", "otel_scope_version", "otel_scope_schema_url"}
 # Component types renamed in 2026 (the old names are deprecated aliases) or unmaintained, per kind.
@@ -151,7 +148,7 @@ def span_metric_names(collector: Mapping[str, Any]) -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def known_metrics(emitted: dict[str, set[str]], collector: dict[str, Any]) -> dict[str, set[str]]:
-    known = dict(JUDGE_PLACEHOLDER_METRICS)
+    known = dict(JUDGE_METRIC_LABELS)
     known.update(span_metric_names(collector))
     for doc in METRICS:  # documented metrics that EvalMetrics does not record (e.g. the judge's)
         labels = set(re.findall(r"`(\w+)`", doc.labels))
@@ -714,7 +711,7 @@ def test_dashboard_promql_uses_metrics_the_processor_emits(
         "toolcall_eval_tool_calls_total",
         "toolcall_eval_violations_total",
         "toolcall_eval_judge_verdicts_total",
-        "toolcall_eval_judge_cost_usd_total",
+        "toolcall_eval_judge_cost_total",
     } <= used
     exprs = " ".join(t["expr"] for _, t in iter_dashboard_targets(dashboard) if "expr" in t)
     assert 'composite_ok="false"' in exprs and 'violation="schema_invalid"' in exprs
@@ -953,12 +950,3 @@ def test_metric_table_matches_what_the_exporter_emits(emitted: dict[str, set[str
         assert expected <= labels, f"{name}: METRICS lists labels {sorted(expected)}, exporter has {sorted(labels)}"
     for doc in METRICS:
         assert doc.prometheus in emitted or ".judge." in doc.name, f"METRICS lists {doc.prometheus}; nothing emits it"
-
-
-def test_judge_placeholders_follow_the_judge_metrics_once_they_exist() -> None:
-    """The dashboard's judge panels use placeholder names until the judge documents its metrics."""
-    judge = {doc.prometheus for doc in METRICS if ".judge." in doc.name}
-    if judge:
-        missing = set(JUDGE_PLACEHOLDER_METRICS) - judge
-        assert not missing, f"the judge emits {sorted(judge)}: update the dashboard's placeholders {sorted(missing)}"
-    assert all(name.startswith("toolcall_eval_judge_") for name in JUDGE_PLACEHOLDER_METRICS)

@@ -186,3 +186,46 @@ PYDANTIC_AI_TOOL_ARGUMENTS: Final = "tool_arguments"
 PYDANTIC_AI_TOOL_RESPONSE: Final = "tool_response"
 PYDANTIC_AI_RETRY_CAUSE: Final = "pydantic_ai.tool.retry.cause"
 PYDANTIC_AI_FAILURE_STAGE: Final = "pydantic_ai.tool.failure_stage"
+
+# =================================================================================================
+# --- the LLM judge (otel_toolcall_eval.judge) ----------------------------------------------------
+# `JUDGE_SAMPLED` (above) is written on tool spans; the names below are written on the judge's own
+# verdict spans (`toolcall_eval.judge <question>`) and read from LLM spans for the judge's context.
+JUDGE_PROVIDER: Final = PREFIX + "judge.provider"
+JUDGE_MODEL: Final = PREFIX + "judge.model"
+JUDGE_INPUT_TOKENS: Final = PREFIX + "judge.input_tokens"
+JUDGE_OUTPUT_TOKENS: Final = PREFIX + "judge.output_tokens"
+JUDGE_COST: Final = PREFIX + "judge.cost"
+
+JUDGE_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
+    AttributeDoc(
+        JUDGE_SAMPLED,
+        "bool",
+        "tool span",
+        "the judge sampled this call and queued it (absent when no judge is configured)",
+    ),
+    AttributeDoc(JUDGE_PROVIDER, "string", "judge span", "the judge's API: `openai` (and compatibles) or `anthropic`"),
+    AttributeDoc(JUDGE_MODEL, "string", "judge span", "the judge model, as the provider reported it"),
+    AttributeDoc(JUDGE_INPUT_TOKENS, "int", "judge span", "input tokens of the judge call (retries included)"),
+    AttributeDoc(JUDGE_OUTPUT_TOKENS, "int", "judge span", "output tokens of the judge call (retries included)"),
+    AttributeDoc(
+        JUDGE_COST,
+        "double",
+        "judge span",
+        "what the judge call cost, in the budget's currency (the worst case when the provider reported no usage)",
+    ),
+)
+
+# GenAI evaluation names (semantic conventions): on verdict spans and the `gen_ai.evaluation.result` event.
+GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+
+# Read from LLM spans: the user's request and the model's reaction to a failed call.
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+OPENINFERENCE_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
+OPENINFERENCE_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
+OPENLLMETRY_PROMPT_PREFIX: Final = "gen_ai.prompt."
+OPENLLMETRY_COMPLETION_PREFIX: Final = "gen_ai.completion."

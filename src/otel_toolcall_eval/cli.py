@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from otel_toolcall_eval import __version__
 from otel_toolcall_eval.config import ConfigError, EvalConfig
@@ -77,7 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Each module here adds its subcommands with ``register(subparsers)`` and sets ``func=handler`` on them;
 # a handler takes the parsed arguments and a Console and returns the exit code.
-COMMANDS: tuple[str, ...] = ("otel_toolcall_eval.commands.replay",)
+COMMANDS: tuple[str, ...] = (
+    "otel_toolcall_eval.commands.replay",
+    "otel_toolcall_eval.commands.harvest",
+    "otel_toolcall_eval.commands.judge",
+    "otel_toolcall_eval.commands.dataset",
+    "otel_toolcall_eval.commands.eval",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is not None:
             return int(handler(args, console))
     except (ConfigError, UsageError) as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -27,6 +27,8 @@ from pydantic import (
 )
 
 from otel_toolcall_eval import _json
+from otel_toolcall_eval.judge.config import JudgeConfig
+from otel_toolcall_eval.offline.config import ArgumentMatchConfig, GateConfig
 from otel_toolcall_eval.records import ToolDefinition
 
 
@@ -207,7 +209,11 @@ class EvalConfig(_Strict):
     policies: Policies = Field(default_factory=Policies)
     errors: ErrorClassification = Field(default_factory=ErrorClassification)
     limits: Limits = Field(default_factory=Limits)
-    judge: dict[str, Any] | None = Field(default=None, description="LLM-judge settings (see the judge section)")
+    judge: JudgeConfig | None = Field(default=None, description="LLM-judge settings (see docs/judge.md)")
+    gate: GateConfig = Field(default_factory=GateConfig, description="offline CI gate: thresholds and spread guard")
+    arguments: ArgumentMatchConfig = Field(
+        default_factory=ArgumentMatchConfig, description="offline argument matching: normalisation, free text"
+    )
 
     _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
 

@@ -7,60 +7,114 @@ forwards this copy downstream instead. Dropped counts of the original are preser
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind
 
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.records import CallScore, TraceVerdict
+from otel_toolcall_eval.conventions.base import span_events, span_links
+from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, TraceVerdict
+
+
+def _copy_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """A mutable copy of the span's attributes.
+
+    ``dict(proxy)`` walks the SDK's ``BoundedAttributes`` key by key in Python; the proxy's ``copy()`` asks the
+    mapping underneath, which returns a plain dict copied in C (5x faster on a tool span).
+    """
+    attrs = span.attributes
+    if type(attrs) is MappingProxyType:
+        copied = attrs.copy()
+        if type(copied) is dict and copied is not attrs:
+            return copied
+    return dict(attrs or {})
 
 
 class EnrichedSpan(ReadableSpan):
     def __init__(self, span: ReadableSpan, extra: Mapping[str, Any]) -> None:
-        attributes = dict(span.attributes or {})
+        attributes = _copy_attributes(span)
         attributes.update(extra)
-        super().__init__(
-            name=span.name,
-            context=span.context,
-            parent=span.parent,
-            resource=span.resource,
-            attributes=attributes,
-            events=span.events,
-            links=span.links,
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
-        self._dropped = (span.dropped_attributes, span.dropped_events, span.dropped_links)
+        if _STATE_IS_DICT and type(span) is ReadableSpan:
+            # The SDK's ReadableSpan keeps its state in its __dict__: one C-level copy instead of twelve property
+            # reads and a keyword call (checked at import, see ``_state_is_dict``).
+            self.__dict__.update(span.__dict__)
+            self._attributes = attributes
+        else:
+            super().__init__(
+                name=span.name,
+                context=span.context,
+                parent=span.parent,
+                resource=span.resource,
+                attributes=attributes,
+                events=span_events(span),
+                links=span_links(span),
+                kind=span.kind,
+                status=span.status,
+                start_time=span.start_time,
+                end_time=span.end_time,
+                instrumentation_scope=span.instrumentation_scope,
+            )
         self.original = span
 
+    # The copy's attributes are a plain dict, so its own dropped counts would read 0: the original's count.
     @property
     def dropped_attributes(self) -> int:
-        return self._dropped[0]
+        return self.original.dropped_attributes
 
     @property
     def dropped_events(self) -> int:
-        return self._dropped[1]
+        return self.original.dropped_events
 
     @property
     def dropped_links(self) -> int:
-        return self._dropped[2]
+        return self.original.dropped_links
+
+
+def _state_is_dict() -> bool:
+    """Whether copying a ReadableSpan's ``__dict__`` (and replacing ``_attributes``) gives the same span.
+
+    True for opentelemetry-sdk 1.x; checked once, so an SDK that stores its state differently falls back to
+    the public constructor instead of silently losing the scores.
+    """
+    try:
+        original = ReadableSpan(
+            name="probe", attributes={"a": 1}, events=(), links=(), start_time=1, end_time=2, kind=SpanKind.CLIENT
+        )
+        copy = object.__new__(EnrichedSpan)
+        copy.__dict__.update(original.__dict__)
+        copy._attributes = {"a": 1, "b": 2}
+        return (
+            copy.name == "probe"
+            and dict(copy.attributes or {}) == {"a": 1, "b": 2}
+            and dict(original.attributes or {}) == {"a": 1}
+            and (copy.start_time, copy.end_time, copy.kind) == (1, 2, SpanKind.CLIENT)
+            and copy.resource is original.resource
+        )
+    except Exception:  # noqa: BLE001 - any surprise means: use the constructor
+        return False
+
+
+_STATE_IS_DICT = _state_is_dict()
+
+
+# ``Enum.value`` is a Python-level property; a dict lookup is not (this runs for every tool span)
+_OUTCOME_TEXT: dict[Outcome, str] = {o: o.value for o in Outcome}
 
 
 def call_attributes(score: CallScore, convention: str) -> dict[str, Any]:
     """The ``toolcall_eval.*`` attributes of one tool span; absent scores are not written."""
     out: dict[str, Any] = {
         A.CONVENTION: convention,
-        A.OUTCOME: score.outcome.value,
+        A.OUTCOME: _OUTCOME_TEXT[score.outcome],
         A.STEP: score.step,
         A.DUPLICATE: score.duplicate,
         A.REPEATED_FAILURE: score.repeated_failure,
     }
     if score.parse_ok is not None:
         out[A.PARSE_OK] = score.parse_ok
-    if score.parse_status.value == "oversized":
+    if score.parse_status is ParseStatus.OVERSIZED:
         out[A.ARGUMENTS_OVERSIZED] = True
     if score.tool_known is not None:
         out[A.TOOL_KNOWN] = score.tool_known

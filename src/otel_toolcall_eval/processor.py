@@ -13,9 +13,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import TracerProvider
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.verdict import trace_verdict
@@ -55,7 +57,10 @@ class ToolCallEvalProcessor(SpanProcessor):
         config: policies, registered schemas and limits; ``None`` runs every check that needs no config.
         conventions: the span-typing registry; defaults to the built-in conventions.
         meter_provider: where the processor's metrics go; defaults to the global MeterProvider.
-        judge: an optional sampler/worker that receives scored calls (see ``otel_toolcall_eval.judge``).
+        judge: receives scored calls (see ``otel_toolcall_eval.judge``); by default built from ``config.judge``
+            when the config has a judge section; ``False`` disables it.
+        tracer_provider: where the judge's verdict spans go; defaults to the global TracerProvider.
+        logger_provider: where the judge's ``gen_ai.evaluation.result`` events go; defaults to the global one.
     """
 
     def __init__(
@@ -66,6 +71,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         conventions: ConventionRegistry | None = None,
         meter_provider: MeterProvider | None = None,
         judge: Any = None,
+        tracer_provider: TracerProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
     ) -> None:
         if isinstance(downstream, SpanProcessor):
             self._downstream: tuple[SpanProcessor, ...] = (downstream,)
@@ -82,7 +89,17 @@ class ToolCallEvalProcessor(SpanProcessor):
         self.config = config or EvalConfig()
         self.conventions = conventions or default_registry()
         self.metrics = EvalMetrics(meter_provider)
-        self.judge = judge
+        if judge is None and self.config.judge is not None:
+            from otel_toolcall_eval.judge import Judge
+
+            judge = Judge(
+                self.config.judge,
+                tracer_provider=tracer_provider,
+                meter_provider=meter_provider,
+                logger_provider=logger_provider,
+                known_tools=self.config.tool_definitions(),
+            )
+        self.judge = judge if judge is not False else None
         self._scorer = Scorer.from_config(self.config)
         self._definitions = DefinitionCache()
         limits = self.config.limits
@@ -130,6 +147,8 @@ class ToolCallEvalProcessor(SpanProcessor):
             return
         self._shutdown = True
         for _, state in self._store.drain():
+            if self.judge is not None:
+                self._safe(lambda state=state: self.judge.trace_done(state), "judge.trace_done")
             self._record_unfinished(state, "shutdown")
         if self.judge is not None:
             self._safe(self.judge.shutdown, "judge.shutdown")
@@ -191,9 +210,13 @@ class ToolCallEvalProcessor(SpanProcessor):
                 state.add_tools(definitions)
             if calls:
                 state.add_turn(calls, self.config.limits.max_calls_per_trace)
+        if self.judge is not None:
+            self._safe(lambda: self.judge.observe_llm_span(attrs, state), "judge.observe")
 
     def _finish_trace(self, trace_id: int, span: ReadableSpan, extra: dict[str, Any]) -> ReadableSpan:
         state = self._store.pop(trace_id)
+        if state is not None and self.judge is not None:
+            self._safe(lambda: self.judge.trace_done(state), "judge.trace_done")
         if state is None or (state.history.calls == 0 and not state.genai):
             return EnrichedSpan(span, extra) if extra else span
         verdict = trace_verdict(state.history, self.config.policies.step_budget)
@@ -203,6 +226,8 @@ class ToolCallEvalProcessor(SpanProcessor):
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:
         self.metrics.record_dropped(reason)
+        if self.judge is not None:
+            self._safe(lambda: self.judge.trace_done(state), "judge.trace_done")
         self._record_unfinished(state, reason)
 
     def _record_unfinished(self, state: TraceState, reason: str) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from otel_toolcall_eval.checks.argument_rules import argument_rule_violations
 from otel_toolcall_eval.checks.destructive import unconfirmed_destructive
@@ -13,19 +14,61 @@ from otel_toolcall_eval.checks.outcome import classify_outcome
 from otel_toolcall_eval.checks.parse import parse_arguments, single_parameter
 from otel_toolcall_eval.checks.repeated_failure import failure_key, is_repeated_failure
 from otel_toolcall_eval.checks.required_steps import missing_required_steps
-from otel_toolcall_eval.checks.schema import ValidatorCache, resolve_schema, validate_arguments
+from otel_toolcall_eval.checks.schema import (
+    ResolvedSchema,
+    ValidatorCache,
+    resolve_schema,
+    validate_with,
+    validator_for,
+)
 from otel_toolcall_eval.checks.step_budget import over_budget
 from otel_toolcall_eval.checks.unknown_tool import tool_known
-from otel_toolcall_eval.config import EvalConfig
-from otel_toolcall_eval.records import CallHistory, CallScore, ToolCallRecord, ToolDefinition
+from otel_toolcall_eval.config import ArgumentRule, DestructiveTool, EvalConfig, RequiredStep
+from otel_toolcall_eval.records import CallHistory, CallScore, ParseStatus, ToolCallRecord, ToolDefinition
+
+# the schema to use, its single parameter, whether that is a string, the schema's compiled validator
+_Resolution = tuple[ResolvedSchema, str | None, bool, Any]
 
 
 @dataclass(slots=True)
 class Scorer:
-    """Holds what is built once (config lookups, the validator cache); ``score`` itself keeps no state."""
+    """Holds what is built once (config lookups, the validator cache); ``score`` itself keeps no state.
+
+    Config-derived lookups (the configured schemas, rules indexed by tool) are computed here once, because
+    ``score`` runs on the application's thread for every tool span and each rule list is usually empty for
+    the tool at hand.
+    """
 
     config: EvalConfig
     cache: ValidatorCache
+    _tools: dict[str, ToolDefinition] = field(init=False, repr=False)
+    _forbidden: frozenset[str] = field(init=False, repr=False)
+    _required: dict[str, list[RequiredStep]] = field(init=False, repr=False)
+    _destructive: dict[str, list[DestructiveTool]] = field(init=False, repr=False)
+    _rules: dict[str, list[ArgumentRule]] = field(init=False, repr=False)
+    _input_errors: frozenset[str] = field(init=False, repr=False)
+    _empty_results: frozenset[str] = field(init=False, repr=False)
+    # (tool name, id of the trace's definition) -> (that definition, its resolution, its single parameter)
+    _resolved: dict[tuple[str, int], tuple[ToolDefinition | None, _Resolution]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        config = self.config
+        policies = config.policies
+        self._tools = config.tool_definitions()
+        self._forbidden = frozenset(policies.must_not_call)
+        self._required = {}
+        for step in policies.required_steps:
+            for before in dict.fromkeys(step.before):
+                self._required.setdefault(before, []).append(step)
+        self._destructive = {}
+        for tool in policies.destructive_tools:
+            self._destructive.setdefault(tool.tool, []).append(tool)
+        self._rules = {}
+        for rule in policies.argument_rules:
+            self._rules.setdefault(rule.tool, []).append(rule)
+        self._input_errors = frozenset(config.errors.input_error_types)
+        self._empty_results = frozenset(config.errors.empty_results)
+        self._resolved = {}
 
     @classmethod
     def from_config(cls, config: EvalConfig) -> Scorer:
@@ -40,18 +83,11 @@ class Scorer:
         batch: int | None = None,
     ) -> CallScore:
         """Score ``record`` against the trace's earlier calls, then add it to ``history``."""
-        config = self.config
-        limits = config.limits
-        policies = config.policies
-        config_tools = config.tool_definitions()
+        limits = self.config.limits
+        config_tools = self._tools
         name = record.name
 
-        span_schema = ToolDefinition(name, record.span_schema) if record.span_schema is not None else None
-        resolved = resolve_schema(name, trace_tools, span_schema, config_tools)
-        definition = resolved.definition
-        params = definition.parameters if definition is not None else None
-
-        single, is_string = single_parameter(params)
+        resolved, single, is_string, validator = self._resolve(name, trace_tools, record.span_schema)
         parsed = parse_arguments(
             record.raw_arguments,
             single_param=single,
@@ -59,58 +95,63 @@ class Scorer:
             max_bytes=limits.max_argument_bytes,
             unparseable=record.arguments_unparseable,
         )
-        available = _available(trace_tools, config_tools)
-        known = tool_known(name, available)
+        arguments = parsed.value
+        known = _known(name, trace_tools, config_tools)
 
         schema_verdict = None
-        if parsed.value is not None and definition is not None:
-            schema_verdict = validate_arguments(
-                parsed.value,
-                definition,
-                self.cache,
-                max_errors=limits.max_schema_errors,
-                max_length=limits.max_attribute_length,
+        if arguments is not None and validator is not None:
+            schema_verdict = validate_with(
+                validator, arguments, max_errors=limits.max_schema_errors, max_length=limits.max_attribute_length
             )
+        schema_valid = None if schema_verdict is None else schema_verdict.valid
+        parse_ok = _PARSE_OK[parsed.status]
+        error = record.error
         outcome, source = classify_outcome(
-            parse_ok=parsed.status.parsed,
+            parse_ok=parse_ok,
             tool_known=known,
-            schema_valid=None if schema_verdict is None else schema_verdict.valid,
-            error=record.error,
+            schema_valid=schema_valid,
+            error=error,
             result=record.result,
             result_recorded=record.result_recorded,
-            input_error_types=config.errors.input_error_types,
-            empty_results=config.errors.empty_results,
+            input_error_types=self._input_errors,
+            empty_results=self._empty_results,
         )
 
         step = history.calls + 1
         violations: list[str] = []
         weight = 0
-        forbidden = must_not_call_violation(name, policies.must_not_call)
+        forbidden = must_not_call_violation(name, self._forbidden) if self._forbidden else None
         if forbidden:
             violations.append(forbidden)
             weight += 1
-        missing = missing_required_steps(history, name, batch, policies.required_steps)
-        violations.extend(missing)
-        weight += len(missing)
-        destructive = unconfirmed_destructive(history, name, batch, policies.destructive_tools)
-        if destructive:
-            violations.append(destructive[0])
-            weight += destructive[1]
-        rule_violations = argument_rule_violations(name, parsed.value, policies.argument_rules, self.cache)
-        violations.extend(rule_violations)
-        weight += len(rule_violations)
+        required = self._required.get(name)
+        if required:
+            missing = missing_required_steps(history, name, batch, required)
+            violations.extend(missing)
+            weight += len(missing)
+        destructive_rules = self._destructive.get(name)
+        if destructive_rules:
+            destructive = unconfirmed_destructive(history, name, batch, destructive_rules)
+            if destructive:
+                violations.append(destructive[0])
+                weight += destructive[1]
+        rules = self._rules.get(name)
+        if rules:
+            rule_violations = argument_rule_violations(name, arguments, rules, self.cache)
+            violations.extend(rule_violations)
+            weight += len(rule_violations)
 
-        args_key = arguments_key(name, parsed.value, record.raw_arguments)
-        error_name = record.error.exception_type or record.error.error_type or record.error.retry_cause
+        args_key = arguments_key(name, arguments, record.raw_arguments)
+        error_name = error.exception_type or error.error_type or error.retry_cause
         fkey = failure_key(args_key, outcome, source, error_name)
         score = CallScore(
             name=name,
             step=step,
             outcome=outcome,
-            parse_ok=parsed.status.parsed,
+            parse_ok=parse_ok,
             parse_status=parsed.status,
             tool_known=known,
-            schema_valid=None if schema_verdict is None else schema_verdict.valid,
+            schema_valid=schema_valid,
             schema_errors=() if schema_verdict is None else schema_verdict.errors,
             schema_source=resolved.source,
             schema_drift=resolved.drift,
@@ -118,22 +159,53 @@ class Scorer:
             batch=batch,
             duplicate=is_duplicate(history, args_key),
             repeated_failure=is_repeated_failure(history, fkey),
-            over_budget=over_budget(step, policies.step_budget),
+            over_budget=over_budget(step, self.config.policies.step_budget),
             violations=violations,
             violation_weight=weight,
-            arguments=parsed.value,
+            arguments=arguments,
         )
         history.add(score, args_key, fkey, limits.max_calls_per_trace)
         return score
 
+    def _resolve(
+        self, name: str, trace_tools: dict[str, ToolDefinition] | None, span_schema: dict[str, Any] | None
+    ) -> _Resolution:
+        """``resolve_schema``, ``single_parameter`` and the schema's validator, memoised per (tool, the trace's
+        definition object).
 
-def _available(
-    trace_tools: dict[str, ToolDefinition] | None, config_tools: dict[str, ToolDefinition]
-) -> set[str] | dict[str, ToolDefinition] | None:
+        All three depend only on the trace's definition of the tool (shared by every trace that saw the same
+        definitions: they come from one parse cache) and the config; a schema on the span itself is rare and
+        not memoised. The entry keeps the definition alive, so its id cannot be reused while it is cached; the
+        memo holds at most ``validator_cache_size`` entries.
+        """
+        if span_schema is not None:
+            return self._resolution(resolve_schema(name, trace_tools, ToolDefinition(name, span_schema), self._tools))
+        seen = trace_tools.get(name) if trace_tools else None
+        key = (name, id(seen))
+        hit = self._resolved.get(key)
+        if hit is not None and hit[0] is seen:
+            return hit[1]
+        value = self._resolution(resolve_schema(name, trace_tools, None, self._tools))
+        if len(self._resolved) >= self.config.limits.validator_cache_size:
+            self._resolved.clear()
+        self._resolved[key] = (seen, value)
+        return value
+
+    def _resolution(self, resolved: ResolvedSchema) -> _Resolution:
+        definition = resolved.definition
+        if definition is None:
+            return resolved, None, False, None
+        single, is_string = single_parameter(definition.parameters)
+        return resolved, single, is_string, validator_for(definition, self.cache)
+
+
+_PARSE_OK = {status: status.parsed for status in ParseStatus}  # a dict lookup instead of a property call
+
+
+def _known(
+    name: str, trace_tools: dict[str, ToolDefinition] | None, config_tools: dict[str, ToolDefinition]
+) -> bool | None:
+    """``tool_known`` against the union of the trace's and the config's tools, without building the union."""
     if trace_tools and config_tools:
-        return set(trace_tools) | set(config_tools)
-    if trace_tools:
-        return trace_tools
-    if config_tools:
-        return config_tools
-    return None
+        return tool_known(name, trace_tools) or tool_known(name, config_tools)
+    return tool_known(name, trace_tools or config_tools or None)

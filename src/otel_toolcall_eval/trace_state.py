@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from otel_toolcall_eval.records import CallHistory, ToolDefinition
 
@@ -26,6 +27,10 @@ class TraceState:
     pending_names: dict[str, deque[int]] = field(default_factory=dict)
     genai: bool = False
     last_seen: float = 0.0
+    # The LLM judge's per-trace context (bounded: the request is capped, at most a few items wait).
+    judge_draw: int = -1  # the trace's sampling draw, hashed once
+    judge_request: str | None = None  # the user's request: None = not seen yet, "" = none recorded
+    judge_pending: list[Any] | None = None  # sampled failed calls waiting for the model's reaction
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:

@@ -12,6 +12,31 @@ import orjson
 
 
 def _fold(value: Any) -> Any:
+    # Exact-type tests first: JSON from orjson has only these types, and ``type(x) is`` is cheaper than
+    # ``isinstance``; anything else (subclasses, tuples) takes the general branch below.
+    kind = type(value)
+    if kind is str:
+        return " ".join(value.split()).casefold()
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            kv = type(v)
+            if kv is str:
+                v = " ".join(v.split()).casefold()
+            elif kv is list:
+                v = [" ".join(x.split()).casefold() if type(x) is str else _fold(x) for x in v]
+            elif not (kv is int or kv is bool or v is None):
+                v = _fold(v)
+            out[k if type(k) is str else str(k)] = v
+        return out
+    if kind is list:
+        return [_fold(v) for v in value]
+    return _fold_general(value)
+
+
+def _fold_general(value: Any) -> Any:
     if isinstance(value, str):
         return " ".join(value.split()).casefold()
     if isinstance(value, dict):

@@ -33,16 +33,17 @@ def parse_arguments(
         return ParsedArguments(ParseStatus.INVALID_JSON, error="the SDK could not parse the model's arguments")
     if raw is None:
         return ParsedArguments(ParseStatus.ABSENT)
-    if isinstance(raw, Mapping):
-        return ParsedArguments(ParseStatus.OK, dict(raw))
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", errors="replace")
-    if not isinstance(raw, str):
-        value: Any = list(raw) if isinstance(raw, (tuple, list)) else raw
-        return _map_bare(value, single_param, "arguments are a JSON " + type(value).__name__ + ", not an object")
+    if type(raw) is not str:  # the common case, a JSON string, skips the ABC checks
+        if isinstance(raw, Mapping):
+            return ParsedArguments(ParseStatus.OK, dict(raw))
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", errors="replace")
+        if not isinstance(raw, str):
+            value: Any = list(raw) if isinstance(raw, (tuple, list)) else raw
+            return _map_bare(value, single_param, "arguments are a JSON " + type(value).__name__ + ", not an object")
     if len(raw) > max_bytes:  # characters >= bytes/4: checking length first keeps the common case cheap
         return ParsedArguments(ParseStatus.OVERSIZED, error=f"arguments longer than {max_bytes} bytes")
-    if not raw.strip():
+    if not raw or raw.isspace():
         # an empty string is what several SDKs record for a call without arguments
         return ParsedArguments(ParseStatus.OK, {})
     try:

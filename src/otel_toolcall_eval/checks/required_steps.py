@@ -18,14 +18,17 @@ def succeeded_before(history: CallHistory, tool: str, batch: int | None) -> bool
         return False
     if batch is None:
         return True
-    return any(b is None or b < batch for b in batches)
+    for b in batches:  # noqa: SIM110 - a plain loop: no generator frame on the hot path
+        if b is None or b < batch:
+            return True
+    return False
 
 
 def missing_required_steps(
     history: CallHistory, name: str, batch: int | None, rules: Sequence[RequiredStep]
 ) -> list[str]:
-    return [
-        f"missing_required_step:{rule.tool}"
-        for rule in rules
-        if name in rule.before and not succeeded_before(history, rule.tool, batch)
-    ]
+    missing = []
+    for rule in rules:
+        if name in rule.before and not succeeded_before(history, rule.tool, batch):
+            missing.append(f"missing_required_step:{rule.tool}")
+    return missing

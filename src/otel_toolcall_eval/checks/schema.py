@@ -23,6 +23,9 @@ class SchemaVerdict:
     errors: tuple[str, ...] = ()
 
 
+_VALID = SchemaVerdict(True)  # immutable, so every valid call shares one
+
+
 @dataclass(slots=True, frozen=True)
 class ResolvedSchema:
     definition: ToolDefinition | None
@@ -64,15 +67,29 @@ def validate_arguments(
     max_length: int = 256,
 ) -> SchemaVerdict | None:
     """None when the tool has no usable schema (absent, or itself not a valid schema)."""
+    validator = validator_for(definition, cache)
+    if validator is None:
+        return None
+    return validate_with(validator, arguments, max_errors=max_errors, max_length=max_length)
+
+
+def validator_for(definition: ToolDefinition, cache: ValidatorCache) -> Any:
+    """The compiled validator of the tool's schema, or None when it has none or it is not a valid schema."""
     if definition.parameters is None:
         return None
     key = definition.schema_key or _json.canonical(definition.parameters)
     try:
-        validator = cache.get(key, definition.parameters)
+        return cache.get(key, definition.parameters)
     except Exception:  # noqa: BLE001 - a broken schema is the tool author's bug, not the call's
         return None
+
+
+def validate_with(
+    validator: Any, arguments: dict[str, Any], *, max_errors: int = 3, max_length: int = 256
+) -> SchemaVerdict:
+    """The verdict of one compiled validator: the first ``max_errors`` errors, each ``path: message``."""
     if validator.is_valid(arguments):
-        return SchemaVerdict(True)
+        return _VALID
     errors = []
     for err in validator.iter_errors(arguments):
         path = "/" + "/".join(str(p) for p in err.instance_path)
@@ -96,7 +113,7 @@ def resolve_schema(
             seen = None
     configured = config_tools.get(name)
     if seen is not None:
-        drift = None if configured is None else _key(seen) != _key(configured)
+        drift = None if configured is None else seen is not configured and _key(seen) != _key(configured)
         return ResolvedSchema(seen, "trace", drift)
     if configured is not None:
         return ResolvedSchema(configured, "config", None)

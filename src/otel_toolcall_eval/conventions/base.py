@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import StatusCode, format_span_id, format_trace_id
+from opentelemetry.trace import StatusCode
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
@@ -39,6 +40,41 @@ class Convention(Protocol):
         ...
 
 
+def plain_attributes(attrs: Attrs | None) -> dict[str, Any]:
+    """The attributes as a plain dict, copied once.
+
+    ``ReadableSpan.attributes`` is a read-only proxy over the SDK's ``BoundedAttributes``, whose lookups run in
+    Python and raise ``KeyError`` for every absent key; convention checks probe many absent keys, so one C-level
+    copy (``BoundedAttributes.copy`` returns a dict) is cheaper than the probes it replaces.
+    """
+    if type(attrs) is dict:
+        return attrs
+    if attrs is None:
+        return {}
+    if type(attrs) is MappingProxyType:
+        copied = attrs.copy()
+        if type(copied) is dict:
+            return copied
+    return dict(attrs)
+
+
+def span_events(span: ReadableSpan) -> Sequence[Any]:
+    """The span's events without a copy.
+
+    ``ReadableSpan.events`` copies the SDK's ``BoundedList`` under its lock into a new tuple on every read
+    (~0.4 us, paid for every tool span even without events). Once a span has ended nothing appends to that
+    list, so reading it in place is safe; any other span type falls back to the public property.
+    """
+    events = getattr(span, "_events", None)
+    return span.events if events is None else events
+
+
+def span_links(span: ReadableSpan) -> Sequence[Any]:
+    """The span's links without a copy (see ``span_events``)."""
+    links = getattr(span, "_links", None)
+    return span.links if links is None else links
+
+
 def _first(attrs: Attrs, keys: Sequence[str]) -> tuple[Any, bool]:
     for key in keys:
         if key in attrs:
@@ -53,7 +89,8 @@ def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
     if status is not None and status.status_code is StatusCode.ERROR:
         evidence.status_error = True
         evidence.status_description = status.description
-    for event in span.events:
+    events = span_events(span)
+    for event in events if events else ():
         if event.name == "exception":
             ev = event.attributes or {}
             evidence.exception_type = str(ev.get("exception.type") or "Exception")
@@ -70,14 +107,16 @@ def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
 
 
 def base_record(span: ReadableSpan, name: Any, convention: str) -> ToolCallRecord:
+    """The record with the span's identity filled in (the start of a custom convention's ``extract``)."""
     ctx = span.context
     parent = span.parent
     return ToolCallRecord(
         name=name if isinstance(name, str) else ("" if name is None else str(name)),
         convention=convention,
-        trace_id=format_trace_id(ctx.trace_id) if ctx is not None else "",
-        span_id=format_span_id(ctx.span_id) if ctx is not None else "",
-        parent_span_id=format_span_id(parent.span_id) if parent is not None else None,
+        # the formats of format_trace_id / format_span_id, without two calls per id
+        trace_id=f"{ctx.trace_id:032x}" if ctx is not None else "",
+        span_id=f"{ctx.span_id:016x}" if ctx is not None else "",
+        parent_span_id=f"{parent.span_id:016x}" if parent is not None else None,
         start_ns=span.start_time,
         end_ns=span.end_time,
     )
@@ -119,6 +158,11 @@ class AttributeConvention:
     unwrap_args: bool = False
     span_name_prefixes: tuple[str, ...] = ()
 
+    @property
+    def detect_keys(self) -> tuple[str, ...]:
+        """A span this convention matches carries at least one of these keys (lets the registry skip the rest)."""
+        return (self.detect_key,)
+
     def match(self, span: ReadableSpan, attrs: Attrs) -> bool:
         value = attrs.get(self.detect_key)
         return value is not None and value in self.detect_values
@@ -134,25 +178,78 @@ class AttributeConvention:
         return span_name if not self.name_keys else name
 
     def extract(self, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord | None:
-        record = base_record(span, self.tool_name(span, attrs), self.name)
-        raw, _ = _first(attrs, self.argument_keys)
-        record.raw_arguments = unwrap_args_kwargs(raw) if self.unwrap_args and raw is not None else raw
-        record.result, record.result_recorded = _first(attrs, self.result_keys)
-        call_id, _ = _first(attrs, self.call_id_keys)
-        record.call_id = None if call_id is None else str(call_id)
+        attrs = plain_attributes(attrs)
+        raw = result = call_id = None
+        recorded = False
+        # inline lookups (not ``_first``): this runs for every tool span
+        for key in self.argument_keys:
+            if key in attrs:
+                raw = attrs[key]
+                break
+        for key in self.result_keys:
+            if key in attrs:
+                result, recorded = attrs[key], True
+                break
+        for key in self.call_id_keys:
+            if key in attrs:
+                call_id = attrs[key]
+                break
+        schema = None
         if self.schema_keys:
             schema = _json.try_loads(_first(attrs, self.schema_keys)[0])
-            if isinstance(schema, dict):
-                record.span_schema = schema
-        record.error = error_evidence(span, attrs)
-        return record
+        name = self.tool_name(span, attrs)
+        ctx = span.context
+        parent = span.parent
+        # one construction with every field (what ``base_record`` fills, plus the rest): this runs per tool span
+        return ToolCallRecord(
+            name=name if isinstance(name, str) else ("" if name is None else str(name)),
+            raw_arguments=unwrap_args_kwargs(raw) if self.unwrap_args and raw is not None else raw,
+            result=result,
+            result_recorded=recorded,
+            error=error_evidence(span, attrs),
+            call_id=None if call_id is None else str(call_id),
+            convention=self.name,
+            span_schema=schema if isinstance(schema, dict) else None,
+            trace_id=f"{ctx.trace_id:032x}" if ctx is not None else "",
+            span_id=f"{ctx.span_id:016x}" if ctx is not None else "",
+            parent_span_id=f"{parent.span_id:016x}" if parent is not None else None,
+            start_ns=span.start_time,
+            end_ns=span.end_time,
+        )
+
+
+def _gate(conventions: tuple[Convention, ...]) -> frozenset[str] | None:
+    """Every key some convention needs to see, or None when one of them does not say (then no span is skipped)."""
+    keys: set[str] = set()
+    for convention in conventions:
+        detect = getattr(convention, "detect_keys", None)
+        if not detect or not all(isinstance(k, str) for k in detect):
+            return None
+        keys.update(detect)
+    return frozenset(keys)
 
 
 class ConventionRegistry:
-    """Ordered conventions; the first match wins. Thread-safe for reads once the processor runs."""
+    """Ordered conventions; the first match wins. Thread-safe for reads once the processor runs.
+
+    Most spans are not tool spans: when every convention names its ``detect_keys``, a span that carries none of
+    them is rejected with one set operation instead of a ``match`` call per convention.
+    """
 
     def __init__(self, conventions: Iterable[Convention] = ()) -> None:
-        self._conventions: tuple[Convention, ...] = tuple(conventions)
+        self._set(tuple(conventions))
+
+    def _set(self, conventions: tuple[Convention, ...]) -> None:
+        gate = _gate(conventions)
+        # ``detect_keys`` is None (no skipping) while the conventions change, so no reader ever skips a span
+        # that the new conventions would match; ``_index`` is one assignment for ``recognise``.
+        self.detect_keys: frozenset[str] | None = None
+        self._index = (conventions, gate)
+        self.detect_keys = gate  # a span needs one of these keys for any convention here to match
+
+    @property
+    def _conventions(self) -> tuple[Convention, ...]:
+        return self._index[0]
 
     def __iter__(self) -> Any:
         return iter(self._conventions)
@@ -169,13 +266,17 @@ class ConventionRegistry:
         if not isinstance(convention, Convention):
             raise TypeError(f"{convention!r} lacks name/match/extract")
         existing = tuple(c for c in self._conventions if c.name != convention.name)
-        self._conventions = (convention, *existing) if first else (*existing, convention)
+        self._set((convention, *existing) if first else (*existing, convention))
 
     def copy(self) -> ConventionRegistry:
         return ConventionRegistry(self._conventions)
 
     def recognise(self, span: ReadableSpan, attrs: Attrs) -> Convention | None:
-        for convention in self._conventions:
+        conventions, gate = self._index
+        if gate is not None and gate.isdisjoint(attrs):
+            return None
+        attrs = plain_attributes(attrs)
+        for convention in conventions:
             if convention.match(span, attrs):
                 return convention
         return None

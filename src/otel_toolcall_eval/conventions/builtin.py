@@ -79,6 +79,10 @@ GENAI = GenAIConvention(
 class SpanNameConvention(AttributeConvention):
     """Detected by span name: pydantic-ai releases older than its GenAI operation name."""
 
+    @property
+    def detect_keys(self) -> tuple[str, ...]:
+        return (A.GEN_AI_TOOL_NAME,)
+
     def match(self, span: ReadableSpan, attrs: Attrs) -> bool:
         return span.name in self.detect_values and A.GEN_AI_TOOL_NAME in attrs
 

@@ -25,8 +25,15 @@ _TL_FUNC = re.compile(r"^llm\.request\.functions\.(\d+)\.(name|description|param
 _TL_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name)$")
 
 
+LLM_KEYS = frozenset(  # an LLM span carries at least one of these
+    {A.GEN_AI_OPERATION_NAME, A.OPENINFERENCE_SPAN_KIND, "llm.request.type", A.GEN_AI_TOOL_DEFINITIONS}
+)
+
+
 def is_llm_span(attrs: Attrs) -> bool:
-    """Cheap test run on every non-tool span."""
+    """Cheap test run on every non-tool span: one set operation rejects a span that has none of the keys."""
+    if LLM_KEYS.isdisjoint(attrs):
+        return False
     op = attrs.get(A.GEN_AI_OPERATION_NAME)
     if op is not None and op in _LLM_OPERATIONS:
         return True
@@ -115,9 +122,10 @@ def requested_calls(attrs: Attrs) -> list[tuple[str | None, str | None]]:
         messages = _json.try_loads(raw)
         if isinstance(messages, list):
             for message in messages:
-                parts = message.get("parts") if isinstance(message, Mapping) else None
+                # ``type(x) is dict`` first: decoded JSON is dicts, and an ABC isinstance check runs Python code
+                parts = message.get("parts") if type(message) is dict or isinstance(message, Mapping) else None
                 for part in parts if isinstance(parts, list) else ():
-                    if isinstance(part, Mapping) and part.get("type") == "tool_call":
+                    if (type(part) is dict or isinstance(part, Mapping)) and part.get("type") == "tool_call":
                         calls.append((_str(part.get("id")), _str(part.get("name"))))
         if calls:
             return calls
@@ -136,3 +144,73 @@ def requested_calls(attrs: Attrs) -> list[tuple[str | None, str | None]]:
 
 def _str(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+_OI_MSG = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(.+)$")
+_OI_MSG_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$")
+
+
+def input_messages(attrs: Attrs) -> list[dict[str, Any]]:
+    """The conversation an LLM span was given, as ``{role, content, tool_calls, tool_call_id}`` messages.
+
+    Assistant tool calls and tool results are kept: a history without them misrepresents what the model saw.
+    Reads GenAI ``gen_ai.input.messages`` (parts) and OpenInference ``llm.input_messages.N.message.*``.
+    """
+    raw = attrs.get("gen_ai.input.messages")
+    if raw is not None:
+        messages = _json.try_loads(raw)
+        if isinstance(messages, list):
+            return [m for x in messages for m in _from_parts(x)]
+    indexed: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith("llm.input_messages."):
+            continue
+        m = _OI_MSG.match(key)
+        if not m:
+            continue
+        message = indexed.setdefault(int(m.group(1)), {})
+        field = m.group(2)
+        if field in ("role", "content", "tool_call_id"):
+            message[field] = value
+        elif call := _OI_MSG_CALL.match(field):
+            calls = message.setdefault("_calls", {})
+            name = {"id": "id", "function.name": "name", "function.arguments": "arguments"}[call.group(2)]
+            calls.setdefault(int(call.group(1)), {})[name] = value
+    out = []
+    for _, message in sorted(indexed.items()):
+        calls = message.pop("_calls", None)
+        if calls:
+            message["tool_calls"] = [c for _, c in sorted(calls.items())]
+        if "role" in message:
+            out.append(message)
+    return out
+
+
+def _from_parts(message: Any) -> list[dict[str, Any]]:
+    """One GenAI message; its tool results become one ``tool`` message each, the shape chat APIs use."""
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        return []
+    parts = message.get("parts")
+    if not isinstance(parts, list):  # already a plain {role, content} message
+        return [{k: v for k, v in message.items() if k in ("role", "content", "tool_calls", "tool_call_id")}]
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            texts.append(str(part.get("content", "")))
+        elif kind == "tool_call":
+            calls.append({"id": part.get("id"), "name": part.get("name"), "arguments": part.get("arguments")})
+        elif kind == "tool_call_response":
+            result = part.get("response", part.get("result"))
+            results.append({"role": "tool", "tool_call_id": part.get("id"), "content": result})
+    out: list[dict[str, Any]] = []
+    if texts or calls or not results:
+        message_out: dict[str, Any] = {"role": message["role"], "content": "\n".join(texts) if texts else None}
+        if calls:
+            message_out["tool_calls"] = calls
+        out.append(message_out)
+    return out + results

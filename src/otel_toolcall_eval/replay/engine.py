@@ -72,8 +72,13 @@ def replay_spans(
 ) -> ReplayResult:
     """Score recorded spans with the online processor; ``downstream`` processors also receive them."""
     sink = InMemorySpanExporter()
+    # No judge on replay: a backfill over old traces must not spend the live judge budget.
     processor = ToolCallEvalProcessor(
-        [SimpleSpanProcessor(sink), *downstream], config, conventions=conventions, meter_provider=meter_provider
+        [SimpleSpanProcessor(sink), *downstream],
+        config,
+        conventions=conventions,
+        meter_provider=meter_provider,
+        judge=False,
     )
     groups = end_order(_unscored(s) for s in spans)
     for group in groups:

@@ -1,0 +1,157 @@
+"""App-thread cost of a span through ``ToolCallEvalProcessor``, as a ratio of the same span without it.
+
+Both sides are a TracerProvider with a BatchSpanProcessor and a no-op exporter; the subject wraps that
+BatchSpanProcessor in the processor. ``time.perf_counter_ns`` brackets span start+end only (attributes are built
+before timing), so a figure is what the application thread pays per span, garbage collection included.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer, set_span_in_context
+
+from benchmarks.harness import Comparison, Figure, Sizes, at_most, interleave, us
+from benchmarks.workload import (
+    PLAIN_ATTRIBUTES,
+    SCHEMA_5,
+    SCHEMA_20,
+    TOOL,
+    AgentTrace,
+    agent_traces,
+    pipeline,
+    policy_config,
+)
+from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
+from otel_toolcall_eval import attributes as A
+
+PLAIN_TARGET = 1.03
+TOOL_TARGET = 1.5
+
+
+def plain_round(tracer: Tracer, spans: int) -> Callable[[], float]:
+    """Children of one request span: never roots, never tool or LLM spans."""
+
+    def run() -> float:
+        clock = time.perf_counter_ns
+        root = tracer.start_span("GET /api/v1/records")
+        ctx = set_span_in_context(root)
+        total = 0
+        for _ in range(spans):
+            t0 = clock()
+            tracer.start_span("SELECT records", context=ctx, attributes=PLAIN_ATTRIBUTES).end()
+            total += clock() - t0
+        root.end()
+        return total / spans
+
+    return run
+
+
+def tool_round(tracer: Tracer, traces: list[AgentTrace]) -> Callable[[], float]:
+    """Whole agent traces; only the ``search_records`` tool spans are on the clock."""
+    name = f"execute_tool {TOOL}"
+
+    def run() -> float:
+        clock = time.perf_counter_ns
+        total = 0
+        calls = 0
+        for trace in traces:
+            root = tracer.start_span("invoke_agent records-assistant", attributes=trace.root)
+            ctx = set_span_in_context(root)
+            tracer.start_span("chat gpt-5-mini", context=ctx, attributes=trace.turn1).end()
+            tracer.start_span("execute_tool authenticate", context=ctx, attributes=trace.auth).end()
+            tracer.start_span("chat gpt-5-mini", context=ctx, attributes=trace.turn2).end()
+            for attrs in trace.calls:
+                t0 = clock()
+                tracer.start_span(name, context=ctx, attributes=attrs).end()
+                total += clock() - t0
+            calls += len(trace.calls)
+            root.end()
+        return total / calls
+
+    return run
+
+
+def _tool_round_for(traces: list[AgentTrace], tracer: Tracer) -> Callable[[], float]:
+    return tool_round(tracer, traces)
+
+
+def check_scored(config: EvalConfig, trace: AgentTrace, *, valid: bool) -> None:
+    """Refuse to time a path that does not score: one trace through the processor, its scores checked."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter), config))
+    tool_round(provider.get_tracer("check"), [trace])()
+    provider.shutdown()
+    calls = [s for s in exporter.get_finished_spans() if s.name == f"execute_tool {TOOL}"]
+    expected = {
+        A.SCHEMA_VALID: valid,
+        A.TOOL_KNOWN: True,
+        A.SCHEMA_SOURCE: "trace",
+        A.SCHEMA_DRIFT: False,
+        A.OUTCOME: "success" if valid else "malformed_call",
+        A.DUPLICATE: False,
+    }
+    for span in calls:
+        attrs = dict(span.attributes or {})
+        wrong = {k: attrs.get(k) for k, v in expected.items() if attrs.get(k) != v}
+        if wrong or (valid and A.VIOLATIONS in attrs) or (not valid and not attrs.get(A.SCHEMA_ERRORS)):
+            raise AssertionError(f"the benchmark's tool span was not scored as expected: {wrong or attrs}")
+    if len(calls) != len(trace.calls):
+        raise AssertionError(f"expected {len(trace.calls)} scored tool spans, got {len(calls)}")
+
+
+def _compare(make_round: Callable[[Tracer], Callable[[], float]], config: EvalConfig | None, rounds: int) -> Comparison:
+    base = pipeline(config, with_processor=False)
+    subject = pipeline(config, with_processor=True)
+    try:
+        return interleave(make_round(base.tracer), make_round(subject.tracer), rounds)
+    finally:
+        base.close()
+        subject.close()
+
+
+def run(sizes: Sizes) -> list[Figure]:
+    figures = []
+    plain = _compare(lambda tracer: plain_round(tracer, sizes.plain_spans), None, sizes.rounds)
+    figures.append(
+        Figure(
+            "processor.plain_span",
+            "non-tool span through the processor (app thread)",
+            us(plain.subject_median),
+            us(plain.baseline_median) + " (same span, no processor)",
+            plain.ratio,
+            f"<= {PLAIN_TARGET}x",
+            at_most(plain.ratio, PLAIN_TARGET),
+            data={"unit": "ns/span", "spans_per_round": sizes.plain_spans, **plain.as_json()},
+        )
+    )
+    for fields, schema in ((5, SCHEMA_5), (20, SCHEMA_20)):
+        config = policy_config(schema)
+        for valid in (True, False):
+            traces = agent_traces(sizes.tool_traces, fields=fields, valid=valid)
+            check_scored(config, traces[0], valid=valid)
+            cmp = _compare(partial(_tool_round_for, traces), config, sizes.rounds)
+            kind = "valid" if valid else "invalid"
+            figures.append(
+                Figure(
+                    f"processor.tool_span.{kind}_{fields}",
+                    f"tool span fully scored, {kind} arguments, {fields}-field schema (app thread)",
+                    us(cmp.subject_median),
+                    us(cmp.baseline_median) + " (same span, no processor)",
+                    cmp.ratio,
+                    f"<= {TOOL_TARGET}x",
+                    at_most(cmp.ratio, TOOL_TARGET),
+                    data={
+                        "unit": "ns/span",
+                        "spans_per_round": sizes.tool_traces * len(traces[0].calls),
+                        **cmp.as_json(),
+                    },
+                )
+            )
+    return figures

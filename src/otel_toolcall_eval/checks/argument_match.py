@@ -1,0 +1,271 @@
+"""Argument accuracy of a call matched to its expected call, in three layers, short-circuited:
+
+1. schema validity (``checks.schema``; a parse failure comes before it and is scored apart),
+2. required-argument match over the keys of the expected call only (extras ignored unless the expected call
+   says ``required_args_only: false``), after normalisation,
+3. free-text similarity for fields declared free text: ``similarity(expected, actual) >= threshold``.
+
+A layer runs only when the one before it passed: a schema-invalid call is not also reported as a value
+mismatch. Normalisation (each part configurable) makes two values equal when they differ only in:
+
+- case and surrounding whitespace of strings,
+- the format of a date or date-time (ISO 8601 and the configured ``strptime`` formats; time zones are
+  compared in UTC, a naive time never equals an aware one, a date never equals a date-time),
+- a configured ID prefix (``ORD-12345`` == ``12345``),
+- a numeric string against a number (``"12345"`` == ``12345``; two strings stay strings, so ``"007"`` != ``"7"``),
+- null, absent and empty string, as configured (default: null == absent, empty string distinct).
+
+Booleans are never numbers (``true`` != ``1``). Objects compare key by key with the same rules; arrays compare
+element by element, in order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from functools import lru_cache
+from typing import Any, Protocol
+
+from rapidfuzz import fuzz, utils
+
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "<absent>"})()
+
+# Unambiguous formats tried after ISO 8601; add "%m/%d/%Y" or "%d/%m/%Y" in the config if your data uses one.
+DEFAULT_DATE_FORMATS: tuple[str, ...] = (
+    "%Y/%m/%d",
+    "%Y.%m.%d",
+    "%d %B %Y",
+    "%d %b %Y",
+    "%B %d, %Y",
+    "%b %d, %Y",
+    "%B %d %Y",
+    "%b %d %Y",
+    "%Y/%m/%d %H:%M",
+    "%Y/%m/%d %H:%M:%S",
+    "%B %d, %Y %H:%M",
+    "%B %d, %Y %I:%M %p",
+    "%b %d, %Y %I:%M %p",
+)
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+_TIME_DIRECTIVES = ("%H", "%I", "%M", "%S")
+
+
+class TextSimilarity(Protocol):
+    """Similarity of two texts in [0, 1]. The default is rapidfuzz; an embedding model is an optional extra."""
+
+    def similarity(self, expected: str, actual: str) -> float: ...
+
+
+@dataclass(slots=True, frozen=True)
+class RapidfuzzSimilarity:
+    """rapidfuzz ratio / 100, on lower-cased, punctuation-stripped text (``utils.default_process``)."""
+
+    scorer: str = "token_sort_ratio"
+    _fn: Callable[..., float] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fn = getattr(fuzz, self.scorer, None)
+        if fn is None:
+            raise ValueError(f"rapidfuzz.fuzz has no scorer '{self.scorer}'")
+        object.__setattr__(self, "_fn", fn)
+
+    def similarity(self, expected: str, actual: str) -> float:
+        return float(self._fn(expected, actual, processor=utils.default_process)) / 100.0
+
+
+@dataclass(slots=True, frozen=True)
+class Normalizer:
+    """The normalisation options, made plain once (``offline.config.ArgumentMatchConfig.normalizer()``)."""
+
+    case_insensitive: bool = True
+    strip_whitespace: bool = True
+    dates: bool = True
+    date_formats: tuple[str, ...] = DEFAULT_DATE_FORMATS
+    id_prefixes: tuple[str, ...] = ()
+    numeric_strings: bool = True
+    null_is_absent: bool = True
+    empty_string_is_absent: bool = False
+
+    def absent(self, value: Any) -> bool:
+        if value is ABSENT:
+            return True
+        if value is None:
+            return self.null_is_absent
+        return self.empty_string_is_absent and value == ""
+
+    def equal(self, expected: Any, actual: Any, required_only: bool = True) -> bool:
+        """Are two argument values the same after normalisation? (``ABSENT`` stands for a missing key.)"""
+        if type(expected) is type(actual) and expected == actual:
+            return True
+        e_absent, a_absent = self.absent(expected), self.absent(actual)
+        if e_absent or a_absent:
+            return e_absent and a_absent
+        te, ta = type(expected), type(actual)
+        if te is bool or ta is bool:
+            return False  # equal bools returned above; a bool never equals a number or string
+        if te is str:
+            if ta is str:
+                return self._strings_equal(expected, actual)
+            return ta in (int, float) and self.numeric_strings and _number(expected) == actual
+        if ta is str:
+            return te in (int, float) and self.numeric_strings and _number(actual) == expected
+        if te in (int, float) and ta in (int, float):
+            return bool(expected == actual)
+        if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+            return not self.mismatched_keys(expected, actual, required_only)
+        if isinstance(expected, list) and isinstance(actual, list):
+            return len(expected) == len(actual) and all(
+                self.equal(e, a, required_only) for e, a in zip(expected, actual, strict=True)
+            )
+        return False
+
+    def mismatched_keys(
+        self, expected: Mapping[str, Any], actual: Mapping[str, Any], required_only: bool = True
+    ) -> list[str]:
+        """Keys of ``expected`` whose values differ, then (strict mode) ``+key`` for each extra actual key."""
+        bad = [k for k, e in expected.items() if not self.equal(e, actual.get(k, ABSENT), required_only)]
+        if not required_only:
+            bad += [f"+{k}" for k, a in actual.items() if k not in expected and not self.absent(a)]
+        return bad
+
+    def _fold(self, text: str) -> str:
+        if self.strip_whitespace:
+            text = text.strip()
+        return text.casefold() if self.case_insensitive else text
+
+    def _strings_equal(self, expected: str, actual: str) -> bool:
+        e, a = self._fold(expected), self._fold(actual)
+        if e == a:
+            return True
+        if self.id_prefixes:
+            e2, a2 = self._strip_prefix(e), self._strip_prefix(a)
+            if e2 == a2:
+                return True
+        if self.dates:
+            de = canonical_datetime(e, self.date_formats)
+            return de is not None and de == canonical_datetime(a, self.date_formats)
+        return False
+
+    def _strip_prefix(self, text: str) -> str:
+        for prefix in self.id_prefixes:
+            p = prefix.casefold() if self.case_insensitive else prefix
+            if text.startswith(p) and len(text) > len(p):
+                return text[len(p) :]
+        return text
+
+
+def _number(text: str) -> int | float | None:
+    """The number a numeric string spells (ints stay exact), else None."""
+    text = text.strip()
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    return float(text) if _NUMBER.fullmatch(text) else None
+
+
+@lru_cache(maxsize=8192)
+def canonical_datetime(text: str, formats: tuple[str, ...] = DEFAULT_DATE_FORMATS) -> str | None:
+    """``d:YYYY-MM-DD`` for a date, ``t:<ISO>`` for a naive date-time, ``z:<ISO in UTC>`` for an aware one."""
+    text = text.strip()
+    if not 6 <= len(text) <= 40 or not any(c.isdigit() for c in text):
+        return None
+    if len(text) == 10 and text[4] == "-":
+        try:
+            return "d:" + date.fromisoformat(text).isoformat()
+        except ValueError:
+            return None
+    iso = text[:-1] + "+00:00" if text[-1] in "zZ" else text
+    try:
+        return _canonical(datetime.fromisoformat(iso.upper() if "t" in iso else iso))
+    except ValueError:
+        pass
+    for fmt in formats:
+        try:
+            parsed = datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        if not any(d in fmt for d in _TIME_DIRECTIVES):
+            return "d:" + parsed.date().isoformat()
+        return _canonical(parsed)
+    return None
+
+
+def _canonical(value: datetime) -> str:
+    if value.tzinfo is None:
+        return "t:" + value.isoformat()
+    return "z:" + value.astimezone(timezone.utc).replace(tzinfo=None).isoformat()
+
+
+@dataclass(slots=True, frozen=True)
+class ArgumentVerdict:
+    """``failed``: the first layer that failed (``parse``, ``schema``, ``required``, ``free_text``), or None."""
+
+    failed: str | None
+    mismatched: tuple[str, ...] = ()
+    similarity: float | None = None  # the lowest free-text similarity compared
+
+    @property
+    def ok(self) -> bool:
+        return self.failed is None
+
+
+PASSED = ArgumentVerdict(None)
+PARSE_FAILED = ArgumentVerdict("parse")
+SCHEMA_FAILED = ArgumentVerdict("schema")
+
+
+def match_arguments(
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any] | None,
+    normalizer: Normalizer,
+    *,
+    parse_ok: bool | None = True,
+    schema_valid: bool | None = None,
+    required_only: bool = True,
+    free_text: Collection[str] = (),
+    similarity: TextSimilarity | None = None,
+    threshold: float = 0.8,
+) -> ArgumentVerdict:
+    """The three layers for one matched pair. ``actual`` None with ``parse_ok`` not False: no arguments recorded."""
+    if parse_ok is False:
+        return PARSE_FAILED
+    if schema_valid is False:
+        return SCHEMA_FAILED
+    args: Mapping[str, Any] = actual if actual is not None else {}
+    if required_only and not free_text:
+        for key, want in expected.items():  # fast path: identical values need no normalisation
+            got = args.get(key, ABSENT)
+            if type(got) is not type(want) or got != want:
+                break
+        else:
+            return PASSED
+    if not free_text:
+        bad = normalizer.mismatched_keys(expected, args, required_only)
+        return ArgumentVerdict("required", tuple(bad)) if bad else PASSED
+    strict = {k: v for k, v in expected.items() if k not in free_text}
+    bad = normalizer.mismatched_keys(strict, args, True)
+    if not required_only:
+        bad += [f"+{k}" for k, a in args.items() if k not in expected and not normalizer.absent(a)]
+    if bad:
+        return ArgumentVerdict("required", tuple(bad))
+    lowest: float | None = None
+    low_keys: list[str] = []
+    for key in free_text:
+        if key not in expected:
+            continue
+        e, a = expected[key], args.get(key, ABSENT)
+        if isinstance(e, str) and isinstance(a, str):
+            score = 1.0 if e == a else (similarity or _DEFAULT_SIMILARITY).similarity(e, a)
+        else:
+            score = 1.0 if normalizer.equal(e, a) else 0.0
+        lowest = score if lowest is None or score < lowest else lowest
+        if score < threshold:
+            low_keys.append(key)
+    if low_keys:
+        return ArgumentVerdict("free_text", tuple(low_keys), lowest)
+    return ArgumentVerdict(None, (), lowest)
+
+
+_DEFAULT_SIMILARITY = RapidfuzzSimilarity()

@@ -1,0 +1,153 @@
+"""``otel-toolcall-eval dataset``: validate, convert (CSV <-> JSONL), start from a template, export the JSON Schema."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval.dataset.errors import DatasetError, LocatedError
+from otel_toolcall_eval.dataset.io import detect_format, dump_cases, iter_rows, write_cases
+from otel_toolcall_eval.dataset.models import Slice
+from otel_toolcall_eval.dataset.schema import dataset_json_schema
+from otel_toolcall_eval.dataset.template import template_cases
+
+MAX_ERRORS_SHOWN = 50
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("dataset", help="ground-truth dataset commands (validate, convert, template, schema)")
+    commands = parser.add_subparsers(dest="dataset_command", required=True)
+
+    validate = commands.add_parser("validate", help="check every row; errors name the line, row and column")
+    validate.add_argument("file", type=Path)
+    validate.add_argument("--format", choices=["jsonl", "csv"], help="default: from the extension")
+    validate.set_defaults(func=run_validate)
+
+    convert = commands.add_parser("convert", help="convert between CSV and JSONL (lossless)")
+    convert.add_argument("input", type=Path)
+    convert.add_argument("output", type=Path)
+    convert.add_argument("--from", dest="from_format", choices=["jsonl", "csv"], help="default: from the extension")
+    convert.add_argument("--to", dest="to_format", choices=["jsonl", "csv"], help="default: from the extension")
+    convert.set_defaults(func=run_convert)
+
+    template = commands.add_parser("template", help="a starter dataset with one case per slice")
+    template.add_argument("--out", type=Path, help="file to write (default: standard output)")
+    template.add_argument("--format", choices=["jsonl", "csv"], help="default: from --out's extension, else jsonl")
+    template.set_defaults(func=run_template)
+
+    schema = commands.add_parser("schema", help="the JSON Schema of one case, for editors")
+    schema.add_argument("--out", type=Path, help="file to write (default: standard output)")
+    schema.set_defaults(func=run_schema)
+
+
+def run_validate(args: argparse.Namespace, console: Console) -> int:
+    errors: list[LocatedError] = []
+    collected: list[DatasetError] = []
+    first_line: dict[str, int] = {}
+    slices: Counter[str] = Counter()
+    difficulty: Counter[str] = Counter()
+    try:
+        for row in iter_rows(args.file, args.format, collect=collected):
+            case = row.case
+            if case.id in first_line:
+                errors.append(
+                    DatasetError(
+                        args.file,
+                        row.line,
+                        "id",
+                        f"duplicate id '{case.id}' (also line {first_line[case.id]})",
+                        row.row,
+                    )
+                )
+                continue
+            first_line[case.id] = row.line
+            slices[case.effective_slice.value] += 1
+            difficulty[case.difficulty.value] += 1
+    except DatasetError as exc:
+        raise UsageError(str(exc)) from None
+    errors = sorted([*collected, *errors], key=lambda e: e.line or 0)
+    err = Console(stderr=True)
+    if errors:
+        for problem in errors[:MAX_ERRORS_SHOWN]:
+            err.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
+        if len(errors) > MAX_ERRORS_SHOWN:
+            err.print(f"... and {len(errors) - MAX_ERRORS_SHOWN} more errors")
+        err.print(
+            f"{escape(str(args.file))}: {len(errors)} invalid row(s), {len(first_line)} valid",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 2
+    if not first_line:
+        raise UsageError(f"{args.file}: no cases")
+    console.print(f"[green]{escape(str(args.file))}: {len(first_line)} cases valid[/]", highlight=False, soft_wrap=True)
+    console.print(
+        "slices: " + ", ".join(f"{s.value} {slices.get(s.value, 0)}" for s in Slice)
+        + " · difficulty: " + ", ".join(f"{k} {v}" for k, v in sorted(difficulty.items())),
+        highlight=False,
+        soft_wrap=True,
+    )  # fmt: skip
+    empty = [s.value for s in Slice if not slices.get(s.value)]
+    if empty:
+        console.print(f"[yellow]note:[/] no cases in slice(s) {', '.join(empty)}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def run_convert(args: argparse.Namespace, console: Console) -> int:
+    try:
+        source = detect_format(args.input, args.from_format)
+        target = detect_format(args.output, args.to_format)
+        rows = iter_rows(args.input, source)
+        # write next to the target and rename, so a bad row never leaves half a file behind
+        fd, tmp = tempfile.mkstemp(dir=args.output.resolve().parent, prefix=".convert-", suffix=args.output.suffix)
+        os.close(fd)
+        try:
+            count = write_cases(tmp, (row.case for row in rows), target)
+            os.replace(tmp, args.output)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except LocatedError as exc:
+        raise UsageError(str(exc)) from None
+    console.print(
+        f"{escape(str(args.input))} ({source}) -> {escape(str(args.output))} ({target}): {count} cases", highlight=False
+    )
+    return 0
+
+
+def run_template(args: argparse.Namespace, console: Console) -> int:
+    cases = template_cases()
+    try:
+        fmt = args.format or (detect_format(args.out) if args.out else "jsonl")
+    except DatasetError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out is None:
+        dump_cases(sys.stdout, cases, fmt)
+        return 0
+    write_cases(args.out, cases, fmt)
+    console.print(
+        f"{escape(str(args.out))}: {len(cases)} template cases, one per slice ({', '.join(s.value for s in Slice)})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 0
+
+
+def run_schema(args: argparse.Namespace, console: Console) -> int:
+    text = json.dumps(dataset_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text, encoding="utf-8")
+        console.print(f"{escape(str(args.out))}: JSON Schema of one dataset case", highlight=False, soft_wrap=True)
+    return 0

@@ -1,0 +1,65 @@
+"""``otel-toolcall-eval harvest``: selected traces become draft dataset rows; re-harvesting never duplicates."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval.commands.replay import add_source_arguments, load_spans
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.conventions import default_registry
+from otel_toolcall_eval.conventions.llm_spans import DefinitionCache
+from otel_toolcall_eval.dataset.io import DatasetError, read_cases, write_cases
+from otel_toolcall_eval.harvest import WhereError, case_from_trace, matches, parse_where
+from otel_toolcall_eval.replay.engine import end_order, replay_spans
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("harvest", help="turn selected traces into draft dataset rows")
+    add_source_arguments(parser)
+    parser.add_argument("--where", required=True, help="e.g. 'composite_ok = false' or 'violation = must_not_call'")
+    parser.add_argument("--out", type=Path, required=True, help="dataset file to add the rows to (.jsonl or .csv)")
+    parser.add_argument("--config", type=Path, help="policy config: scores the traces and names must_not_call tools")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    try:
+        conditions = parse_where(args.where)
+    except WhereError as exc:
+        raise UsageError(str(exc)) from None
+    config = EvalConfig.load(args.config) if args.config else EvalConfig()
+    spans = load_spans(args, console)
+    scored = replay_spans(spans, config).spans  # select on the same scores the online processor would write
+    existing = []
+    if args.out.exists() and args.out.stat().st_size > 0:
+        try:
+            existing = read_cases(args.out)
+        except DatasetError as exc:
+            raise UsageError(str(exc)) from None
+    known = {c.id for c in existing} | {c.source_trace_id for c in existing if c.source_trace_id}
+    registry = default_registry()
+    cache = DefinitionCache()
+    new = []
+    selected = 0
+    for group in end_order(scored):
+        if not matches(group, conditions):
+            continue
+        selected += 1
+        case = case_from_trace(group, registry, config, cache)
+        if case.id in known or case.source_trace_id in known:
+            continue
+        known.add(case.id)
+        new.append(case)
+    if new or not args.out.exists():
+        write_cases(args.out, [*existing, *new])
+    console.print(
+        f"{selected} traces matched '{args.where}': {len(new)} new rows, "
+        f"{selected - len(new)} already in {args.out} ({len(existing) + len(new)} rows in all)",
+        highlight=False,
+    )
+    return 0

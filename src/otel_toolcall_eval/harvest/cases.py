@@ -1,0 +1,114 @@
+"""One trace to one draft dataset row.
+
+``user_input`` and ``message_history`` come from the first chat span's input messages (assistant tool calls
+and tool results kept), ``available_tools`` from the definitions the model saw, and the calls the agent
+actually made become a *draft* ``expected_tool_calls``, marked for labelling in ``notes``. Calls that cannot be
+right (a tool that was not offered, a must-not-call tool) are left out of the draft and named in the notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import format_trace_id
+
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.checks.parse import parse_arguments
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.conventions import ConventionRegistry
+from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, input_messages, is_llm_span, tool_definitions
+from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
+
+
+def case_id(trace_id: int) -> str:
+    """Stable: re-harvesting a trace gives the same id, so it never duplicates a row."""
+    return "trace-" + format_trace_id(trace_id)
+
+
+def case_from_trace(
+    spans: Sequence[ReadableSpan], conventions: ConventionRegistry, config: EvalConfig, cache: DefinitionCache
+) -> DatasetCase:
+    ordered = sorted(spans, key=lambda s: s.start_time or 0)
+    trace_id = next(s.context.trace_id for s in ordered if s.context is not None)
+    tools: dict[str, dict[str, Any]] = {}
+    messages: list[dict[str, Any]] = []
+    for span in ordered:
+        attrs = span.attributes or {}
+        if not is_llm_span(attrs):
+            continue
+        for d in tool_definitions(attrs, cache):
+            tools.setdefault(d.name, {"name": d.name, "description": d.description, "parameters": d.parameters})
+        if not messages:
+            messages = input_messages(attrs)
+    user_index = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+    user_input = ""
+    if user_index is not None:
+        content = messages[user_index].get("content")
+        user_input = content if isinstance(content, str) else ("" if content is None else str(content))
+        history = messages[:user_index]
+    else:
+        history = messages
+
+    forbidden = set(config.policies.must_not_call)
+    expected: list[ExpectedCall] = []
+    left_out: list[str] = []
+    for span in ordered:
+        attrs = span.attributes or {}
+        convention = conventions.recognise(span, attrs)
+        record = convention.extract(span, attrs) if convention is not None else None
+        if record is None:
+            continue
+        if tools and record.name not in tools:
+            left_out.append(f"{record.name} (not offered)")
+            continue
+        if record.name in forbidden:
+            left_out.append(f"{record.name} (must not call)")
+            continue
+        parsed = parse_arguments(record.raw_arguments, max_bytes=config.limits.max_argument_bytes)
+        if parsed.value is None and parsed.status.parsed is False:
+            left_out.append(f"{record.name} (arguments did not parse)")
+        batch = attrs.get(A.BATCH)
+        expected.append(
+            ExpectedCall(name=record.name, args=parsed.value or {}, batch=batch if isinstance(batch, int) else None)
+        )
+
+    findings = _findings(ordered)
+    notes = [
+        f"DRAFT harvested from trace {format_trace_id(trace_id)}: expected_tool_calls are the calls the agent "
+        "made; correct them, set difficulty, then remove this line.",
+    ]
+    if findings:
+        notes.append("findings: " + "; ".join(findings))
+    if left_out:
+        notes.append("left out of the draft: " + ", ".join(left_out))
+    if not messages:
+        notes.append("no input messages recorded (content capture off?): fill in user_input")
+    return DatasetCase(
+        id=case_id(trace_id),
+        user_input=user_input,
+        message_history=history,
+        available_tools=list(tools.values()),
+        expected_tool_calls=expected,
+        expected_no_tool=not expected,
+        must_not_call=sorted(forbidden - {c.name for c in expected}),
+        source_trace_id=format_trace_id(trace_id),
+        notes="\n".join(notes),
+    )
+
+
+def _findings(spans: Sequence[ReadableSpan]) -> list[str]:
+    out = []
+    for span in spans:
+        attrs = span.attributes or {}
+        if A.TRACE_COMPOSITE_OK in attrs:
+            out.append("composite_ok=" + str(attrs[A.TRACE_COMPOSITE_OK]))
+        outcome = attrs.get(A.OUTCOME)
+        name = str(attrs.get(A.GEN_AI_TOOL_NAME) or attrs.get(A.OPENINFERENCE_TOOL_NAME) or span.name)
+        if outcome not in (None, "success"):
+            out.append(f"{name}: {outcome}")
+        violations = attrs.get(A.VIOLATIONS)
+        for v in violations if isinstance(violations, (list, tuple)) else ():
+            out.append(f"{name}: {v}")
+    return out

@@ -1,0 +1,257 @@
+"""The ``judge:`` section of the config file: provider, budget, sampling, questions.
+
+Validated with the rest of the config at start-up: unknown keys and bad values fail with the field's path
+(``judge.budget.amount: Input should be greater than 0``). API keys never live in the file: only the name of
+the environment variable that holds one (``api_key_env``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+Provider = Literal["openai", "anthropic"]
+Period = Literal["hour", "day", "week", "month"]
+When = Literal["always", "failed", "succeeded", "first_call", "free_text"]
+# The data a question may receive; each question names the ones it needs and gets nothing else.
+FieldName = Literal[
+    "request",
+    "tool_name",
+    "tool_description",
+    "available_tools",
+    "arguments",
+    "free_text_arguments",
+    "result",
+    "outcome",
+    "error",
+    "reaction",
+]
+
+DEFAULT_BASE_URLS: dict[str, str] = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+# Secrets that must never reach a third-party judge, whatever the tool recorded.
+DEFAULT_REDACTIONS: tuple[str, ...] = (
+    r"\bsk-[A-Za-z0-9_-]{16,}",  # OpenAI / Anthropic style API keys
+    r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}",
+    r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
+    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"\b(?:\d[ -]?){12,18}\d\b",  # card-number-like digit runs
+)
+
+_NAME = r"^[a-z][a-z0-9_]{0,62}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(_Strict):
+    """The judge model's price; cost of a call = input tokens x input price + output tokens x output price."""
+
+    input_per_million: float = Field(ge=0, description="price of 1,000,000 input tokens")
+    output_per_million: float = Field(ge=0, description="price of 1,000,000 output tokens")
+
+    @property
+    def per_input_token(self) -> float:
+        return self.input_per_million / 1e6
+
+    @property
+    def per_output_token(self) -> float:
+        return self.output_per_million / 1e6
+
+    def cost(self, input_tokens: float, output_tokens: float) -> float:
+        return input_tokens * self.per_input_token + output_tokens * self.per_output_token
+
+    @property
+    def free(self) -> bool:
+        return self.input_per_million == 0 and self.output_per_million == 0
+
+
+class Budget(_Strict):
+    """A spend ceiling per calendar period (UTC), in the currency of ``price``."""
+
+    amount: float = Field(gt=0, description="the most the judge may spend per period")
+    period: Period = "month"
+    currency: str = Field(default="USD", min_length=1, max_length=8)
+    ledger_file: Path | None = Field(
+        default=None, description="share spend between processes and restarts on this host (a small JSON file)"
+    )
+
+
+class RiskWeights(_Strict):
+    """How much likelier a call is judged when the deterministic checks flagged it (a call takes its highest)."""
+
+    clean: float = Field(default=1.0, ge=0, description="a call no check flagged")
+    malformed_call: float = Field(default=5.0, ge=0)
+    execution_failed: float = Field(default=5.0, ge=0)
+    empty_result: float = Field(default=3.0, ge=0)
+    violation: float = Field(
+        default=5.0, ge=0, description="a policy violation, duplicate, repeated failure or over-budget step"
+    )
+
+
+class Sampling(_Strict):
+    risk_weights: RiskWeights = Field(default_factory=RiskWeights)
+    max_rate: float = Field(default=1.0, gt=0, le=1, description="the highest base sampling rate")
+    initial_rate: float = Field(default=0.1, ge=0, le=1, description="base rate before traffic has been measured")
+    update_interval_seconds: float = Field(default=5.0, gt=0, description="how often the rate is recomputed")
+    traffic_half_life_seconds: float = Field(default=300.0, gt=0, description="EWMA half-life of the traffic rate")
+    max_catchup: float = Field(
+        default=2.0, ge=1, description="an underspent period may spend at most this multiple of the even pace"
+    )
+    prior_input_tokens: int = Field(default=1200, ge=1, description="input tokens per evaluation until measured")
+    prior_output_tokens: int = Field(default=120, ge=1, description="output tokens per evaluation until measured")
+    seed: int = Field(default=0, ge=0, lt=2**64, description="another seed picks another (deterministic) set of traces")
+
+
+class Redaction(_Strict):
+    """Applied to every string before it reaches the judge: regexes, then an optional function."""
+
+    patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACTIONS))
+    replacement: str = "[REDACTED]"
+    function: str | None = Field(default=None, description="import path 'pkg.mod:func' of a str -> str function")
+
+    _function: Callable[[str], str] | None = PrivateAttr(default=None)
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile(cls, value: list[str]) -> list[str]:
+        for i, pattern in enumerate(value):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"patterns.{i} is not a valid regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _resolve(self) -> Redaction:
+        if self.function is not None:
+            from otel_toolcall_eval.config import _import
+
+            target = _import(self.function)
+            if not callable(target):
+                raise ValueError(f"function: '{self.function}' is not callable")
+            self._function = target
+        return self
+
+    def resolved_function(self) -> Callable[[str], str] | None:
+        return self._function
+
+
+class ScaleItem(_Strict):
+    label: str = Field(pattern=_NAME, description="what the judge answers")
+    score: float = Field(description="written as gen_ai.evaluation.score.value")
+    meaning: str = Field(default="", description="shown to the judge next to the label")
+
+
+class QuestionConfig(_Strict):
+    """One judge question: one judge call per judged tool call."""
+
+    name: str = Field(pattern=_NAME, description="the span is named 'toolcall_eval.judge <name>'")
+    prompt: str = Field(min_length=1, description="the question, addressed to the judge")
+    fields: list[FieldName] = Field(min_length=1, description="the only data the judge receives")
+    scale: list[ScaleItem] = Field(min_length=2)
+    when: When = Field(default="always", description="which calls the question applies to")
+
+    @field_validator("scale")
+    @classmethod
+    def _unique_labels(cls, value: list[ScaleItem]) -> list[ScaleItem]:
+        labels = [s.label for s in value]
+        dupes = sorted({x for x in labels if labels.count(x) > 1})
+        if dupes:
+            raise ValueError(f"duplicate labels {dupes}")
+        return value
+
+    @field_validator("fields")
+    @classmethod
+    def _unique_fields(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("a field is listed twice")
+        return value
+
+
+def _builtin_or_custom(value: Any) -> Any:
+    """A string names a built-in question; a mapping defines a custom one."""
+    if isinstance(value, str):
+        from otel_toolcall_eval.judge.questions import BUILTIN
+
+        if value not in BUILTIN:
+            raise ValueError(f"unknown built-in question '{value}' (built in: {', '.join(BUILTIN)})")
+        return BUILTIN[value]
+    return value
+
+
+def _default_questions() -> list[QuestionConfig]:
+    from otel_toolcall_eval.judge.questions import BUILTIN
+
+    return list(BUILTIN.values())
+
+
+class JudgeConfig(_Strict):
+    """Everything the judge needs; ``EvalConfig.judge`` is one of these or ``None`` (no judge)."""
+
+    provider: Provider
+    model: str = Field(min_length=1)
+    base_url: str | None = Field(default=None, description="default: the provider's public API")
+    api_key_env: str | None = Field(
+        default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="environment variable holding the API key"
+    )
+    headers: dict[str, str] = Field(default_factory=dict, description="extra non-secret request headers")
+    price: Price
+    budget: Budget | None = Field(default=None, description="required unless the price is zero")
+    sampling: Sampling = Field(default_factory=Sampling)
+    concurrency: int = Field(default=4, ge=1, le=256, description="judge calls in flight at once")
+    queue_size: int = Field(default=1000, ge=1, description="sampled calls waiting; overflow is dropped and counted")
+    request_timeout_seconds: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429, 5xx, timeouts and connection errors")
+    retry_backoff_seconds: float = Field(default=0.5, gt=0, description="first backoff; doubles, with jitter")
+    max_retry_wait_seconds: float = Field(default=30.0, gt=0, description="a longer Retry-After gives up instead")
+    max_output_tokens: int = Field(default=300, ge=16)
+    temperature: float | None = Field(default=0.0, ge=0, le=2, description="null: do not send one")
+    json_mode: bool = Field(default=True, description="openai: ask for response_format json_object")
+    token_limit_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    max_field_chars: int = Field(default=4000, ge=64, description="each field is cut to this length")
+    max_request_chars: int = Field(default=2000, ge=64, description="the user's request kept per trace")
+    min_free_text_chars: int = Field(default=16, ge=1, description="shorter strings are not free text")
+    redact: Redaction = Field(default_factory=Redaction)
+    parent_to_judged_span: bool = Field(default=True, description="verdict spans are children of the judged span")
+    shutdown_timeout_seconds: float = Field(default=10.0, ge=0)
+    questions: list[Annotated[QuestionConfig, BeforeValidator(_builtin_or_custom)]] = Field(
+        default_factory=_default_questions, min_length=1
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_literal_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "api_key" in data:
+            raise ValueError("api_key: keys are read from the environment only; set api_key_env to the variable's name")
+        return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"'{value}' is not an http(s) URL")
+        return None if value is None else value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JudgeConfig:
+        if self.budget is None and not self.price.free:
+            raise ValueError("budget: required when the price is not zero (the judge must never overspend)")
+        names = [q.name for q in self.questions]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"questions: duplicate names {dupes}")
+        return self
+
+    @property
+    def url(self) -> str:
+        return self.base_url or DEFAULT_BASE_URLS[self.provider]
+
+    def needs(self, field: str) -> bool:
+        return any(field in q.fields for q in self.questions)

@@ -1,0 +1,262 @@
+"""Verdicts out: a span per verdict, the GenAI ``gen_ai.evaluation.result`` event, and the judge's metrics.
+
+The span ``toolcall_eval.judge <question>`` carries a Link to the judged span and, by default, is its child, so
+it shows inside the same trace in Jaeger or Tempo. Its parent context is local (``is_remote=False``): a remote
+parent would make the span a trace root to the processor, which would then finish the judged trace early.
+The event is a log record whose context is the judged span, as the GenAI conventions ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from opentelemetry import _logs as logs_api
+from opentelemetry import metrics as metrics_api
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from otel_toolcall_eval import __version__
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.metrics import MetricDoc
+
+SCOPE: Final = "otel_toolcall_eval.judge"
+SPAN_PREFIX: Final = "toolcall_eval.judge "
+MAX_EXPLANATION: Final = 1000
+# What the GenAI ``gen_ai.evaluation.result`` event carries (the span adds the judge's model, usage and cost).
+_EVENT_ATTRIBUTES: Final = (
+    A.GEN_AI_EVALUATION_NAME,
+    A.GEN_AI_EVALUATION_SCORE_VALUE,
+    A.GEN_AI_EVALUATION_SCORE_LABEL,
+    A.GEN_AI_EVALUATION_EXPLANATION,
+    A.ERROR_TYPE,
+)
+
+VERDICTS: Final = "toolcall_eval.judge.verdicts"
+ERRORS: Final = "toolcall_eval.judge.errors"
+COST: Final = "toolcall_eval.judge.cost"
+TOKENS: Final = "toolcall_eval.judge.tokens"
+DROPPED: Final = "toolcall_eval.judge.dropped"
+SKIPPED: Final = "toolcall_eval.judge.skipped"
+DURATION: Final = "toolcall_eval.judge.duration"
+QUEUE_SIZE: Final = "toolcall_eval.judge.queue.size"
+SAMPLE_RATE: Final = "toolcall_eval.judge.sample_rate"
+
+JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
+    MetricDoc(
+        VERDICTS,
+        "counter",
+        "{verdict}",
+        "`question`, `label`",
+        "toolcall_eval_judge_verdicts_total",
+        "verdicts by question and label",
+    ),
+    MetricDoc(
+        ERRORS,
+        "counter",
+        "{error}",
+        "`question`, `error_type`",
+        "toolcall_eval_judge_errors_total",
+        "judge calls that gave no verdict: `timeout`, `http_<status>`, `connection_error`, `invalid_response`, "
+        "`non_json_answer`, `invalid_answer`, `empty_answer`, `refused`",
+    ),
+    MetricDoc(
+        COST,
+        "counter",
+        "{currency}",
+        "`question`",
+        "toolcall_eval_judge_cost_total",
+        "what the judge's calls cost, in the budget's currency",
+    ),
+    MetricDoc(
+        TOKENS,
+        "counter",
+        "{token}",
+        "`type` (`input`/`output`)",
+        "toolcall_eval_judge_tokens_total",
+        "tokens the judge's calls used",
+    ),
+    MetricDoc(
+        DROPPED,
+        "counter",
+        "{call}",
+        "`reason`",
+        "toolcall_eval_judge_dropped_total",
+        "sampled calls not judged: `queue_full`, `budget`, `shutdown`, `worker_error`",
+    ),
+    MetricDoc(
+        SKIPPED,
+        "counter",
+        "{question}",
+        "`question`, `reason`",
+        "toolcall_eval_judge_skipped_total",
+        "questions not asked because their data was never seen: `missing_request`, `missing_reaction`",
+    ),
+    MetricDoc(
+        DURATION,
+        "histogram",
+        "s",
+        "`question`",
+        "toolcall_eval_judge_duration_seconds_bucket",
+        "time per judge call, retries included",
+    ),
+    MetricDoc(
+        QUEUE_SIZE, "gauge", "{call}", "", "toolcall_eval_judge_queue_size", "sampled calls waiting for the judge"
+    ),
+    MetricDoc(
+        SAMPLE_RATE,
+        "gauge",
+        "1",
+        "",
+        "toolcall_eval_judge_sample_rate",
+        "the paced base sampling rate (a clean call's probability)",
+    ),
+)
+
+
+@dataclass(slots=True)
+class Verdict:
+    """One question's answer about one call, or the error that stood in for it."""
+
+    question: str
+    label: str | None = None
+    score: float | None = None
+    explanation: str | None = None
+    error: str | None = None
+    error_message: str | None = None
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    start_ns: int = 0
+    end_ns: int = 0
+
+
+class JudgeTelemetry:
+    """Where verdicts go. Providers default to the global ones, resolved when the first verdict is emitted."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        parent_to_judged_span: bool,
+        tracer_provider: trace_api.TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        logger_provider: logs_api.LoggerProvider | None = None,
+        queue_size: Callable[[], int] = lambda: 0,
+        sample_rate: Callable[[], float] = lambda: 0.0,
+    ) -> None:
+        self._provider = provider
+        self._model = model
+        self._parented = parent_to_judged_span
+        self._tracer_provider = tracer_provider
+        self._logger_provider = logger_provider
+        self._tracer: trace_api.Tracer | None = None
+        self._logger: logs_api.Logger | None = None
+        meter = (meter_provider or metrics_api.get_meter_provider()).get_meter(SCOPE, __version__)
+        docs = {m.name: m for m in JUDGE_METRICS}
+        self._verdicts = meter.create_counter(VERDICTS, unit="{verdict}", description=docs[VERDICTS].meaning)
+        self._errors = meter.create_counter(ERRORS, unit="{error}", description=docs[ERRORS].meaning)
+        self._cost = meter.create_counter(COST, unit="{currency}", description=docs[COST].meaning)
+        self._tokens = meter.create_counter(TOKENS, unit="{token}", description=docs[TOKENS].meaning)
+        self._dropped = meter.create_counter(DROPPED, unit="{call}", description=docs[DROPPED].meaning)
+        self._skipped = meter.create_counter(SKIPPED, unit="{question}", description=docs[SKIPPED].meaning)
+        self._duration = meter.create_histogram(
+            DURATION,
+            unit="s",
+            description=docs[DURATION].meaning,
+            explicit_bucket_boundaries_advisory=[0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120],
+        )
+
+        def observe(fn: Callable[[], float]) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            return lambda _options: [Observation(fn())]
+
+        meter.create_observable_gauge(
+            QUEUE_SIZE, [observe(queue_size)], unit="{call}", description=docs[QUEUE_SIZE].meaning
+        )
+        meter.create_observable_gauge(
+            SAMPLE_RATE, [observe(sample_rate)], unit="1", description=docs[SAMPLE_RATE].meaning
+        )
+
+    # --- counters --------------------------------------------------------------------------------
+    def dropped(self, reason: str, count: int = 1) -> None:
+        if count:
+            self._dropped.add(count, {"reason": reason})
+
+    def skipped(self, question: str, reason: str) -> None:
+        self._skipped.add(1, {"question": question, "reason": reason})
+
+    # --- one verdict -------------------------------------------------------------------------------
+    def emit(self, verdict: Verdict, trace_id: int, span_id: int) -> None:
+        judged = SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+        self._record_metrics(verdict)
+        self._span(verdict, judged)
+        self._event(verdict, judged)
+
+    def _record_metrics(self, v: Verdict) -> None:
+        q = {"question": v.question}
+        if v.error is None and v.label is not None:
+            self._verdicts.add(1, {"question": v.question, "label": v.label})
+        else:
+            self._errors.add(1, {"question": v.question, "error_type": v.error or "unknown"})
+        if v.cost:
+            self._cost.add(v.cost, q)
+        if v.input_tokens:
+            self._tokens.add(v.input_tokens, {"type": "input"})
+        if v.output_tokens:
+            self._tokens.add(v.output_tokens, {"type": "output"})
+        if v.end_ns >= v.start_ns > 0:
+            self._duration.record((v.end_ns - v.start_ns) / 1e9, q)
+
+    def _attributes(self, v: Verdict) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
+            A.GEN_AI_EVALUATION_NAME: v.question,
+            A.JUDGE_PROVIDER: self._provider,
+            A.JUDGE_MODEL: v.model or self._model,
+            A.JUDGE_INPUT_TOKENS: v.input_tokens,
+            A.JUDGE_OUTPUT_TOKENS: v.output_tokens,
+            A.JUDGE_COST: v.cost,
+        }
+        if v.label is not None:
+            attrs[A.GEN_AI_EVALUATION_SCORE_LABEL] = v.label
+        if v.score is not None:
+            attrs[A.GEN_AI_EVALUATION_SCORE_VALUE] = v.score
+        if v.explanation:
+            attrs[A.GEN_AI_EVALUATION_EXPLANATION] = v.explanation[:MAX_EXPLANATION]
+        if v.error is not None:
+            attrs[A.ERROR_TYPE] = v.error
+        return attrs
+
+    def _span(self, v: Verdict, judged: SpanContext) -> None:
+        if self._tracer is None:
+            provider = self._tracer_provider or trace_api.get_tracer_provider()
+            self._tracer = provider.get_tracer(SCOPE, __version__)
+        parent = trace_api.set_span_in_context(NonRecordingSpan(judged)) if self._parented else Context()
+        span = self._tracer.start_span(
+            SPAN_PREFIX + v.question,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=self._attributes(v),
+            links=[Link(judged)],
+            start_time=v.start_ns or None,
+        )
+        if v.error is not None:
+            span.set_status(Status(StatusCode.ERROR, (v.error_message or v.error)[:200]))
+        span.end(end_time=v.end_ns or None)
+
+    def _event(self, v: Verdict, judged: SpanContext) -> None:
+        if self._logger is None:
+            provider = self._logger_provider or logs_api.get_logger_provider()
+            self._logger = provider.get_logger(SCOPE, __version__)
+        span_attrs = self._attributes(v)
+        attrs: dict[str, Any] = {k: span_attrs[k] for k in _EVENT_ATTRIBUTES if k in span_attrs}
+        self._logger.emit(
+            timestamp=v.end_ns or None,
+            context=trace_api.set_span_in_context(NonRecordingSpan(judged)),
+            event_name=A.GEN_AI_EVALUATION_RESULT,
+            attributes=attrs,
+        )

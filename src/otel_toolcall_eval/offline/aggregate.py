@@ -1,0 +1,321 @@
+"""Roll case results up per slice, per difficulty, per tool and overall, in constant memory per scope.
+
+Every scope keeps sums, never case lists, so a million cases cost what ten do. Rates with an empty
+denominator are ``None`` (reported as null, and a gate on them fails as "no data"), never a vacuous 0 or 1.
+With several runs (N samples), each run is aggregated on its own and ``combine`` takes the mean of every
+metric across runs and its spread (max - min).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from otel_toolcall_eval.checks.necessity import made_unnecessary_call, missed_all_calls, rate
+from otel_toolcall_eval.checks.selection import NONE, Selection, confusion_label, per_tool_correct
+from otel_toolcall_eval.offline.catalog import DIFFICULTIES, SLICES
+from otel_toolcall_eval.offline.score import CaseResult
+
+OTHER = "_other"  # names past the cap share one row, as the online metrics do
+MAX_TOOLS = 500
+MAX_EXAMPLES = 10
+
+
+@dataclass(slots=True)
+class Totals:
+    """Sums over the cases of one scope."""
+
+    cases: int = 0
+    passed: int = 0
+    tp: int = 0
+    expected: int = 0
+    actual: int = 0
+    f1_sum: float = 0.0
+    schema_checked: int = 0
+    schema_invalid: int = 0
+    pairs: int = 0
+    args_correct: int = 0
+    required_checked: int = 0
+    required_ok: int = 0
+    free_text_n: int = 0
+    free_text_sum: float = 0.0
+    order_n: int = 0
+    order_sum: float = 0.0
+    edit_sum: float = 0.0
+    no_tool_cases: int = 0
+    unnecessary_cases: int = 0
+    tool_cases: int = 0
+    missed_cases: int = 0
+    parse_failures: int = 0
+    unknown_checked: int = 0
+    unknown_tools: int = 0
+    duplicate_calls: int = 0
+    errors: int = 0
+    missing_runs: int = 0
+    must_not_call_violations: int = 0
+    latency_n: int = 0
+    latency_sum: float = 0.0
+    latency_max: float | None = None
+    tokens_n: int = 0
+    tokens_sum: float = 0.0
+
+    def add(self, r: CaseResult) -> None:
+        self.cases += 1
+        self.passed += r.passed
+        n_actual = len(r.actual)
+        self.tp += r.tp
+        self.expected += len(r.expected)
+        self.actual += n_actual
+        self.f1_sum += r.f1
+        self.schema_checked += r.schema_checked
+        self.schema_invalid += r.schema_invalid
+        self.pairs += r.pairs
+        self.args_correct += r.args_correct
+        self.required_checked += r.required_checked
+        self.required_ok += r.required_ok
+        if r.free_text_similarity is not None:
+            self.free_text_n += 1
+            self.free_text_sum += r.free_text_similarity
+        if r.order is not None:
+            self.order_n += 1
+            self.order_sum += r.order.score
+            self.edit_sum += r.order.edit_distance
+        if r.expected_no_tool:
+            self.no_tool_cases += 1
+            self.unnecessary_cases += made_unnecessary_call(True, n_actual)
+        else:
+            self.tool_cases += 1
+            self.missed_cases += missed_all_calls(False, n_actual)
+        self.parse_failures += r.parse_failures
+        self.unknown_checked += r.unknown_checked
+        self.unknown_tools += r.unknown_tools
+        self.duplicate_calls += r.duplicate_calls
+        self.errors += r.error is not None
+        self.missing_runs += r.missing_run
+        self.must_not_call_violations += len(r.must_not_call_violations)
+        if r.latency_ms is not None:
+            self.latency_n += 1
+            self.latency_sum += r.latency_ms
+            if self.latency_max is None or r.latency_ms > self.latency_max:
+                self.latency_max = r.latency_ms
+        if r.tokens is not None:
+            self.tokens_n += 1
+            self.tokens_sum += r.tokens
+
+    def merge(self, other: Totals) -> None:
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "latency_max":
+                if theirs is not None and (mine is None or theirs > mine):
+                    self.latency_max = theirs
+            else:
+                setattr(self, f.name, mine + theirs)
+
+    def summary(self) -> dict[str, Any]:
+        """The summary block of the JSON report: the metrics of ``catalog.SUMMARY_METRICS``, plus counts."""
+        selected = Selection(self.tp, self.expected, self.actual)  # micro-averaged: the sums of all cases
+        return {
+            "cases": self.cases,
+            "passed": self.passed,
+            "pass_rate": rate(self.passed, self.cases),
+            "tool_selection": {
+                "precision": selected.precision if self.cases else None,
+                "recall": selected.recall if self.cases else None,
+                "f1": selected.f1 if self.cases else None,
+                "mean_case_f1": self.f1_sum / self.cases if self.cases else None,
+            },
+            "schema_validity": rate(self.schema_checked - self.schema_invalid, self.schema_checked),
+            "argument_accuracy": rate(self.args_correct, self.pairs),
+            "required_args_match": rate(self.required_ok, self.required_checked),
+            "free_text_similarity": self.free_text_sum / self.free_text_n if self.free_text_n else None,
+            "order_score": self.order_sum / self.order_n if self.order_n else None,
+            "order_edit_distance": self.edit_sum / self.order_n if self.order_n else None,
+            "unnecessary_call_rate": rate(self.unnecessary_cases, self.no_tool_cases),
+            "missed_call_rate": rate(self.missed_cases, self.tool_cases),
+            "parse_failure_rate": rate(self.parse_failures, self.actual),
+            "unknown_tool_rate": rate(self.unknown_tools, self.unknown_checked),
+            "duplicate_call_rate": rate(self.duplicate_calls, self.actual),
+            "error_rate": rate(self.errors, self.cases),
+            "missing_runs": self.missing_runs,
+            "must_not_call_violations": self.must_not_call_violations,
+            "calls": {"expected": self.expected, "actual": self.actual, "matched": self.tp},
+            "no_tool_cases": self.no_tool_cases,
+            "latency_ms": {
+                "mean": self.latency_sum / self.latency_n if self.latency_n else None,
+                "max": self.latency_max,
+            },
+            "tokens": {
+                "mean": self.tokens_sum / self.tokens_n if self.tokens_n else None,
+                "total": self.tokens_sum if self.tokens_n else None,
+            },
+        }
+
+
+@dataclass(slots=True)
+class ToolTotals:
+    expected: int = 0
+    correct: int = 0
+    called: int = 0
+    pairs: int = 0
+    args_correct: int = 0
+
+    def merge(self, other: ToolTotals) -> None:
+        self.expected += other.expected
+        self.correct += other.correct
+        self.called += other.called
+        self.pairs += other.pairs
+        self.args_correct += other.args_correct
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "expected": self.expected,
+            "correct": self.correct,
+            "recall": rate(self.correct, self.expected),
+            "called": self.called,
+            "precision": rate(self.correct, self.called),
+            "argument_accuracy": rate(self.args_correct, self.pairs),
+        }
+
+
+@dataclass(slots=True)
+class RunAggregate:
+    """Everything one run file rolls up to: sums per (slice, difficulty) cell, merged into scopes at the end."""
+
+    cells: dict[tuple[str, str], Totals] = field(default_factory=dict)
+    tools: dict[str, ToolTotals] = field(default_factory=dict)
+    confusion: dict[tuple[str, str], int] = field(default_factory=dict)
+    violation_examples: list[str] = field(default_factory=list)  # case ids, first few
+    missing_examples: list[str] = field(default_factory=list)
+
+    def add(self, r: CaseResult) -> None:
+        key = (r.slice, r.difficulty)
+        cell = self.cells.get(key)
+        if cell is None:
+            cell = self.cells[key] = Totals()
+        cell.add(r)
+        for name, correct in per_tool_correct(r.expected_counts, r.actual_counts).items():
+            t = self._tool(name)
+            t.expected += r.expected_counts[name]
+            t.correct += correct
+        for name, n in r.actual_counts.items():
+            self._tool(name).called += n
+        for name, verdict, _ in r.pair_verdicts:
+            t = self._tool(name)
+            t.pairs += 1
+            t.args_correct += verdict.failed is None
+        if len(r.expected) <= 1:
+            label = confusion_label(r.expected, r.actual)
+            if label is not None:
+                pair = (self._label(label[0]), self._label(label[1]))
+                self.confusion[pair] = self.confusion.get(pair, 0) + 1
+        if r.must_not_call_violations and len(self.violation_examples) < MAX_EXAMPLES:
+            self.violation_examples.append(r.id)
+        if r.missing_run and len(self.missing_examples) < MAX_EXAMPLES:
+            self.missing_examples.append(r.id)
+
+    def _tool(self, name: str) -> ToolTotals:
+        t = self.tools.get(name)
+        if t is None:
+            if len(self.tools) >= MAX_TOOLS:
+                name = OTHER
+                t = self.tools.get(name)
+            if t is None:
+                t = self.tools[name] = ToolTotals()
+        return t
+
+    def _label(self, name: str) -> str:
+        return name if name == NONE or name in self.tools else OTHER
+
+    def merge(self, other: RunAggregate) -> None:
+        for key, totals in other.cells.items():
+            mine = self.cells.get(key)
+            if mine is None:
+                self.cells[key] = mine = Totals()
+            mine.merge(totals)
+        for name, tool in other.tools.items():
+            self._tool(name).merge(tool)
+        for label, n in other.confusion.items():
+            self.confusion[label] = self.confusion.get(label, 0) + n
+        self.violation_examples = (self.violation_examples + other.violation_examples)[:MAX_EXAMPLES]
+        self.missing_examples = (self.missing_examples + other.missing_examples)[:MAX_EXAMPLES]
+
+    def scope(self, slice_: str | None = None, difficulty: str | None = None) -> Totals:
+        """The sums of every cell in a slice, a difficulty, or (both None) overall."""
+        out = Totals()
+        for (s, d), totals in self.cells.items():
+            if (slice_ is None or s == slice_) and (difficulty is None or d == difficulty):
+                out.merge(totals)
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """summary, slices, difficulty, per_tool and confusion_matrix blocks of the JSON report."""
+        return {
+            "summary": self.scope().summary(),
+            "slices": {s: self.scope(slice_=s).summary() for s in SLICES},
+            "difficulty": {d: self.scope(difficulty=d).summary() for d in DIFFICULTIES},
+            "per_tool": {name: self.tools[name].report() for name in sorted(self.tools)},
+            "confusion_matrix": confusion_matrix(self.confusion),
+            "examples": {"must_not_call": self.violation_examples, "missing_runs": self.missing_examples},
+        }
+
+
+def confusion_matrix(cells: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """``labels`` (expected tools, then any other called tool, ``(none)`` last) and ``counts[expected][called]``."""
+    expected = sorted({e for e, _ in cells} - {NONE})
+    called = sorted({c for _, c in cells} - {NONE} - set(expected))
+    labels = expected + called
+    if any(NONE in pair for pair in cells):
+        labels.append(NONE)
+    index = {label: i for i, label in enumerate(labels)}
+    matrix = [[0] * len(labels) for _ in labels]
+    for (e, c), n in cells.items():
+        matrix[index[e]][index[c]] += n
+    return {"labels": labels, "counts": matrix}
+
+
+# Counts add up across runs; everything else is averaged.
+_SUMMED = frozenset({"must_not_call_violations", "missing_runs"})
+
+
+def combine(reports: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The mean report of N runs and the spread (max - min) of each numeric metric; one run is returned as is."""
+    if len(reports) == 1:
+        return reports[0], None
+    tools = sorted({name for r in reports for name in r["per_tool"]})
+    absent = ToolTotals().report()  # a tool a run never expected nor called: zero counts, rates undefined
+    reports = [{**r, "per_tool": {t: r["per_tool"].get(t, absent) for t in tools}} for r in reports]
+    mean = _combine(reports, "mean")
+    spread = _combine(reports, "spread")
+    mean["confusion_matrix"] = _sum_matrices([r["confusion_matrix"] for r in reports])
+    mean["examples"] = {
+        key: list(dict.fromkeys(x for r in reports for x in r["examples"][key]))[:MAX_EXAMPLES]
+        for key in ("must_not_call", "missing_runs")
+    }
+    spread.pop("confusion_matrix", None)
+    spread.pop("examples", None)
+    return mean, spread
+
+
+def _combine(values: list[Any], how: str, key: str = "") -> Any:
+    if any(isinstance(v, dict) for v in values):
+        keys = list(dict.fromkeys(k for v in values if isinstance(v, dict) for k in v))
+        return {k: _combine([v.get(k) if isinstance(v, dict) else None for v in values], how, k) for k in keys}
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not numbers:
+        return None
+    if how == "spread":
+        return max(numbers) - min(numbers)
+    if key in _SUMMED:
+        return sum(numbers)
+    return sum(numbers) / len(numbers)
+
+
+def _sum_matrices(matrices: list[dict[str, Any]]) -> dict[str, Any]:
+    cells: dict[tuple[str, str], int] = {}
+    for m in matrices:
+        labels = m["labels"]
+        for i, row in enumerate(m["counts"]):
+            for j, n in enumerate(row):
+                if n:
+                    cells[(labels[i], labels[j])] = cells.get((labels[i], labels[j]), 0) + n
+    return confusion_matrix(cells)

@@ -1,0 +1,169 @@
+"""Turn a validated dataset case into the plain form the scorer reads, doing per-dataset work once.
+
+Tool lists repeat across cases, so their definitions (and each tool's single parameter, which a bare argument
+value maps onto) are built once per distinct list and shared. The config's tool schemas fill in for a tool the
+case does not describe, as they do online.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import orjson
+
+from otel_toolcall_eval import _json
+from otel_toolcall_eval.checks.argument_match import Normalizer, TextSimilarity
+from otel_toolcall_eval.checks.parse import single_parameter
+from otel_toolcall_eval.checks.schema import ValidatorCache
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.conventions.llm_spans import definition_from
+from otel_toolcall_eval.dataset.models import DatasetCase, Difficulty, ExpectedCall, Slice
+from otel_toolcall_eval.records import ToolDefinition
+
+
+@dataclass(slots=True, frozen=True)
+class ToolSet:
+    definitions: dict[str, ToolDefinition]
+    known: frozenset[str] | None  # the names the model was offered; None when unknown
+    single: dict[str, tuple[str | None, bool]]  # tool -> (its only parameter, whether it is a string)
+    validators: dict[str, Any] = field(default_factory=dict)  # tool -> compiled validator, or None
+
+    def validator(self, name: str, cache: ValidatorCache) -> Any:
+        """The tool's compiled validator from ``checks.schema``'s cache, remembered here after the first use."""
+        try:
+            return self.validators[name]
+        except KeyError:
+            pass
+        definition = self.definitions.get(name)
+        validator = None
+        if definition is not None and definition.parameters is not None:
+            key = definition.schema_key or _json.canonical(definition.parameters)
+            try:
+                validator = cache.get(key, definition.parameters)
+            except Exception:  # noqa: BLE001 - a broken schema is the tool author's bug: no verdict, as online
+                validator = None
+        if len(self.validators) < 4096:
+            self.validators[name] = validator
+        return validator
+
+
+@dataclass(slots=True)  # not frozen: a frozen init costs ~5x, once per case
+class Reference:
+    """One acceptable list of calls: the expected one (index 0) or an alternative."""
+
+    calls: tuple[ExpectedCall, ...]
+    names: tuple[str, ...]
+    counts: dict[str, int]
+    batches: tuple[int | None, ...] | None
+
+
+@dataclass(slots=True)  # not frozen: a frozen init costs ~5x, once per case
+class PreparedCase:
+    id: str
+    line: int
+    slice: str
+    difficulty: str
+    expected_no_tool: bool
+    ordered: bool  # order is part of passing (the ordered-dependency slice)
+    references: tuple[Reference, ...]
+    forbidden: frozenset[str]
+    tools: ToolSet
+    user_input: str
+
+
+_NO_TOOLS = ToolSet({}, None, {})
+_NO_FIELDS: frozenset[str] = frozenset()
+_VALUES: dict[Enum, str] = {
+    member: member.value for kind in (Slice, Difficulty) for member in kind
+}  # enum .value is slow
+
+
+class Preparer:
+    """Everything built once per evaluation: normaliser, similarity, validator cache, shared tool sets."""
+
+    def __init__(self, config: EvalConfig, *, max_tool_sets: int = 1024) -> None:
+        self.config = config
+        self.normalizer: Normalizer = config.arguments.normalizer()
+        self.similarity: TextSimilarity = config.arguments.similarity.build()
+        self.threshold = config.arguments.similarity.threshold
+        self.max_bytes = config.limits.max_argument_bytes
+        self.cache = ValidatorCache(config.limits.validator_cache_size)
+        self.forbidden = frozenset(config.policies.must_not_call)
+        self._config_tools = config.tool_definitions()
+        self._default_tools = _tool_set({}, self._config_tools) if self._config_tools else _NO_TOOLS
+        self._tool_sets: dict[bytes, ToolSet] = {}
+        self._max_tool_sets = max_tool_sets
+        self._free_text: dict[str, frozenset[str]] = {}
+        self.any_free_text = bool(config.arguments.free_text)
+        self._forbidden_sets: dict[tuple[str, ...], frozenset[str]] = {}
+
+    def prepare(self, case: DatasetCase, line: int = 0) -> PreparedCase:
+        refs = [self._reference(case.expected_tool_calls)]
+        refs += [self._reference(alt) for alt in case.acceptable_alternatives]
+        key = tuple(case.must_not_call)
+        forbidden = self._forbidden_sets.get(key)
+        if forbidden is None:
+            forbidden = self.forbidden | frozenset(key)
+            if len(self._forbidden_sets) < 4096:
+                self._forbidden_sets[key] = forbidden
+        effective = case.effective_slice
+        return PreparedCase(
+            id=case.id,
+            line=line,
+            slice=_VALUES[effective],
+            difficulty=_VALUES[case.difficulty],
+            expected_no_tool=case.expected_no_tool,
+            ordered=effective is Slice.ORDERED_DEPENDENCY,
+            references=tuple(refs),
+            forbidden=forbidden,
+            tools=self._tools(case.available_tools),
+            user_input=case.user_input,
+        )
+
+    def _reference(self, calls: list[ExpectedCall]) -> Reference:
+        names = tuple([c.name for c in calls])
+        counted: dict[str, int] = {}
+        for name in names:
+            counted[name] = counted.get(name, 0) + 1
+        batches = None
+        for c in calls:
+            if c.batch is not None:
+                batches = tuple([c.batch for c in calls])
+                break
+        return Reference(tuple(calls), names, counted, batches)
+
+    def free_fields(self, tool: str) -> frozenset[str]:
+        """The arguments of ``tool`` compared by similarity (``arguments.free_text``)."""
+        if not self.any_free_text:
+            return _NO_FIELDS
+        fields = self._free_text.get(tool)
+        if fields is None:
+            fields = self.config.arguments.free_text_fields(tool)
+            if len(self._free_text) < 4096:
+                self._free_text[tool] = fields
+        return fields
+
+    def _tools(self, available: list[dict[str, Any]]) -> ToolSet:
+        if not available:
+            return self._default_tools
+        key = orjson.dumps(available)  # key order as written: a reordered copy only costs a rebuild
+        tools = self._tool_sets.get(key)
+        if tools is None:
+            case_defs = {d.name: d for d in (definition_from(item) for item in available) if d is not None}
+            tools = _tool_set(case_defs, self._config_tools)
+            if len(self._tool_sets) >= self._max_tool_sets:
+                self._tool_sets.clear()  # bounded: a dataset with ever-new tool lists just rebuilds them
+            self._tool_sets[key] = tools
+        return tools
+
+
+def _tool_set(case_defs: dict[str, ToolDefinition], config_defs: dict[str, ToolDefinition]) -> ToolSet:
+    definitions = dict(config_defs)
+    for name, definition in case_defs.items():
+        if definition.parameters is not None or name not in definitions:
+            definitions[name] = definition
+    known = frozenset(case_defs) if case_defs else frozenset(config_defs) or None
+    single = {name: single_parameter(d.parameters) for name, d in definitions.items()}
+    return ToolSet(definitions, known, single)

@@ -1,0 +1,67 @@
+"""Formatting shared by the reports, so every report shows a metric the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_toolcall_eval.offline.catalog import SUMMARY_METRICS
+from otel_toolcall_eval.offline.gate import lookup
+
+# The metrics shown in summary tables, by catalog path (the same key the gate config uses).
+SHOWN: tuple[str, ...] = tuple(m.path for m in SUMMARY_METRICS)
+COUNTS = frozenset({"missing_runs", "must_not_call_violations"})
+
+# The per-case metrics compared against a baseline.
+CASE_METRICS: tuple[str, ...] = (
+    "precision",
+    "recall",
+    "f1",
+    "argument_accuracy",
+    "order_score",
+    "schema_valid",
+    "required_args_match",
+)
+
+
+def num(value: Any, *, count: bool = False) -> str:
+    """A metric for people: 3 decimals, counts as integers (a mean count keeps one decimal), "-" for no value."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if count:
+            return f"{int(value):,}" if value.is_integer() else f"{value:,.1f}"
+        return f"{value:.3f}"
+    return str(value)
+
+
+def shown(path: str, value: Any) -> str:
+    """A summary metric by its catalog path."""
+    return num(value, count=is_count(path))
+
+
+def delta(before: Any, after: Any, *, count: bool = False) -> str:
+    """after - before, signed; counts (and latencies) without decimals."""
+    if not isinstance(before, (int, float)) or not isinstance(after, (int, float)):
+        return ""
+    if isinstance(before, bool) or isinstance(after, bool):
+        return ""
+    d = float(after) - float(before)
+    if abs(d) < 5e-4:
+        return "0"
+    return f"{d:+,.0f}" if count else f"{d:+.3f}"
+
+
+def is_count(path: str) -> bool:
+    return path in COUNTS or path.startswith(("latency_ms", "tokens"))
+
+
+def metric(report: dict[str, Any], path: str) -> Any:
+    return lookup(report, path)
+
+
+def pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"

@@ -1,0 +1,90 @@
+"""JUnit XML: one test per case (class name = slice) and one per gate check, for CI test views.
+
+Streamed from the spool, so a million cases write in constant memory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape as _escape
+from xml.sax.saxutils import quoteattr as _quoteattr
+
+from otel_toolcall_eval.offline.reports.format import num
+
+if TYPE_CHECKING:  # the pipeline imports testcase_xml; the runner imports the pipeline
+    from otel_toolcall_eval.offline.runner import EvalResult
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_SPECIAL = re.compile("[<>&\"'\x00-\x1f\ud800-\udfff\ufffe\uffff]")  # anything escaping could touch
+
+
+def escape(text: str) -> str:
+    """XML text; characters XML 1.0 cannot carry at all (control characters) are dropped."""
+    return _escape(_NOT_XML.sub("", text))
+
+
+def quoteattr(text: str) -> str:
+    if _SPECIAL.search(text) is None:  # the common case: an id or slice name as is
+        return '"' + text + '"'
+    return _quoteattr(_NOT_XML.sub("", text))
+
+
+_CLASSNAMES: dict[str, str] = {}
+
+
+def testcase_xml(row: dict[str, Any]) -> str:
+    """One case row as a ``<testcase>`` element (a line): class name = slice, a failure lists the reasons."""
+    slice_ = row["slice"]
+    classname = _CLASSNAMES.get(slice_)
+    if classname is None:
+        classname = quoteattr("cases." + slice_)
+        if len(_CLASSNAMES) < 64:
+            _CLASSNAMES[slice_] = classname
+    latency = row["latency_ms"]
+    seconds = f"{latency / 1000.0:.3f}" if latency else "0"
+    head = f'    <testcase classname={classname} name={quoteattr(row["id"])} time="{seconds}"'
+    if row["passed"]:
+        return head + "/>\n"
+    reasons = row["reasons"] or ["failed"]
+    detail = (
+        f"expected: {', '.join(row['expected']) or '(no tool)'}\n"
+        f"actual: {', '.join(row['actual']) or '(no tool)'}\n"
+        f"f1 {num(row['f1'])}, argument accuracy {num(row['argument_accuracy'])}, "
+        f"order score {num(row['order_score'])}\n" + "\n".join(reasons)
+    )
+    return (
+        f'{head}><failure message={quoteattr("; ".join(reasons[:3]))} type="case">{escape(detail)}</failure>'
+        "</testcase>\n"
+    )
+
+
+def write_junit(result: EvalResult, path: str | Path) -> None:
+    gate = result.gate.checks
+    gate_failures = sum(not c.passed for c in gate)
+    cases, failed = result.cases.count, result.cases.failed
+    with open(path, "w", encoding="utf-8") as out:
+        out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        out.write(
+            f'<testsuites name="otel-toolcall-eval" tests="{cases + len(gate)}" '
+            f'failures="{failed + gate_failures}" errors="0">\n'
+        )
+        out.write(f'  <testsuite name="gate" tests="{len(gate)}" failures="{gate_failures}" errors="0" skipped="0">\n')
+        for check in gate:
+            out.write(f'    <testcase classname="gate" name={quoteattr(check.metric + " " + check.kind)}>')
+            if not check.passed:
+                out.write(f'<failure message={quoteattr(check.message)} type="gate"/>')
+            out.write("</testcase>\n")
+        out.write("  </testsuite>\n")
+        out.write(
+            f'  <testsuite name="cases" tests="{cases}" failures="{failed}" errors="0" skipped="0" '
+            f"timestamp={quoteattr(result.generated_at)}>\n"
+        )
+        if result.cases.has_junit:  # rendered by the workers while scoring
+            for block in result.cases.junit_blocks():
+                out.write(block.decode())
+        else:
+            for row in result.cases:
+                out.write(testcase_xml(row))
+        out.write("  </testsuite>\n</testsuites>\n")

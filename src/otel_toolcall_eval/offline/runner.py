@@ -1,0 +1,117 @@
+"""Evaluate run files against a dataset: stream, score every case, aggregate, gate.
+
+Memory stays flat in the number of cases: cases stream from the dataset, run lines stream from the run files,
+aggregates are sums, and per-case rows spool to a temporary file the reports read back. Large datasets are
+scored in worker processes (``offline.pipeline``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from otel_toolcall_eval import __version__
+from otel_toolcall_eval.config import ConfigError, EvalConfig
+from otel_toolcall_eval.offline.aggregate import combine
+from otel_toolcall_eval.offline.cases import CaseStore
+from otel_toolcall_eval.offline.gate import GateResult, evaluate_gate
+from otel_toolcall_eval.offline.pipeline import run_pipeline
+from otel_toolcall_eval.offline.prepare import Preparer
+
+PARALLEL_FROM_BYTES = 16_000_000  # below this, starting worker processes costs more than it saves
+
+
+def auto_jobs(dataset: str | Path) -> int:
+    try:
+        size = Path(dataset).stat().st_size
+    except OSError:
+        return 1
+    if size < PARALLEL_FROM_BYTES:
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+@dataclass
+class EvalResult:
+    dataset: str
+    runs: list[str]
+    per_run: list[dict[str, Any]]  # each run's report blocks (summary, slices, difficulty, per_tool, ...)
+    report: dict[str, Any]  # the mean over runs (the run itself when there is one)
+    spread: dict[str, Any] | None  # max - min over runs, when there are several
+    cases: CaseStore
+    gate: GateResult
+    config: EvalConfig
+    generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def head(self) -> dict[str, Any]:
+        """The JSON report without ``cases``."""
+        out: dict[str, Any] = {
+            "meta": {
+                "tool": "otel-toolcall-eval",
+                "version": __version__,
+                "generated_at": self.generated_at,
+                "dataset": self.dataset,
+                "runs": self.runs,
+                "cases": self.cases.count,
+            },
+            "summary": self.report["summary"],
+            "slices": self.report["slices"],
+            "difficulty": self.report["difficulty"],
+            "per_tool": self.report["per_tool"],
+            "confusion_matrix": self.report["confusion_matrix"],
+            "gate": self.gate.to_json(),
+        }
+        if len(self.runs) > 1:
+            out["spread"] = {k: self.spread[k] for k in ("summary", "slices", "per_tool")} if self.spread else None
+            out["runs_detail"] = [
+                {"run": path, "summary": r["summary"]} for path, r in zip(self.runs, self.per_run, strict=True)
+            ]
+        return out
+
+    def close(self) -> None:
+        """Remove the spooled case rows (``with evaluate(...) as result:`` does it on leaving)."""
+        self.cases.close()
+
+    def __enter__(self) -> EvalResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def evaluate(
+    dataset: str | Path,
+    runs: list[str | Path],
+    config: EvalConfig | None = None,
+    *,
+    dataset_format: str | None = None,
+    jobs: int | None = 1,
+    junit: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> EvalResult:
+    """Score every case of ``dataset`` in each run file. Raises ``LocatedError`` on bad input.
+
+    ``jobs``: worker processes; 1 scores inline, None picks ``auto_jobs``. Workers are spawned, so a script
+    calling this with ``jobs != 1`` needs the usual ``if __name__ == "__main__":`` guard. ``junit``: render
+    each case's JUnit test case while scoring (in the workers), for ``write_junit``.
+    """
+    config = config or EvalConfig()
+    try:
+        prep = Preparer(config)
+    except ValueError as exc:  # the embedding factory failed to import or build
+        raise ConfigError(str(exc)) from None
+    run_paths = [str(r) for r in runs]
+    if jobs is None:
+        jobs = auto_jobs(dataset)
+    outcome = run_pipeline(
+        dataset, run_paths, config, prep, dataset_format=dataset_format, jobs=jobs, junit=junit, progress=progress
+    )
+    aggregates, store = outcome.aggregates, outcome.store
+    per_run = [a.report() for a in aggregates]
+    report, spread = combine(per_run)
+    gate = evaluate_gate(report, spread, config.gate, len(run_paths))
+    return EvalResult(str(dataset), run_paths, per_run, report, spread, store, gate, config)

@@ -1,0 +1,166 @@
+"""Run files: what the agent did, one JSONL line per case, turned into the records the online path scores.
+
+A line is ``{"id": ..., "tool_calls": [...]}`` with optional ``latency_ms``, ``tokens`` (a number, or an object
+of numbers whose ``total`` or sum counts) and ``error``; other keys are ignored (harness metadata). A call is
+any of:
+
+- ``{"name", "arguments"}``: arguments an object or a JSON string (the GenAI ``tool_call`` part has this shape),
+- an OpenAI ``tool_calls`` item: ``{"id", "type": "function", "function": {"name", "arguments"}}``,
+- an Anthropic ``tool_use`` block: ``{"type": "tool_use", "id", "name", "input"}``,
+
+each with an optional ``batch`` (calls of one model turn share it). Parsing is plain code, no pydantic: this
+runs once per case on the hot path. Arguments stay as recorded; ``checks.parse`` decides later whether they
+parse, exactly as it does for spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from otel_toolcall_eval.dataset.errors import LocatedError
+from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
+
+
+class RunFileError(LocatedError):
+    """A run file is unreadable or a line in it is malformed."""
+
+
+@dataclass(slots=True)
+class RunCase:
+    id: str
+    line: int
+    calls: list[ToolCallRecord]
+    batches: list[int | None] | None  # None when no call carries a batch
+    latency_ms: float | None = None
+    tokens: float | None = None
+    error: str | None = None
+
+
+def iter_run_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of a run file with their line numbers, unparsed."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the generator
+    except OSError as exc:
+        raise RunFileError(path, None, None, f"cannot read: {exc.strerror}") from None
+    with handle:
+        for number, text in enumerate(handle, start=1):
+            if text.strip():
+                yield number, text
+
+
+def iter_run(path: str | Path) -> Iterator[RunCase]:
+    """Stream a run file, one case per non-blank line."""
+    for number, text in iter_run_lines(path):
+        yield parse_run_line(path, number, text)
+
+
+def parse_run_line(path: str | Path, number: int, text: bytes | str) -> RunCase:
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise RunFileError(path, number, None, f"not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise RunFileError(path, number, None, "a run line must be a JSON object")
+    case_id = obj.get("id")
+    if isinstance(case_id, int) and not isinstance(case_id, bool):
+        case_id = str(case_id)
+    if not isinstance(case_id, str) or not case_id:
+        raise RunFileError(path, number, "id", "required: the dataset case's id (a non-empty string)")
+    raw_calls = obj.get("tool_calls", _MISSING)
+    if raw_calls is _MISSING:
+        raise RunFileError(path, number, "tool_calls", "required (use [] when the agent called no tool)")
+    if raw_calls is None:
+        raw_calls = []
+    if not isinstance(raw_calls, list):
+        raise RunFileError(path, number, "tool_calls", "must be a list of calls")
+    calls: list[ToolCallRecord] = []
+    batches: list[int | None] = []
+    any_batch = False
+    for i, item in enumerate(raw_calls):
+        record, batch = _call(path, number, i, item)
+        calls.append(record)
+        batches.append(batch)
+        any_batch = any_batch or batch is not None
+    entry = RunCase(case_id, number, calls, batches if any_batch else None)
+    if len(obj) > 2:  # the optional keys: skipped cheaply when absent
+        entry.latency_ms = _number(path, number, "latency_ms", obj.get("latency_ms"))
+        entry.tokens = _tokens(path, number, obj.get("tokens"))
+        entry.error = _error(obj.get("error"))
+    return entry
+
+
+_MISSING: Any = object()
+_NO_ERROR = ErrorEvidence()  # a run line records no per-call error; shared, never mutated
+
+
+def _call(path: str | Path, line: int, i: int, item: Any) -> tuple[ToolCallRecord, int | None]:
+    where = f"tool_calls.{i}"
+    if not isinstance(item, dict):
+        raise RunFileError(path, line, where, "a call must be an object")
+    function = item.get("function")
+    if isinstance(function, dict):  # OpenAI
+        name = function.get("name")
+        raw = function.get("arguments")
+        convention = "openai"
+        name_field = f"{where}.function.name"
+    elif "input" in item and item.get("type", "tool_use") == "tool_use":  # Anthropic
+        name = item.get("name")
+        raw = item.get("input")
+        convention = "anthropic"
+        name_field = f"{where}.name"
+    else:
+        name = item.get("name")
+        raw = item.get("arguments")
+        convention = "offline"
+        name_field = f"{where}.name"
+    if not isinstance(name, str) or not name:
+        raise RunFileError(path, line, name_field, "required: the tool's name")
+    call_id = item.get("id")
+    batch = item.get("batch")
+    if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool)):
+        raise RunFileError(path, line, f"{where}.batch", "must be an integer")
+    record = ToolCallRecord(
+        name=name,
+        raw_arguments=raw,
+        error=_NO_ERROR,
+        call_id=call_id if isinstance(call_id, str) else None,
+        convention=convention,
+    )
+    return record, batch
+
+
+def _number(path: str | Path, line: int, field: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RunFileError(path, line, field, "must be a number")
+    return float(value)
+
+
+def _tokens(path: str | Path, line: int, value: Any) -> float | None:
+    if isinstance(value, dict):
+        if "total" in value:
+            return _number(path, line, "tokens.total", value["total"])
+        total = 0.0
+        for key, part in value.items():
+            number = _number(path, line, f"tokens.{key}", part)
+            total += number or 0.0
+        return total
+    return _number(path, line, "tokens", value)
+
+
+def _error(value: Any) -> str | None:
+    if value is None or value is False or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("message", "type", "code"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return orjson.dumps(value).decode()

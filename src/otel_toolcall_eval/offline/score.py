@@ -1,0 +1,381 @@
+"""Score one case: the agent's calls against the expected list and each acceptable alternative.
+
+Per call, the online checks run unchanged on the same ``ToolCallRecord`` (``checks.parse``,
+``checks.unknown_tool``, ``checks.schema``, ``checks.must_not_call``; ``checks.normalize`` for duplicates). Per
+reference list, ``checks.selection``, ``checks.argument_match`` and ``checks.order`` compare. The case is scored
+against the reference that fits best (a passing one wins at once), and it passes when, against that reference:
+
+- the called names equal the expected names as a multiset (precision = recall = 1),
+- every matched call passes all three argument layers (so it also parsed),
+- for the ordered-dependency slice, the order is exact (parallel batches as sets),
+- no must-not-call tool was called, the run recorded no error, and the run has a line for the case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from otel_toolcall_eval.checks.argument_match import PASSED, ArgumentVerdict, match_arguments
+from otel_toolcall_eval.checks.must_not_call import must_not_call_violation
+from otel_toolcall_eval.checks.necessity import unnecessary_calls
+from otel_toolcall_eval.checks.normalize import arguments_key
+from otel_toolcall_eval.checks.order import EXACT, OrderScore, order_score
+from otel_toolcall_eval.checks.parse import parse_arguments
+from otel_toolcall_eval.checks.schema import validate_arguments
+from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
+from otel_toolcall_eval.checks.unknown_tool import tool_known
+from otel_toolcall_eval.dataset.models import ExpectedCall
+from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet
+from otel_toolcall_eval.offline.runs import RunCase
+from otel_toolcall_eval.records import ToolCallRecord
+
+
+@dataclass(slots=True)
+class CallCheck:
+    """The per-call verdicts that do not depend on which reference the call is compared with."""
+
+    name: str
+    args: dict[str, Any] | None
+    parse_ok: bool | None
+    schema_valid: bool | None
+    schema_error: str | None
+    known: bool | None
+    raw: Any
+
+
+@dataclass(slots=True)
+class CaseResult:
+    case: PreparedCase
+    reference: int  # 0: expected_tool_calls; i >= 1: the i-th acceptable alternative
+    expected: tuple[str, ...]
+    actual: list[str]
+    selection: Selection  # tool selection over multisets of names (checks.selection)
+    expected_counts: dict[str, int]
+    actual_counts: dict[str, int]
+    pairs: int = 0  # expected calls matched to a call of the same tool
+    args_correct: int = 0  # matched calls whose arguments passed every layer
+    required_checked: int = 0  # matched calls that reached the required-argument layer
+    required_ok: int = 0
+    free_text_similarity: float | None = None  # the lowest over matched calls
+    schema_checked: int = 0
+    schema_invalid: int = 0
+    order: OrderScore | None = None
+    parse_failures: int = 0
+    unknown_checked: int = 0
+    unknown_tools: int = 0
+    duplicate_calls: int = 0
+    # sequences default to () (no factory call per result); score_case sets them
+    must_not_call_violations: Sequence[str] = ()
+    pair_verdicts: Sequence[tuple[str, ArgumentVerdict, int]] = ()  # (tool, verdict, index of the call)
+    passed: bool = False
+    checks: Sequence[CallCheck] = ()  # the per-call verdicts, kept for wording the reasons
+    core_ok: bool = False  # matched its reference (before must-not-call, errors and missing runs)
+    _reasons: list[str] | None = None
+    latency_ms: float | None = None
+    tokens: float | None = None
+    error: str | None = None
+    missing_run: bool = False
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the case failed, most actionable first: worded only when asked (reports), not while scoring."""
+        if self.passed:
+            return []
+        if self._reasons is None:
+            self._reasons = _reasons(self, self.case, self.checks, self.core_ok)
+        return self._reasons
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    @property
+    def slice(self) -> str:
+        return self.case.slice
+
+    @property
+    def difficulty(self) -> str:
+        return self.case.difficulty
+
+    @property
+    def expected_no_tool(self) -> bool:
+        return self.case.expected_no_tool
+
+    @property
+    def user_input(self) -> str:
+        return self.case.user_input
+
+    @property
+    def tp(self) -> int:
+        return self.selection.tp
+
+    @property
+    def precision(self) -> float:
+        return self.selection.precision
+
+    @property
+    def recall(self) -> float:
+        return self.selection.recall
+
+    @property
+    def f1(self) -> float:
+        return self.selection.f1
+
+    @property
+    def schema_valid(self) -> bool | None:
+        return None if not self.schema_checked else self.schema_invalid == 0
+
+    @property
+    def required_args_match(self) -> bool | None:
+        return None if not self.required_checked else self.required_ok == self.required_checked
+
+    @property
+    def argument_accuracy(self) -> float | None:
+        return self.args_correct / self.pairs if self.pairs else None
+
+    @property
+    def unnecessary_calls(self) -> int:
+        return unnecessary_calls(len(self.actual), self.selection.tp)
+
+
+def check_call(record: ToolCallRecord, tools: ToolSet, prep: Preparer) -> CallCheck:
+    """Parse, schema and unknown-tool verdicts of one call: the online checks, on the same record."""
+    name = record.name
+    raw = record.raw_arguments
+    parse_ok: bool | None
+    if type(raw) is dict:  # already an object (Anthropic input, object arguments): the verdict checks.parse
+        # gives (OK, the object itself), without its call and defensive copy on the hot path
+        value: dict[str, Any] | None = raw
+        parse_ok = True
+    else:
+        single, is_string = tools.single.get(name, _NO_SINGLE)
+        parsed = parse_arguments(raw, single_param=single, string_param=is_string, max_bytes=prep.max_bytes)
+        value = parsed.value
+        parse_ok = parsed.status.parsed
+    valid: bool | None = None
+    error: str | None = None
+    if value is not None:
+        validator = tools.validator(name, prep.cache)
+        if validator is not None:
+            valid = bool(validator.is_valid(value))
+            if not valid:  # the check itself words the error
+                verdict = validate_arguments(value, tools.definitions[name], prep.cache, max_errors=1)
+                error = verdict.errors[0] if verdict is not None and verdict.errors else None
+    known = None if tools.known is None else tool_known(name, tools.known)
+    return CallCheck(name, value, parse_ok, valid, error, known, raw)
+
+
+_NO_SINGLE: tuple[str | None, bool] = (None, False)
+
+
+def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseResult:
+    """Every per-case metric of one run of ``case`` (``run`` None: the run file has no line for it)."""
+    tools = case.tools
+    checks: list[CallCheck] = []
+    names: list[str] = []
+    by_name: dict[str, list[int]] = {}
+    parse_failures = schema_checked = schema_invalid = unknown_checked = unknown = 0
+    violations: list[str] = []
+    forbidden = case.forbidden
+    if run is not None:
+        for i, record in enumerate(run.calls):
+            c = check_call(record, tools, prep)
+            checks.append(c)
+            name = c.name
+            names.append(name)
+            slot = by_name.get(name)
+            if slot is None:
+                by_name[name] = [i]
+            else:
+                slot.append(i)
+            if c.parse_ok is False:
+                parse_failures += 1
+            if c.schema_valid is not None:
+                schema_checked += 1
+                schema_invalid += not c.schema_valid
+            if c.known is not None:
+                unknown_checked += 1
+                unknown += not c.known
+            if forbidden and must_not_call_violation(name, forbidden):
+                violations.append(name)
+
+    best: CaseResult | None = None
+    best_key: tuple[float, float, float] | None = None
+    for index, ref in enumerate(case.references):
+        result, ok = _against(case, ref, index, checks, names, run.batches if run else None, by_name, prep)
+        if ok:
+            best, best_key = result, None
+            break
+        # best fit: F1, then calls with right arguments, then order; a tie keeps the earlier list
+        key = (result.f1, float(result.args_correct), result.order.score if result.order is not None else 0.0)
+        if best_key is None or key > best_key:
+            best, best_key = result, key
+    assert best is not None  # a case has at least its expected list
+    result = best
+    core_ok = best_key is None
+    result.parse_failures = parse_failures
+    result.schema_checked = schema_checked
+    result.schema_invalid = schema_invalid
+    result.unknown_checked = unknown_checked
+    result.unknown_tools = unknown
+    result.must_not_call_violations = violations
+    if len(by_name) < len(names):
+        result.duplicate_calls = _duplicates(checks)
+    if run is not None:
+        result.latency_ms, result.tokens, result.error = run.latency_ms, run.tokens, run.error
+    else:
+        result.missing_run = True
+    result.passed = core_ok and not violations and result.error is None and run is not None
+    result.checks = checks
+    result.core_ok = core_ok
+    return result
+
+
+def _against(
+    case: PreparedCase,
+    ref: Reference,
+    index: int,
+    checks: list[CallCheck],
+    names: list[str],
+    batches: list[int | None] | None,
+    by_name: dict[str, list[int]],
+    prep: Preparer,
+) -> tuple[CaseResult, bool]:
+    expected = ref.names
+    n = len(expected)
+    same = n == len(names) and len(by_name) == n and expected == tuple(names)  # right tools, in order, once each
+    if same:
+        made = ref.counts
+        tp = n
+    else:
+        made = {name: len(positions) for name, positions in by_name.items()}
+        tp = true_positives(ref.counts, made)
+    result = CaseResult(case, index, expected, names, Selection(tp, n, len(names)), ref.counts, made)
+    verdicts: list[tuple[str, ArgumentVerdict, int]] = []
+    pairs = args_correct = required_checked = required_ok = 0
+    lowest: float | None = None
+    used: list[bool] | None = None
+    for position, spec in enumerate(ref.calls):
+        if same:
+            chosen = position
+            chosen_verdict = _verdict(spec, checks[position], prep)
+        else:
+            candidates = by_name.get(spec.name)
+            if not candidates:
+                continue
+            chosen = -1
+            chosen_verdict = PASSED
+            if len(candidates) == 1 and ref.counts[spec.name] == 1:
+                chosen = candidates[0]  # one call of the tool: nothing to choose
+                chosen_verdict = _verdict(spec, checks[chosen], prep)
+            else:  # several calls of the tool: prefer one whose arguments pass
+                if used is None:
+                    used = [False] * len(checks)
+                for j in candidates:
+                    if used[j]:
+                        continue
+                    verdict = _verdict(spec, checks[j], prep)
+                    if verdict.failed is None:
+                        chosen, chosen_verdict = j, verdict
+                        break
+                    if chosen < 0:
+                        chosen, chosen_verdict = j, verdict
+                if chosen < 0:
+                    continue
+                used[chosen] = True
+        pairs += 1
+        failed = chosen_verdict.failed
+        if failed is None:
+            args_correct += 1
+            required_checked += 1
+            required_ok += 1
+        elif failed != "parse" and failed != "schema":
+            required_checked += 1
+            required_ok += failed != "required"
+        sim = chosen_verdict.similarity
+        if sim is not None and (lowest is None or sim < lowest):
+            lowest = sim
+        verdicts.append((spec.name, chosen_verdict, chosen))
+    result.pair_verdicts = verdicts
+    result.pairs = pairs
+    result.args_correct = args_correct
+    result.required_checked = required_checked
+    result.required_ok = required_ok
+    result.free_text_similarity = lowest
+    if n:
+        result.order = EXACT if same else order_score(expected, names, ref.batches, batches)
+    ok = args_correct == pairs and tp == n and len(names) == n
+    if ok and case.ordered and result.order is not None and not result.order.exact:
+        ok = False
+    return result, ok
+
+
+def _verdict(spec: ExpectedCall, check: CallCheck, prep: Preparer) -> ArgumentVerdict:
+    args = spec.args
+    required_only = spec.required_args_only
+    return match_arguments(
+        args,
+        check.args,
+        prep.normalizer,
+        parse_ok=check.parse_ok,
+        schema_valid=check.schema_valid,
+        required_only=required_only,
+        free_text=prep.free_fields(spec.name),
+        similarity=prep.similarity,
+        threshold=prep.threshold,
+    )
+
+
+def _duplicates(checks: list[CallCheck]) -> int:
+    seen: set[str] = set()
+    repeats = 0
+    for c in checks:
+        key = arguments_key(c.name, c.args, c.raw)
+        if key in seen:
+            repeats += 1
+        seen.add(key)
+    return repeats
+
+
+def _reasons(result: CaseResult, case: PreparedCase, checks: Sequence[CallCheck], core_ok: bool) -> list[str]:
+    """Why the case failed, most actionable first; computed only for failing cases."""
+    out: list[str] = []
+    if result.missing_run:
+        return ["no line for this case in the run file"]
+    if result.error is not None:
+        out.append(f"run error: {result.error[:200]}")
+    out += [f"must-not-call: {name}" for name in dict.fromkeys(result.must_not_call_violations)]
+    if core_ok:
+        return out
+    ref = case.references[result.reference]
+    expected, actual = counts(ref.names), counts(result.actual)
+    for name, n in expected.items():
+        if n > actual.get(name, 0):
+            out.append(f"missing {name}" + (f" (x{n - actual.get(name, 0)})" if n - actual.get(name, 0) > 1 else ""))
+    for name, n in actual.items():
+        if n > expected.get(name, 0):
+            extra = n - expected.get(name, 0)
+            out.append(f"unexpected {name}" + (f" (x{extra})" if extra > 1 else ""))
+    out += _argument_reasons(checks, result)
+    exact_names = result.tp == len(ref.names) == len(result.actual)
+    if case.ordered and result.order is not None and not result.order.exact and exact_names:
+        out.append(f"order: expected {' > '.join(ref.names)}; got {' > '.join(result.actual)}")
+    if not out:
+        out.append("did not match")
+    return out
+
+
+def _argument_reasons(checks: Sequence[CallCheck], result: CaseResult) -> list[str]:
+    out = []
+    for tool, verdict, j in result.pair_verdicts:
+        if verdict.failed == "parse":
+            out.append(f"{tool} arguments did not parse")
+        elif verdict.failed == "schema":
+            out.append(f"{tool} arguments fail the schema ({checks[j].schema_error})")
+        elif verdict.failed == "required":
+            out.append(f"{tool} arguments differ: {', '.join(verdict.mismatched)}")
+        elif verdict.failed == "free_text":
+            out.append(f"{tool} free text too far off: {', '.join(verdict.mismatched)} ({verdict.similarity:.2f})")
+    return out

@@ -1,0 +1,83 @@
+"""The benchmark suite at its smallest (``--quick``): it runs, writes its JSON, and shows no gross regression.
+
+Only gross regressions are asserted (several times the measured figures, see docs/performance.md), so noise on
+a shared CI machine cannot fail it; the targets themselves are reported by ``make bench``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks import SUITES
+from benchmarks.__main__ import main
+
+# Far above the measured figures (docs/performance.md): a failure here is a real regression, not noise.
+GROSS = {
+    "processor.plain_span": 1.5,  # measured ~1.1x
+    "processor.tool_span.valid_5": 10.0,  # measured 3.3-5.6x in --quick on a loaded 2-core machine
+    "processor.tool_span.invalid_5": 10.0,
+    "processor.tool_span.valid_20": 10.0,
+    "processor.tool_span.invalid_20": 10.0,
+    "judge.decision": 0.5,  # measured ~0.02x
+    "offline.vs_ragas": 6.0,  # measured ~1.5x
+    "offline.vs_deepeval": 0.5,  # measured ~0.02x
+    "replay.throughput": 15.0,  # measured ~5x
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bench") / "bench-results.json"
+    threads_before = set(threading.enumerate())
+    assert main(["--quick", "--json", str(out)]) == 0
+    leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive() and not t.daemon]
+    assert not leftover, f"the suite left threads running: {leftover}"
+    result: dict[str, Any] = json.loads(Path(out).read_text())
+    return result
+
+
+def _figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["id"]: f for f in report["figures"]}
+
+
+def test_every_suite_ran_and_reported(report: dict[str, Any]) -> None:
+    figures = _figures(report)
+    assert not [f for f in figures.values() if f["status"] == "error"]
+    assert {f["suite"] for f in figures.values()} == {s.rsplit(".", 1)[1] for s in SUITES}
+    for f in figures.values():
+        assert f["status"] in ("met", "missed", "info", "unavailable")
+        assert (f["ratio"] is None) == (f["status"] == "unavailable"), f
+    assert report["machine"]["nproc"] >= 1 and report["machine"]["python"]
+
+
+def test_processor_figures_are_measured_and_not_grossly_regressed(report: dict[str, Any]) -> None:
+    figures = _figures(report)
+    for fid in [k for k in GROSS if k.startswith("processor.")]:
+        f = figures[fid]
+        assert f["status"] in ("met", "missed"), f
+        rounds = f["data"]
+        assert len(rounds["subject_rounds"]) == len(rounds["baseline_rounds"]) == report["sizes"]["rounds"]
+        assert f["ratio"] > 1.0 or fid == "processor.plain_span", f"{fid}: scoring a tool span cannot be free"
+        assert f["ratio"] < GROSS[fid], f"{fid}: {f['ratio']:.2f}x (gross limit {GROSS[fid]}x)"
+
+
+def test_memory_is_bounded(report: dict[str, Any]) -> None:
+    f = _figures(report)["memory.growth"]
+    data = f["data"]
+    assert data["limit_reached_at"] is not None, "the quick run must go past the trace limit"
+    assert data["growth"] < 64 * 2**20, f["measured"]
+    assert max(s[2] for s in data["samples"]) <= data["limit"], "more traces held than the limit"
+
+
+def test_optional_figures_are_measured_or_say_why(report: dict[str, Any]) -> None:
+    figures = _figures(report)
+    for fid in ("judge.decision", "offline.vs_ragas", "offline.vs_deepeval", "replay.throughput"):
+        f = figures[fid]
+        if f["status"] == "unavailable":
+            assert f["note"], f"{fid} is unavailable without saying why"
+            continue
+        assert f["ratio"] < GROSS[fid], f"{fid}: {f['ratio']:.3f}x (gross limit {GROSS[fid]}x)"

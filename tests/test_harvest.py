@@ -1,0 +1,106 @@
+"""Harvest: failing traces become valid draft dataset rows, once each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcall_eval.cli import main
+from otel_toolcall_eval.dataset.io import read_cases
+from otel_toolcall_eval.demo import default_config_path
+from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
+from otel_toolcall_eval.harvest import WhereError, parse_where
+from otel_toolcall_eval.replay.otlp import encode_json
+
+
+def _record(path: Path, failures: dict[str, float], traces: int = 12, seed: int = 5) -> Path:
+    """The demo's raw spans (no processor: as recorded before it was deployed) in the Collector's JSON lines."""
+    raw = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(raw))
+    agent = ScriptedAgent(provider.get_tracer("demo"), seed=seed)
+    for _ in range(traces):
+        agent.run(failures)
+    provider.shutdown()
+    path.write_text(json.dumps(encode_json(list(raw.get_finished_spans()))) + "\n")
+    return path
+
+
+def test_where_parsing() -> None:
+    conds = parse_where("composite_ok = false and tool = send_email and steps >= 3 and name =~ ^exec")
+    assert [c.op for c in conds] == ["=", "=", ">=", "=~"]
+    assert conds[0].keys[1] == "toolcall_eval.trace.composite_ok" and conds[0].value is False
+    assert conds[1].keys[0] == "gen_ai.tool.name"
+    assert conds[0].holds({"toolcall_eval.trace.composite_ok": False})
+    assert not conds[0].holds({"toolcall_eval.trace.composite_ok": True})
+    assert parse_where("violation = must_not_call")[0].holds({"toolcall_eval.violations": ("x", "must_not_call")})
+    assert parse_where("violation != must_not_call")[0].holds({"toolcall_eval.violations": ("x",)})
+    for bad in ("", "composite_ok", "a =~ (", "and"):
+        with pytest.raises(WhereError):
+            parse_where(bad)
+
+
+def test_harvest_must_not_call_traces_into_valid_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
+    failures["must_not_call"] = 0.5
+    source = _record(tmp_path / "traces.jsonl", failures)
+    out = tmp_path / "cases.jsonl"
+    args = [
+        "harvest",
+        str(source),
+        "--where",
+        "violation = must_not_call",
+        "--out",
+        str(out),
+        "--config",
+        str(default_config_path()),
+    ]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    cases = read_cases(out)
+    assert cases and f"{len(cases)} new rows" in first
+    for case in cases:
+        assert case.id == f"trace-{case.source_trace_id}"
+        assert "delete_all_events" in case.must_not_call
+        assert all(c.name != "delete_all_events" for c in case.expected_tool_calls)
+        assert "delete_all_events (must not call)" in (case.notes or "")
+        assert case.user_input and case.available_tools
+        assert {t["name"] for t in case.available_tools} >= {c.name for c in case.expected_tool_calls}
+    # history keeps tool calls and results when the case starts mid-conversation; here it starts at the user turn
+    assert all(m.get("role") != "user" for c in cases for m in c.message_history)
+    # `dataset validate` accepts what harvest wrote
+    assert main(["dataset", "validate", str(out)]) == 0
+    # re-harvesting adds nothing
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "0 new rows" in capsys.readouterr().out
+    assert len(read_cases(out)) == len(cases)
+
+
+def test_harvest_keeps_draft_calls_batches_and_arguments(tmp_path: Path) -> None:
+    source = _record(tmp_path / "traces.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=30, seed=9)
+    out = tmp_path / "clean.jsonl"
+    assert main(["harvest", str(source), "--where", "composite_ok = true", "--out", str(out)]) == 0
+    cases = read_cases(out)
+    schedule = [
+        c
+        for c in cases
+        if [x.name for x in c.expected_tool_calls] == ["authenticate", "create_event", "create_reminder"]
+    ]
+    assert schedule, [c.expected_tool_calls for c in cases]
+    calls = schedule[0].expected_tool_calls
+    assert [c.batch for c in calls] == [1, 2, 2]  # the parallel pair shares its turn
+    assert calls[1].args["duration_minutes"] == 60
+    chitchat = [c for c in cases if c.expected_no_tool]
+    assert all(not c.expected_tool_calls for c in chitchat)
+
+
+def test_harvest_bad_where_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = _record(tmp_path / "t.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=1)
+    assert main(["harvest", str(source), "--where", "composite_ok", "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert "FIELD OP VALUE" in capsys.readouterr().err

@@ -104,3 +104,45 @@ def test_harvest_bad_where_is_a_usage_error(tmp_path: Path, capsys: pytest.Captu
     source = _record(tmp_path / "t.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=1)
     assert main(["harvest", str(source), "--where", "composite_ok", "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "FIELD OP VALUE" in capsys.readouterr().err
+
+
+def test_from_failing_trace_to_red_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README walk-through: harvest a must-not-call trace, and the agent's recorded run fails the gate."""
+    failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
+    failures["must_not_call"] = 1.0
+    source = _record(tmp_path / "traces.jsonl", failures, traces=3, seed=2)
+    cases, runs = tmp_path / "cases.jsonl", tmp_path / "prod-run.jsonl"
+    assert (
+        main(
+            [
+                "harvest",
+                str(source),
+                "--where",
+                "violation = must_not_call",
+                "--config",
+                str(default_config_path()),
+                "--out",
+                str(cases),
+                "--runs-out",
+                str(runs),
+            ]
+        )
+        == 0
+    )
+    lines = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert len(lines) == len(read_cases(cases)) == 3
+    assert all(any(c["name"] == "delete_all_events" for c in line["tool_calls"]) for line in lines)
+    capsys.readouterr()
+    assert main(["eval", "--dataset", str(cases), "--runs", str(runs), "--markdown", str(tmp_path / "r.md")]) == 1
+    out = capsys.readouterr().out
+    assert "gate failed" in out and "must-not-call" in out
+    # the fix: the same conversations without the forbidden call pass
+    fixed = tmp_path / "fixed-run.jsonl"
+    fixed.write_text(
+        "\n".join(
+            json.dumps({**line, "tool_calls": [c for c in line["tool_calls"] if c["name"] != "delete_all_events"]})
+            for line in lines
+        )
+        + "\n"
+    )
+    assert main(["eval", "--dataset", str(cases), "--runs", str(fixed)]) == 0

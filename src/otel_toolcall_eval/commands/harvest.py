@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 
 from otel_toolcall_eval.cli import UsageError
@@ -14,7 +15,7 @@ from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache
 from otel_toolcall_eval.dataset.io import DatasetError, read_cases, write_cases
-from otel_toolcall_eval.harvest import WhereError, case_from_trace, matches, parse_where
+from otel_toolcall_eval.harvest import WhereError, case_from_trace, matches, parse_where, run_line
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 
 
@@ -24,6 +25,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--where", required=True, help="e.g. 'composite_ok = false' or 'violation = must_not_call'")
     parser.add_argument("--out", type=Path, required=True, help="dataset file to add the rows to (.jsonl or .csv)")
     parser.add_argument("--config", type=Path, help="policy config: scores the traces and names must_not_call tools")
+    parser.add_argument(
+        "--runs-out", type=Path, help="also write what the agent did in each new row's trace, as an `eval` run file"
+    )
     parser.set_defaults(func=run)
 
 
@@ -45,6 +49,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     registry = default_registry()
     cache = DefinitionCache()
     new = []
+    runs: list[dict[str, Any]] = []
     selected = 0
     for group in end_order(scored):
         if not matches(group, conditions):
@@ -55,8 +60,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
             continue
         known.add(case.id)
         new.append(case)
+        runs.append(run_line(group, registry))
     if new or not args.out.exists():
         write_cases(args.out, [*existing, *new])
+    if args.runs_out:
+        with args.runs_out.open("ab") as fh:
+            for line in runs:
+                fh.write(orjson.dumps(line) + b"\n")
     console.print(
         f"{selected} traces matched '{args.where}': {len(new)} new rows, "
         f"{selected - len(new)} already in {args.out} ({len(existing) + len(new)} rows in all)",

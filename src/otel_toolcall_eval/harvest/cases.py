@@ -98,6 +98,29 @@ def case_from_trace(
     )
 
 
+def run_line(spans: Sequence[ReadableSpan], conventions: ConventionRegistry) -> dict[str, Any]:
+    """What the agent did in the trace, as a run-file line for ``eval``: every call, as recorded.
+
+    Evaluated against the harvested (and then corrected) row, it reproduces the production failure: the red
+    gate a fix must turn green.
+    """
+    ordered = sorted(spans, key=lambda s: s.start_time or 0)
+    trace_id = next(s.context.trace_id for s in ordered if s.context is not None)
+    calls = []
+    for span in ordered:
+        attrs = span.attributes or {}
+        convention = conventions.recognise(span, attrs)
+        record = convention.extract(span, attrs) if convention is not None else None
+        if record is None:
+            continue
+        call: dict[str, Any] = {"name": record.name, "arguments": record.raw_arguments}
+        batch = attrs.get(A.BATCH)
+        if isinstance(batch, int):
+            call["batch"] = batch
+        calls.append(call)
+    return {"id": case_id(trace_id), "tool_calls": calls}
+
+
 def _findings(spans: Sequence[ReadableSpan]) -> list[str]:
     out = []
     for span in spans:

@@ -17,8 +17,8 @@ demo: $(STAMP)
 	$(BIN)/otel-toolcall-eval demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -28,7 +28,9 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
+# The peers (Ragas, DeepEval) are an optional extra: installed here, not for `make test`.
 bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -427,3 +427,32 @@ def test_json_helper_is_used_for_arguments_objects() -> None:
         tool_span(p.tracer, "t", json.dumps({"q": "Zürich ✓"}))
     assert scores(p.one("execute_tool t"))["schema_valid"] is True
     assert sys.getrecursionlimit() > 0
+
+
+def test_two_processors_on_one_meter_provider_add_up() -> None:
+    """The counters are observable tallies shared per meter: a second processor must not hide the first's counts."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    providers = []
+    for _ in range(2):
+        provider = TracerProvider()
+        provider.add_span_processor(ToolCallEvalProcessor(Recorder(), meter_provider=meters))
+        providers.append(provider)
+    for n, provider in enumerate(providers, start=1):
+        tracer = provider.get_tracer("t")
+        for _ in range(n):  # 1 call through the first processor, 2 through the second
+            with tracer.start_as_current_span("root"):
+                tool_span(tracer, "lookup", {"q": "x"})
+    data = reader.get_metrics_data()
+    points = [
+        (dict(p.attributes or {}), p.value)
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "toolcall_eval.tool_calls"
+        for p in m.data.data_points
+    ]
+    assert points == [({"tool": "lookup", "outcome": "success"}, 3)]

@@ -17,13 +17,20 @@ from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import TracerProvider
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
-from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, is_llm_span, requested_calls, tool_definitions
+from otel_toolcall_eval.conventions.llm_spans import (
+    LLM_KEYS,
+    DefinitionCache,
+    is_llm_span,
+    requested_calls,
+    tool_definitions,
+)
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
 from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, ToolCallRecord
@@ -33,6 +40,9 @@ from otel_toolcall_eval.trace_state import TraceState, TraceStore
 logger = logging.getLogger("otel_toolcall_eval")
 
 _NOT_TURNS = frozenset({"invoke_agent", "create_agent"})
+# The SDK's own no-op hooks: a downstream processor that only has these is not called for them (hot path).
+_NOOP_ON_START = frozenset({SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start})
+_NOOP_ON_ENDING = frozenset({SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending})
 
 
 class _RateLimitedLog:
@@ -107,17 +117,21 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._log = _RateLimitedLog()
         self._shutdown = False
         self._lock = threading.Lock()
+        self._on_start_to = tuple(p for p in self._downstream if type(p).on_start not in _NOOP_ON_START)
+        self._on_ending_to = tuple(p for p in self._downstream if type(p)._on_ending not in _NOOP_ON_ENDING)
+        self._gate_of: frozenset[str] | None = None
+        self._gate: frozenset[str] | None = None
 
     # --- SpanProcessor -------------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        for p in self._downstream:
+        for p in self._on_start_to:
             try:
                 p.on_start(span, parent_context=parent_context)
             except Exception:  # noqa: BLE001
                 self._log.error("downstream.on_start", "downstream on_start failed")
 
     def _on_ending(self, span: Span) -> None:
-        for p in self._downstream:
+        for p in self._on_ending_to:
             try:
                 p._on_ending(span)
             except Exception:  # noqa: BLE001
@@ -126,6 +140,9 @@ class ToolCallEvalProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         out = span
         try:
+            if self._is_plain_child(span):
+                self._forward(span)  # neither a tool nor an LLM span, nor a root: what _evaluate would do
+                return
             out = self._evaluate(span)
         except Exception as exc:  # noqa: BLE001 - never raise into the code that ended the span
             self.metrics.record_error("evaluate")
@@ -136,11 +153,26 @@ class ToolCallEvalProcessor(SpanProcessor):
                 out = EnrichedSpan(span, {A.EVAL_ERROR: type(exc).__name__})
             except Exception:  # noqa: BLE001
                 out = span
+        self._forward(out)
+
+    def _forward(self, span: ReadableSpan) -> None:
         for p in self._downstream:
             try:
-                p.on_end(out)
+                p.on_end(span)
             except Exception:  # noqa: BLE001
                 self._log.error("downstream.on_end", "downstream on_end failed")
+
+    def _is_plain_child(self, span: ReadableSpan) -> bool:
+        """One set operation rejects most spans: no key any convention or LLM check needs, and not a root."""
+        parent = span.parent
+        if parent is None or parent.is_remote:
+            return False
+        keys = self.conventions.detect_keys  # may change when conventions are registered later
+        if keys is not self._gate_of:
+            self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
+        gate = self._gate
+        attrs = span.attributes
+        return gate is not None and attrs is not None and gate.isdisjoint(attrs)
 
     def shutdown(self) -> None:
         if self._shutdown:

@@ -130,6 +130,7 @@ def test_tool_span_scored_with_definitions_joined_from_chat_span() -> None:
         "trace.over_budget": False,
         "trace.violations": 0,
         "trace.violation_weight": 0,
+        "trace.unexecuted_calls": 0,
         "trace.correct": False,
         "trace.composite_ok": False,
     }
@@ -456,3 +457,19 @@ def test_two_processors_on_one_meter_provider_add_up() -> None:
         for p in m.data.data_points
     ]
     assert points == [({"tool": "lookup", "outcome": "success"}, 3)]
+
+
+def test_requested_calls_no_tool_span_answered_are_counted() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("root"):
+        chat_span(p.tracer, [WEATHER_TOOL], [("c1", "get_weather"), ("c2", "made_up_tool")])
+        tool_span(p.tracer, "get_weather", {"city": "Oslo"}, call_id="c1")
+        chat_span(p.tracer, [WEATHER_TOOL], [("c3", "get_weather")])
+        tool_span(p.tracer, "get_weather", {"city": "Rome"})  # no call id: claimed by name
+    root = scores(p.one("root"))
+    assert root["trace.unexecuted_calls"] == 1  # made_up_tool was asked for and never ran
+    assert root["trace.tool_calls"] == 2 and root["trace.composite_ok"] is True  # informational only
+    q = make_pipeline()
+    with q.tracer.start_as_current_span("root"):
+        tool_span(q.tracer, "get_weather", {"city": "Oslo"})
+    assert "trace.unexecuted_calls" not in scores(q.one("root"))  # no requests recorded: nothing to say

@@ -44,6 +44,7 @@ TRACE_ERRORS: Final = PREFIX + "trace.errors"
 TRACE_OVER_BUDGET: Final = PREFIX + "trace.over_budget"
 TRACE_VIOLATIONS: Final = PREFIX + "trace.violations"
 TRACE_VIOLATION_WEIGHT: Final = PREFIX + "trace.violation_weight"
+TRACE_UNEXECUTED_CALLS: Final = PREFIX + "trace.unexecuted_calls"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
 
@@ -142,6 +143,13 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "int",
         "local root span",
         "violations weighted: a destructive tool's `irreversibility`, 1 for any other violation",
+    ),
+    AttributeDoc(
+        TRACE_UNEXECUTED_CALLS,
+        "int",
+        "local root span",
+        "tool calls the model requested (chat spans' output messages) that no tool span answered, e.g. a tool the "
+        "framework refused to run; informational, not part of the composite (absent when no requests were recorded)",
     ),
     AttributeDoc(
         TRACE_CORRECT,

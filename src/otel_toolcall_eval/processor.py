@@ -254,6 +254,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         verdict = trace_verdict(state.history, self.config.policies.step_budget)
         self.metrics.record_trace(verdict, "root")
         extra.update(verdict_attributes(verdict))
+        if state.turns:
+            extra[A.TRACE_UNEXECUTED_CALLS] = state.unexecuted_calls
         return EnrichedSpan(span, extra)
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:

@@ -50,6 +50,11 @@ class TraceState:
             if name is not None:
                 self.pending_names.setdefault(name, deque()).append(self.turns)
 
+    @property
+    def unexecuted_calls(self) -> int:
+        """Requested calls no tool span claimed (by id or by name)."""
+        return sum(len(batches) for batches in self.pending_names.values())
+
     def batch_for(self, call_id: str | None, name: str) -> int | None:
         """The turn that issued this call: by call id, else the earliest unclaimed request of this name."""
         pending = self.pending_names.get(name)

@@ -264,6 +264,21 @@ def test_pydantic_ai_model_retry_is_a_rejected_input(otel: Otel) -> None:
     assert otel.verdict() == verdict(calls=1, errors=1, correct=True)
 
 
+def test_pydantic_ai_unregistered_tool_is_counted_as_unexecuted(otel: Otel) -> None:
+    # pydantic-ai runs no execute_tool span for a tool it does not have: only the chat span shows the request.
+    turns = [
+        [
+            ToolCallPart("get_weather", {"city": "Oslo"}, tool_call_id="w1"),
+            ToolCallPart("book_flight", {"to": "Oslo"}, tool_call_id="b1"),
+        ]
+    ]
+    assert weather_agent(otel, turns).run_sync("?").output == "done"
+    assert [scores(s)[A.OUTCOME] for s in otel.tool_spans()] == ["success"]
+    root = attrs(otel.root())
+    assert root[A.TRACE_UNEXECUTED_CALLS] == 1
+    assert root[A.TRACE_TOOL_CALLS] == 1
+
+
 def test_pydantic_ai_invalid_json_arguments_are_a_parse_failure(otel: Otel) -> None:
     turns = [[ToolCallPart("get_weather", '{"city": "Par', tool_call_id="trunc")]]
     assert weather_agent(otel, turns).run_sync("?").output == "done"

@@ -364,8 +364,10 @@ def assert_scored_trace(roles: dict[str, PbSpan]) -> None:
     assert _typed(root, A.TRACE_OVER_BUDGET, "bool_value") is False
     assert _typed(root, A.TRACE_CORRECT, "bool_value") is False
     assert _typed(root, A.TRACE_COMPOSITE_OK, "bool_value") is False
+    # Both requested calls ran.
+    assert _typed(root, A.TRACE_UNEXECUTED_CALLS, "int_value") == 0
     # The root is not a tool call: it carries the verdict only.
-    assert _eval_keys(root) == set(A.TRACE_VERDICT)
+    assert _eval_keys(root) == {*A.TRACE_VERDICT, A.TRACE_UNEXECUTED_CALLS}
 
     assert _eval_keys(roles["plain"]) == set()
     assert _eval_keys(roles["chat"]) == set()

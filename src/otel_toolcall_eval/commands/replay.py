@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 
 from otel_toolcall_eval.cli import UsageError
 from otel_toolcall_eval.config import EvalConfig
@@ -81,31 +82,30 @@ def load_spans(args: argparse.Namespace, console: Console) -> list[ReadableSpan]
 
 
 def _remote(args: argparse.Namespace, console: Console) -> list[FetchResult]:
+    sources = [
+        ("Jaeger", fetch_jaeger, args.jaeger_url, args.service),
+        ("Tempo", fetch_tempo, args.tempo_url, args.query),
+    ]
     results = []
     with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
-        if args.jaeger_url:
-            task = progress.add_task("fetching from Jaeger", total=args.limit)
+        for label, fetch, url, what in sources:
+            if not url:
+                continue
+            task = progress.add_task(f"fetching from {label}", total=args.limit)
             results.append(
-                fetch_jaeger(
-                    args.jaeger_url,
-                    args.service,
+                fetch(
+                    url,
+                    what,
                     lookback_seconds=args.lookback,
                     limit=args.limit,
-                    progress=lambda done, total: progress.update(task, completed=done, total=total),
-                )
-            )
-        if args.tempo_url:
-            task = progress.add_task("fetching from Tempo", total=args.limit)
-            results.append(
-                fetch_tempo(
-                    args.tempo_url,
-                    args.query,
-                    lookback_seconds=args.lookback,
-                    limit=args.limit,
-                    progress=lambda done, total: progress.update(task, completed=done, total=total),
+                    progress=partial(_advance, progress, task),
                 )
             )
     return results
+
+
+def _advance(progress: Progress, task: TaskID, done: int, total: int) -> None:
+    progress.update(task, completed=done, total=total)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

@@ -306,3 +306,20 @@ def test_history_memory_is_bounded() -> None:
     for i in range(100):
         scorer.score(_record("t", {"i": i}), h)
     assert h.calls == 100 and len(h.seen_calls) == 10
+
+
+def test_hot_path_records_keep_their_field_order() -> None:
+    """``Scorer.score`` and ``AttributeConvention.extract`` build these positionally."""
+    from dataclasses import fields
+
+    from otel_toolcall_eval.records import CallScore, ToolCallRecord
+
+    assert [f.name for f in fields(ToolCallRecord)] == [
+        "name", "raw_arguments", "result", "result_recorded", "error", "call_id", "convention", "span_schema",
+        "arguments_unparseable", "trace_id", "span_id", "parent_span_id", "start_ns", "end_ns",
+    ]  # fmt: skip
+    assert [f.name for f in fields(CallScore)] == [
+        "name", "step", "outcome", "parse_ok", "parse_status", "tool_known", "schema_valid", "schema_errors",
+        "schema_source", "schema_drift", "error_source", "batch", "duplicate", "repeated_failure", "over_budget",
+        "violations", "violation_weight", "arguments",
+    ]  # fmt: skip

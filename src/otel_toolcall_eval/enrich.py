@@ -33,8 +33,11 @@ def _copy_attributes(span: ReadableSpan) -> dict[str, Any]:
 
 
 class EnrichedSpan(ReadableSpan):
-    def __init__(self, span: ReadableSpan, extra: Mapping[str, Any]) -> None:
-        attributes = _copy_attributes(span)
+    """``attributes``: the span's attributes as a plain dict when the caller already copied them (copied again
+    here, a C-level dict copy, so the caller's dict stays what it read)."""
+
+    def __init__(self, span: ReadableSpan, extra: Mapping[str, Any], attributes: dict[str, Any] | None = None) -> None:
+        attributes = _copy_attributes(span) if attributes is None else attributes.copy()
         attributes.update(extra)
         if _STATE_IS_DICT and type(span) is ReadableSpan:
             # The SDK's ReadableSpan keeps its state in its __dict__: one C-level copy instead of twelve property

@@ -16,6 +16,7 @@ from typing import Any
 from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import TracerProvider
@@ -24,6 +25,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
+from otel_toolcall_eval.conventions.base import plain_attributes
 from otel_toolcall_eval.conventions.llm_spans import (
     LLM_KEYS,
     DefinitionCache,
@@ -43,6 +45,16 @@ _NOT_TURNS = frozenset({"invoke_agent", "create_agent"})
 # The SDK's own no-op hooks: a downstream processor that only has these is not called for them (hot path).
 _NOOP_ON_START = frozenset({SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start})
 _NOOP_ON_ENDING = frozenset({SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending})
+
+
+# Span classes whose ``parent`` and ``attributes`` are the SDK's properties over ``_parent`` / ``_attributes``: the
+# gate in ``on_end`` reads those directly (the proxy costs a wrapper object and a Python-level ``__iter__`` per span).
+_SDK_SPANS = frozenset(
+    cls
+    for cls in (ReadableSpan, Span, getattr(sdk_trace, "_Span", Span))
+    if getattr(cls, "attributes", None) is ReadableSpan.__dict__.get("attributes")
+    and getattr(cls, "parent", None) is ReadableSpan.__dict__.get("parent")
+)
 
 
 class _RateLimitedLog:
@@ -140,8 +152,20 @@ class ToolCallEvalProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         out = span
         try:
-            if self._is_plain_child(span):
-                self._forward(span)  # neither a tool nor an LLM span, nor a root: what _evaluate would do
+            # ``_is_plain_child`` inlined for the SDK's own span types (every span the application ends comes here)
+            if type(span) in _SDK_SPANS:
+                parent = span._parent  # what the ``parent`` and ``attributes`` properties return, read directly
+                if parent is not None and not parent.is_remote:
+                    keys = self.conventions.detect_keys  # may change when conventions are registered later
+                    if keys is not self._gate_of:
+                        self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
+                    gate = self._gate
+                    raw = span._attributes  # None reads as the proxy's empty mapping
+                    if gate is not None and (raw is None or gate.isdisjoint(raw)):
+                        self._forward(span)  # neither a tool nor an LLM span, nor a root: what _evaluate would do
+                        return
+            elif self._is_plain_child(span):
+                self._forward(span)
                 return
             out = self._evaluate(span)
         except Exception as exc:  # noqa: BLE001 - never raise into the code that ended the span
@@ -203,9 +227,12 @@ class ToolCallEvalProcessor(SpanProcessor):
         ctx = span.context
         if ctx is None:
             return span
-        attrs = span.attributes
-        if attrs is None:
+        proxy = span.attributes
+        if proxy is None:
             return span
+        # One C-level copy read by every step (recognise, extract, the LLM checks, the enriched copy) instead of
+        # one per step: the SDK's proxy copies, iterates and looks up keys in Python.
+        attrs = plain_attributes(proxy)
         parent = span.parent
         is_root = parent is None or parent.is_remote
         convention = self.conventions.recognise(span, attrs)
@@ -214,7 +241,7 @@ class ToolCallEvalProcessor(SpanProcessor):
             if is_llm_span(attrs):
                 self._observe_llm_span(ctx.trace_id, attrs)
             if is_root:
-                return self._finish_trace(ctx.trace_id, span, {})
+                return self._finish_trace(ctx.trace_id, span, {}, attrs)
             return span
 
         state = self._store.get(ctx.trace_id)
@@ -225,10 +252,10 @@ class ToolCallEvalProcessor(SpanProcessor):
         self.metrics.record_call(score)
         extra = call_attributes(score, record.convention)
         if self.judge is not None:
-            extra[A.JUDGE_SAMPLED] = bool(self._safe(lambda: self.judge.offer(record, score, state), "judge.offer"))
+            extra[A.JUDGE_SAMPLED] = bool(self._judge("offer", "judge.offer", record, score, state))
         if is_root:
-            return self._finish_trace(ctx.trace_id, span, extra)
-        return EnrichedSpan(span, extra)
+            return self._finish_trace(ctx.trace_id, span, extra, attrs)
+        return EnrichedSpan(span, extra, attrs)
 
     def _observe_llm_span(self, trace_id: int, attrs: Any) -> None:
         definitions = tool_definitions(attrs, self._definitions)
@@ -243,20 +270,22 @@ class ToolCallEvalProcessor(SpanProcessor):
             if calls:
                 state.add_turn(calls, self.config.limits.max_calls_per_trace)
         if self.judge is not None:
-            self._safe(lambda: self.judge.observe_llm_span(attrs, state), "judge.observe")
+            self._judge("observe_llm_span", "judge.observe", attrs, state)
 
-    def _finish_trace(self, trace_id: int, span: ReadableSpan, extra: dict[str, Any]) -> ReadableSpan:
+    def _finish_trace(
+        self, trace_id: int, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any] | None = None
+    ) -> ReadableSpan:
         state = self._store.pop(trace_id)
         if state is not None and self.judge is not None:
-            self._safe(lambda: self.judge.trace_done(state), "judge.trace_done")
+            self._judge("trace_done", "judge.trace_done", state)
         if state is None or (state.history.calls == 0 and not state.genai):
-            return EnrichedSpan(span, extra) if extra else span
+            return EnrichedSpan(span, extra, attrs) if extra else span
         verdict = trace_verdict(state.history, self.config.policies.step_budget)
         self.metrics.record_trace(verdict, "root")
         extra.update(verdict_attributes(verdict))
         if state.turns:
             extra[A.TRACE_UNEXECUTED_CALLS] = state.unexecuted_calls
-        return EnrichedSpan(span, extra)
+        return EnrichedSpan(span, extra, attrs)
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:
         self.metrics.record_dropped(reason)
@@ -268,6 +297,16 @@ class ToolCallEvalProcessor(SpanProcessor):
         if state.history.calls == 0 and not state.genai:
             return
         self.metrics.record_trace(trace_verdict(state.history, self.config.policies.step_budget), reason)
+
+    def _judge(self, method: str, key: str, *args: Any) -> Any:
+        """``_safe`` for a judge call, without a closure: a lambda makes its variables cells for the whole of the
+        calling function, which is the span path."""
+        try:
+            return getattr(self.judge, method)(*args)
+        except Exception:  # noqa: BLE001
+            self.metrics.record_error(key)
+            self._log.error(key, "toolcall-eval: %s failed", key)
+            return False
 
     def _safe(self, fn: Any, key: str) -> Any:
         try:

@@ -76,7 +76,10 @@ class ParsedArguments:
 
 @dataclass(slots=True)
 class ToolCallRecord:
-    """One tool call, whatever convention recorded it."""
+    """One tool call, whatever convention recorded it.
+
+    The hot path (``AttributeConvention.extract``) builds it positionally: keep the field order, or update it there.
+    """
 
     name: str
     raw_arguments: Any = None  # as recorded: usually a string, may be an object or a bare value
@@ -96,7 +99,10 @@ class ToolCallRecord:
 
 @dataclass(slots=True)
 class CallScore:
-    """Every score of one call; the processor writes these as ``toolcall_eval.*`` attributes."""
+    """Every score of one call; the processor writes these as ``toolcall_eval.*`` attributes.
+
+    ``Scorer.score`` builds it positionally (the hot path): keep the field order, or update it there.
+    """
 
     name: str
     step: int

@@ -27,6 +27,9 @@ def _fold(value: Any) -> Any:
                 v = " ".join(v.split()).casefold()
             elif kv is list:
                 v = [" ".join(x.split()).casefold() if type(x) is str else _fold(x) for x in v]
+            elif kv is float:  # what ``_fold_general`` does, without its two calls and four isinstance checks
+                if v.is_integer():
+                    v = int(v)
             elif not (kv is int or kv is bool or v is None):
                 v = _fold(v)
             out[k if type(k) is str else str(k)] = v

@@ -92,7 +92,7 @@ def validate_with(
         return _VALID
     errors = []
     for err in validator.iter_errors(arguments):
-        path = "/" + "/".join(str(p) for p in err.instance_path)
+        path = "/" + "/".join(map(str, err.instance_path))  # no generator frame per error
         errors.append(f"{path}: {err.message}"[:max_length])
         if len(errors) >= max_errors:
             break

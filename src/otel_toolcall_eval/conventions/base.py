@@ -168,9 +168,13 @@ class AttributeConvention:
         return value is not None and value in self.detect_values
 
     def tool_name(self, span: ReadableSpan, attrs: Attrs) -> Any:
-        name, found = _first(attrs, self.name_keys)
-        if found and name:
-            return name
+        name = None
+        for key in self.name_keys:  # ``_first``, inlined: this runs for every tool span
+            if key in attrs:
+                name = attrs[key]
+                if name:
+                    return name
+                break
         span_name = span.name or ""
         for prefix in self.span_name_prefixes:
             if span_name.startswith(prefix):
@@ -200,21 +204,23 @@ class AttributeConvention:
         name = self.tool_name(span, attrs)
         ctx = span.context
         parent = span.parent
-        # one construction with every field (what ``base_record`` fills, plus the rest): this runs per tool span
+        # one positional construction with every field (what ``base_record`` fills, plus the rest): this runs per
+        # tool span, and keyword arguments cost twice as much (field order: see ``ToolCallRecord``)
         return ToolCallRecord(
-            name=name if isinstance(name, str) else ("" if name is None else str(name)),
-            raw_arguments=unwrap_args_kwargs(raw) if self.unwrap_args and raw is not None else raw,
-            result=result,
-            result_recorded=recorded,
-            error=error_evidence(span, attrs),
-            call_id=None if call_id is None else str(call_id),
-            convention=self.name,
-            span_schema=schema if isinstance(schema, dict) else None,
-            trace_id=f"{ctx.trace_id:032x}" if ctx is not None else "",
-            span_id=f"{ctx.span_id:016x}" if ctx is not None else "",
-            parent_span_id=f"{parent.span_id:016x}" if parent is not None else None,
-            start_ns=span.start_time,
-            end_ns=span.end_time,
+            name if isinstance(name, str) else ("" if name is None else str(name)),
+            unwrap_args_kwargs(raw) if self.unwrap_args and raw is not None else raw,
+            result,
+            recorded,
+            error_evidence(span, attrs),
+            None if call_id is None else str(call_id),
+            self.name,
+            schema if isinstance(schema, dict) else None,
+            False,
+            f"{ctx.trace_id:032x}" if ctx is not None else "",
+            f"{ctx.span_id:016x}" if ctx is not None else "",
+            f"{parent.span_id:016x}" if parent is not None else None,
+            span.start_time,
+            span.end_time,
         )
 
 

@@ -6,6 +6,7 @@ back from the spool file.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
@@ -15,6 +16,15 @@ import orjson
 from otel_toolcall_eval.offline.score import CaseResult
 
 MAX_INPUT_CHARS = 200
+ROW_PREFIX = b"    "  # a spooled row is stored as the JSON report's line for it: indented, comma after
+ROW_SUFFIX = b",\n"
+
+
+def spool_rows(rows: list[bytes]) -> bytes:
+    """Rows (JSON, one per case) in the spool's line form, so the JSON report copies them as they are."""
+    if not rows:
+        return b""
+    return ROW_PREFIX + (ROW_SUFFIX + ROW_PREFIX).join(rows) + ROW_SUFFIX
 
 
 def case_row(results: list[CaseResult]) -> dict[str, Any]:
@@ -113,7 +123,11 @@ def _reasons(results: list[CaseResult]) -> list[str]:
 
 class CaseStore:
     """An append-only spool of case rows (temporary files, removed on ``close``); with ``junit``, a second spool
-    holds each row's JUnit test case, rendered by the workers."""
+    holds each row's JUnit test case, rendered by the workers.
+
+    Each row is spooled as its line of the JSON report's ``cases`` list (``spool_rows``), so that report copies
+    the spool in the kernel instead of rewriting every row.
+    """
 
     def __init__(self, *, junit: bool = False) -> None:
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="toolcall-eval-cases-")  # noqa: SIM115
@@ -128,12 +142,12 @@ class CaseStore:
         return self._junit is not None
 
     def append(self, row: dict[str, Any]) -> None:
-        self._file.write(orjson.dumps(row) + b"\n")
+        self._file.write(ROW_PREFIX + orjson.dumps(row) + ROW_SUFFIX)
         self.count += 1
         self.failed += not row["passed"]
 
     def append_raw(self, rows: bytes, count: int, failed: int, junit: bytes = b"") -> None:
-        """Rows already serialised, one per line (from a worker process), and their JUnit test cases."""
+        """Rows already in the spool's form (``spool_rows``, from a worker process), and their JUnit test cases."""
         self._file.write(rows)
         if self._junit is not None:
             self._junit.write(junit)
@@ -144,32 +158,23 @@ class CaseStore:
         """Each row as its JSON bytes (no newline), in the order they were appended."""
         self._file.flush()
         self._file.seek(0)
+        start, end = len(ROW_PREFIX), -len(ROW_SUFFIX)
         for line in self._file:
-            yield line.rstrip(b"\n")
+            yield line[start:end]
         self._file.seek(0, 2)
 
-    def row_blocks(self, size: int = 1 << 20) -> Iterator[bytes]:
-        """The spooled rows as large blocks of bytes (whole lines, each ending in a newline)."""
+    def copy_rows(self, out: IO[bytes]) -> None:
+        """Write the rows as the JSON report's list body: one indented row per line, commas between them (no
+        newline after the last)."""
         self._file.flush()
-        self._file.seek(0)
-        carry = b""
-        while block := self._file.read(size):
-            block = carry + block
-            cut = block.rfind(b"\n") + 1
-            carry = block[cut:]
-            if cut:
-                yield block[:cut]
-        if carry:
-            yield carry + b"\n"
-        self._file.seek(0, 2)
+        size = self._file.seek(0, 2)
+        _copy(self._file, out, max(0, size - len(ROW_SUFFIX)))
 
-    def junit_blocks(self, size: int = 1 << 20) -> Iterator[bytes]:
+    def copy_junit(self, out: IO[bytes]) -> None:
+        """Write the JUnit test cases the workers rendered, in order."""
         assert self._junit is not None
         self._junit.flush()
-        self._junit.seek(0)
-        while block := self._junit.read(size):
-            yield block
-        self._junit.seek(0, 2)
+        _copy(self._junit, out, self._junit.seek(0, 2))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.raw_lines():
@@ -179,3 +184,31 @@ class CaseStore:
         self._file.close()
         if self._junit is not None:
             self._junit.close()
+
+
+def _copy(src: IO[bytes], out: IO[bytes], count: int) -> None:
+    """The first ``count`` bytes of ``src`` appended to ``out``: in the kernel where it can (``copy_file_range``
+    between regular files), else through a buffer. ``src`` is left at its end."""
+    out.flush()
+    done = 0
+    copy_range = getattr(os, "copy_file_range", None)
+    if copy_range is not None:
+        try:
+            while done < count:
+                n = copy_range(src.fileno(), out.fileno(), count - done, done)
+                if n == 0:
+                    break
+                done += n
+        except OSError:  # not supported here (a pipe, another file system): copy the rest through a buffer
+            pass
+        if done:
+            out.seek(0, 2)  # the copy moved the file's offset under the buffered writer
+    src.seek(done)
+    remaining = count - done
+    while remaining > 0:
+        block = src.read(min(remaining, 1 << 20))
+        if not block:
+            break
+        out.write(block)
+        remaining -= len(block)
+    src.seek(0, 2)

@@ -34,7 +34,7 @@ from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.errors import DatasetError
 from otel_toolcall_eval.dataset.io import RawReader, RawRecord, decode, iter_rows, parse_jsonl_line
 from otel_toolcall_eval.offline.aggregate import RunAggregate
-from otel_toolcall_eval.offline.cases import CaseStore, case_row
+from otel_toolcall_eval.offline.cases import CaseStore, case_row, spool_rows
 from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer
 from otel_toolcall_eval.offline.reports.junit import testcase_xml
 from otel_toolcall_eval.offline.runs import RunCase, RunFileError, parse_run_line
@@ -89,7 +89,7 @@ class Chunk:
 @dataclass(slots=True)
 class ChunkResult:
     aggregates: list[RunAggregate]
-    rows: bytes  # one JSON case row per line
+    rows: bytes  # the JSON case rows, in the spool's form (``spool_rows``)
     junit: bytes  # the JUnit test cases of those rows (when asked)
     count: int
     failed: int
@@ -187,7 +187,7 @@ def _process_chunk(chunk: Chunk, prep: Preparer) -> ChunkResult:
     left_runs = [[(case_id, entry.line, raw) for case_id, (entry, raw) in by_id.items()] for by_id in runs]
     return ChunkResult(
         aggregates,
-        b"\n".join(rows) + b"\n" if rows else b"",
+        spool_rows(rows),
         "".join(junit).encode() if junit else b"",
         len(rows),
         failed,

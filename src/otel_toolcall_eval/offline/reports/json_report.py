@@ -17,10 +17,5 @@ def write_json(result: EvalResult, path: str | Path) -> None:
     head = orjson.dumps(result.head(), option=orjson.OPT_INDENT_2)
     with open(path, "wb") as out:
         out.write(head[:-1].rstrip() + b',\n  "cases": [\n')  # reopen the object to append the case list
-        pending = b""  # the separator owed before the next row: none before the first, ",\n" between rows
-        for block in result.cases.row_blocks():
-            # a block is whole rows, one per line: indent each, and put the commas between them
-            rows = block[:-1].replace(b"\n", b",\n    ")
-            out.write(pending + b"    " + rows)
-            pending = b",\n"
+        result.cases.copy_rows(out)  # spooled as this list's lines already
         out.write(b"\n  ]\n}\n")

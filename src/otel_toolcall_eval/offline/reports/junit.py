@@ -18,10 +18,13 @@ if TYPE_CHECKING:  # the pipeline imports testcase_xml; the runner imports the p
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _SPECIAL = re.compile("[<>&\"'\x00-\x1f\ud800-\udfff\ufffe\uffff]")  # anything escaping could touch
+_TEXT_SPECIAL = re.compile("[<>&\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # same, for text
 
 
 def escape(text: str) -> str:
     """XML text; characters XML 1.0 cannot carry at all (control characters) are dropped."""
+    if _TEXT_SPECIAL.search(text) is None:  # the common case: nothing to escape or drop
+        return text
     return _escape(_NOT_XML.sub("", text))
 
 
@@ -64,27 +67,32 @@ def write_junit(result: EvalResult, path: str | Path) -> None:
     gate = result.gate.checks
     gate_failures = sum(not c.passed for c in gate)
     cases, failed = result.cases.count, result.cases.failed
-    with open(path, "w", encoding="utf-8") as out:
-        out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-        out.write(
-            f'<testsuites name="otel-toolcall-eval" tests="{cases + len(gate)}" '
-            f'failures="{failed + gate_failures}" errors="0">\n'
-        )
-        out.write(f'  <testsuite name="gate" tests="{len(gate)}" failures="{gate_failures}" errors="0" skipped="0">\n')
-        for check in gate:
-            out.write(f'    <testcase classname="gate" name={quoteattr(check.metric + " " + check.kind)}>')
-            if not check.passed:
-                out.write(f'<failure message={quoteattr(check.message)} type="gate"/>')
-            out.write("</testcase>\n")
-        out.write("  </testsuite>\n")
-        out.write(
-            f'  <testsuite name="cases" tests="{cases}" failures="{failed}" errors="0" skipped="0" '
-            f"timestamp={quoteattr(result.generated_at)}>\n"
-        )
+    head = [
+        '<?xml version="1.0" encoding="UTF-8"?>\n',
+        f'<testsuites name="otel-toolcall-eval" tests="{cases + len(gate)}" '
+        f'failures="{failed + gate_failures}" errors="0">\n',
+        f'  <testsuite name="gate" tests="{len(gate)}" failures="{gate_failures}" errors="0" skipped="0">\n',
+    ]
+    for check in gate:
+        head.append(f'    <testcase classname="gate" name={quoteattr(check.metric + " " + check.kind)}>')
+        if not check.passed:
+            head.append(f'<failure message={quoteattr(check.message)} type="gate"/>')
+        head.append("</testcase>\n")
+    head.append("  </testsuite>\n")
+    head.append(
+        f'  <testsuite name="cases" tests="{cases}" failures="{failed}" errors="0" skipped="0" '
+        f"timestamp={quoteattr(result.generated_at)}>\n"
+    )
+    with open(path, "wb") as out:  # bytes: the workers' test cases are copied as they are
+        out.write("".join(head).encode())
         if result.cases.has_junit:  # rendered by the workers while scoring
-            for block in result.cases.junit_blocks():
-                out.write(block.decode())
+            result.cases.copy_junit(out)
         else:
+            chunk: list[str] = []
             for row in result.cases:
-                out.write(testcase_xml(row))
-        out.write("  </testsuite>\n</testsuites>\n")
+                chunk.append(testcase_xml(row))
+                if len(chunk) >= 1024:
+                    out.write("".join(chunk).encode())
+                    chunk.clear()
+            out.write("".join(chunk).encode())
+        out.write(b"  </testsuite>\n</testsuites>\n")

@@ -119,6 +119,7 @@ def emitted() -> dict[str, set[str]]:
         metrics.record_trace(TraceVerdict(1, 1, False, 1, 1, False), "root")
         metrics.record_error("score")
         metrics.record_dropped("evicted")
+        metrics.record_queue_wait()
         text = generate_latest(registry).decode()
     finally:
         provider.shutdown()

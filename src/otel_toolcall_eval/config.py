@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 import yaml
@@ -202,6 +202,25 @@ class Limits(_Strict):
     validator_cache_size: int = Field(default=512, ge=1)
 
 
+class Evaluation(_Strict):
+    """Where the processor scores: on the thread that ends the span, or on one worker thread behind a queue."""
+
+    mode: Literal["auto", "inline", "background"] = Field(
+        default="auto",
+        description=(
+            "inline: scored before on_end returns; background: on_end queues the span for a worker thread; "
+            "auto: background when every downstream processor is a BatchSpanProcessor (export is asynchronous "
+            "anyway), else inline"
+        ),
+    )
+    max_queue_size: int = Field(
+        default=8_192, ge=1, description="background: spans waiting; a full queue makes on_end wait for room"
+    )
+    max_delay_millis: int = Field(
+        default=100, ge=1, le=60_000, description="background: the longest a span waits before it is scored"
+    )
+
+
 class EvalConfig(_Strict):
     """What the online and offline evaluators need; ``EvalConfig()`` runs every check that needs no config."""
 
@@ -209,6 +228,7 @@ class EvalConfig(_Strict):
     policies: Policies = Field(default_factory=Policies)
     errors: ErrorClassification = Field(default_factory=ErrorClassification)
     limits: Limits = Field(default_factory=Limits)
+    evaluation: Evaluation = Field(default_factory=Evaluation)
     judge: JudgeConfig | None = Field(default=None, description="LLM-judge settings (see docs/judge.md)")
     gate: GateConfig = Field(default_factory=GateConfig, description="offline CI gate: thresholds and spread guard")
     arguments: ArgumentMatchConfig = Field(

@@ -41,6 +41,7 @@ TRACES: Final = "toolcall_eval.traces"
 TRACE_TOOL_CALLS: Final = "toolcall_eval.trace.tool_calls"
 INTERNAL_ERRORS: Final = "toolcall_eval.internal_errors"
 STATE_DROPPED: Final = "toolcall_eval.state.dropped"
+QUEUE_WAITS: Final = "toolcall_eval.queue.waits"
 
 METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
@@ -91,6 +92,14 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "toolcall_eval_state_dropped_total",
         "per-trace state dropped before its root ended (`evicted` by the LRU bound, `expired` by the TTL)",
     ),
+    MetricDoc(
+        QUEUE_WAITS,
+        "counter",
+        "{span}",
+        "-",
+        "toolcall_eval_queue_waits_total",
+        "`evaluation.mode: background`: spans whose `on_end` waited for room in the full queue (back-pressure)",
+    ),
 )
 
 
@@ -128,12 +137,14 @@ class _Instruments:
         self.traces = _Tally(("composite_ok", "finalized_by"))
         self.errors = _Tally(("stage",))
         self.dropped = _Tally(("reason",))
+        self.queue_waits = _Tally(())
         for doc, tally in (
             (METRICS[0], self.calls),
             (METRICS[1], self.violations),
             (METRICS[2], self.traces),
             (METRICS[4], self.errors),
             (METRICS[5], self.dropped),
+            (METRICS[6], self.queue_waits),
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
         self.per_trace = meter.create_histogram(
@@ -218,3 +229,6 @@ class EvalMetrics:
 
     def record_dropped(self, reason: str) -> None:
         self._instruments.dropped.add((reason,))
+
+    def record_queue_wait(self) -> None:
+        self._instruments.queue_waits.add(())

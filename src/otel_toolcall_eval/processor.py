@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.trace import TracerProvider
 
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.background import BackgroundQueue
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
@@ -83,6 +84,12 @@ class ToolCallEvalProcessor(SpanProcessor):
             when the config has a judge section; ``False`` disables it.
         tracer_provider: where the judge's verdict spans go; defaults to the global TracerProvider.
         logger_provider: where the judge's ``gen_ai.evaluation.result`` events go; defaults to the global one.
+
+    Where scoring runs is ``config.evaluation.mode``: on the thread that ends the span (``inline``), or on one
+    worker thread behind a bounded queue (``background``: ``on_end`` costs the application an append);
+    ``auto`` (the default) picks background when every downstream processor is a ``BatchSpanProcessor``,
+    whose export is asynchronous anyway, and inline otherwise, so a ``SimpleSpanProcessor`` still exports
+    scored spans before ``end()`` returns. ``force_flush`` and ``shutdown`` score what is queued first.
     """
 
     def __init__(
@@ -133,6 +140,17 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._on_ending_to = tuple(p for p in self._downstream if type(p)._on_ending not in _NOOP_ON_ENDING)
         self._gate_of: frozenset[str] | None = None
         self._gate: frozenset[str] | None = None
+        evaluation = self.config.evaluation
+        self._background: BackgroundQueue | None = None
+        if evaluation.mode == "background" or (
+            evaluation.mode == "auto" and all(isinstance(p, BatchSpanProcessor) for p in self._downstream)
+        ):
+            self._background = BackgroundQueue(
+                self._evaluate_and_forward,
+                max_size=evaluation.max_queue_size,
+                max_delay_seconds=evaluation.max_delay_millis / 1000,
+                on_wait=self.metrics.record_queue_wait,
+            )
 
     # --- SpanProcessor -------------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -150,7 +168,6 @@ class ToolCallEvalProcessor(SpanProcessor):
                 self._log.error("downstream._on_ending", "downstream _on_ending failed")
 
     def on_end(self, span: ReadableSpan) -> None:
-        out = span
         try:
             # ``_is_plain_child`` inlined for the SDK's own span types (every span the application ends comes here)
             if type(span) in _SDK_SPANS:
@@ -167,6 +184,17 @@ class ToolCallEvalProcessor(SpanProcessor):
             elif self._is_plain_child(span):
                 self._forward(span)
                 return
+            background = self._background
+            if background is not None and background.submit(span):
+                return  # the worker scores and forwards it
+        except Exception:  # noqa: BLE001 - never raise into the code that ended the span
+            pass
+        self._evaluate_and_forward(span)
+
+    def _evaluate_and_forward(self, span: ReadableSpan) -> None:
+        """Score ``span`` and forward the result; on any failure forward it unscored (never raises)."""
+        out = span
+        try:
             out = self._evaluate(span)
         except Exception as exc:  # noqa: BLE001 - never raise into the code that ended the span
             self.metrics.record_error("evaluate")
@@ -202,6 +230,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         if self._shutdown:
             return
         self._shutdown = True
+        if self._background is not None:  # score and forward what is queued before the state is drained
+            self._safe(self._background.shutdown, "background.shutdown")
         for _, state in self._store.drain():
             if self.judge is not None:
                 self._safe(lambda state=state: self.judge.trace_done(state), "judge.trace_done")
@@ -214,6 +244,8 @@ class ToolCallEvalProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         deadline = time.monotonic() + timeout_millis / 1000
         ok = True
+        if self._background is not None:  # spans queued before the flush reach the downstream before it flushes
+            ok = bool(self._safe(lambda: self._background.flush(timeout_millis / 1000), "background.flush"))
         self._store.expire()
         if self.judge is not None:
             ok = bool(self._safe(lambda: self.judge.force_flush(timeout_millis), "judge.force_flush")) and ok

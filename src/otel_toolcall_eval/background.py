@@ -1,0 +1,174 @@
+"""The background evaluation queue: ``on_end`` appends the span, one worker thread scores and forwards it.
+
+Modelled on the SDK's ``BatchSpanProcessor`` worker: a ``deque`` the application thread appends to without a
+lock, an ``Event`` that wakes the worker only when enough spans wait (or after ``max_delay``), so the
+application thread pays an append and a length check per span. Unlike a batch exporter it never drops: a full
+queue makes ``on_end`` wait for room (back-pressure, counted), so every span is scored and forwarded.
+
+One worker keeps the order spans ended in, which the trace state relies on (a chat span's tool definitions
+before the tool calls it caused, the root last).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+
+class _Marker:
+    """Put in the queue by ``flush``: set once every span queued before it has been processed."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+class BackgroundQueue:
+    """Bounded FIFO of ended spans processed by one daemon thread (started on first use, restarted after fork).
+
+    ``process`` must not raise (the processor contains evaluation and forwarding failures); if it does anyway,
+    the worker goes on with the next span rather than dying with the queue full.
+    """
+
+    def __init__(
+        self,
+        process: Callable[[ReadableSpan], None],
+        *,
+        max_size: int,
+        max_delay_seconds: float,
+        on_wait: Callable[[], None] | None = None,
+        name: str = "toolcall-eval",
+    ) -> None:
+        self._process = process
+        self._max = max_size
+        self._delay = max_delay_seconds
+        self._on_wait = on_wait
+        self._name = name
+        # wake the worker once this many spans wait: batches amortise the wake-up, well before the queue is full
+        self._wake_at = max(1, min(512, max_size // 4))
+        # a waiting on_end resumes once a batch fits again, not at the first free slot (no hand-off per span)
+        self._resume_at = max_size - self._wake_at
+        self._queue: collections.deque[Any] = collections.deque()
+        self._wake = threading.Event()
+        self._room = threading.Condition(threading.Lock())
+        self._waiters = 0
+        self._start_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        if hasattr(os, "register_at_fork"):
+            ref = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def submit(self, span: ReadableSpan) -> bool:
+        """Queue ``span``; False when the queue is stopped (the caller then processes it itself)."""
+        if (self._stopped or self._thread is None) and not self._start():
+            return False
+        queue = self._queue
+        queue.append(span)
+        size = len(queue)
+        if size >= self._wake_at:
+            self._wake.set()
+            if size > self._max:
+                self._wait_for_room()
+        return True
+
+    def flush(self, timeout_seconds: float) -> bool:
+        """Wait until every span queued so far has been processed (the worker forwarded it)."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return not self._queue
+        marker = _Marker()
+        self._queue.append(marker)
+        self._wake.set()
+        return marker.done.wait(timeout_seconds)
+
+    def shutdown(self, timeout_seconds: float = 30.0) -> bool:
+        """Process what is queued, then stop the worker; later ``submit`` calls return False."""
+        with self._start_lock:
+            self._stopped = True
+        thread = self._thread
+        if thread is None:
+            return True
+        self._wake.set()
+        thread.join(timeout_seconds)
+        if thread.is_alive():
+            return False
+        while self._queue:  # appended by a thread that raced the stop: still processed, here
+            item = self._queue.popleft()
+            if type(item) is _Marker:
+                item.done.set()
+            else:
+                self._process(item)
+        return True
+
+    # --- internals -------------------------------------------------------------------------------
+    def _start(self) -> bool:
+        with self._start_lock:
+            if self._stopped:
+                return False
+            if self._thread is None:
+                thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                thread.start()
+                self._thread = thread
+            return True
+
+    def _wait_for_room(self) -> None:
+        if self._on_wait is not None:
+            self._on_wait()
+        with self._room:
+            self._waiters += 1
+            try:
+                while len(self._queue) > self._resume_at and self._alive():
+                    self._wake.set()
+                    self._room.wait(0.05)
+            finally:
+                self._waiters -= 1
+
+    def _alive(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def _run(self) -> None:
+        queue = self._queue
+        while True:
+            self._wake.wait(self._delay)
+            self._wake.clear()
+            while queue:
+                item = queue.popleft()
+                if type(item) is _Marker:
+                    item.done.set()
+                    continue
+                try:
+                    self._process(item)
+                except Exception:  # noqa: BLE001 - process() is expected to contain its own failures
+                    continue
+                if self._waiters and len(queue) <= self._resume_at:
+                    with self._room:
+                        self._room.notify_all()
+            if self._stopped and not queue:
+                with self._room:
+                    self._room.notify_all()
+                return
+
+    def _after_fork(self) -> None:
+        """In a forked child the worker thread does not exist: start afresh (queued spans belong to the parent)."""
+        self._queue = collections.deque()
+        self._wake = threading.Event()
+        self._room = threading.Condition(threading.Lock())
+        self._waiters = 0
+        self._start_lock = threading.Lock()
+        self._thread = None

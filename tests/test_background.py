@@ -1,0 +1,262 @@
+"""Background evaluation (``evaluation.mode``): same scores as inline, off the application thread, nothing lost."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.config import ConfigError
+from otel_toolcall_eval.conventions import default_registry
+from otel_toolcall_eval.conventions.builtin import GENAI
+from otel_toolcall_eval.metrics import QUEUE_WAITS
+from tests.helpers import WEATHER_TOOL, Pipeline, chat_span, scores, tool_span
+
+POLICIES: dict[str, Any] = {
+    "policies": {
+        "step_budget": 4,
+        "must_not_call": ["drop_database"],
+        "required_steps": [{"tool": "lookup_user", "before": ["get_weather"]}],
+    }
+}
+
+
+def config(mode: str, **evaluation: Any) -> EvalConfig:
+    return EvalConfig.from_dict({**POLICIES, "evaluation": {"mode": mode, **evaluation}})
+
+
+def pipeline(cfg: EvalConfig, downstream: SpanProcessor | None = None) -> Pipeline:
+    exporter = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    processor = ToolCallEvalProcessor(
+        downstream or SimpleSpanProcessor(exporter), cfg, meter_provider=MeterProvider(metric_readers=[reader])
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    return Pipeline(provider, provider.get_tracer("test"), exporter, processor, reader)
+
+
+def random_traces(tracer: Tracer, seed: int, traces: int) -> None:
+    """Agent traces with every kind of finding: invalid and unparseable arguments, unknown and forbidden tools,
+    duplicates, errors, missing required steps, over budget, plain children."""
+    rng = random.Random(seed)
+    for t in range(traces):
+        with tracer.start_as_current_span(
+            "invoke_agent weather-bot", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ):
+            calls = [
+                (f"c{t}_{k}", rng.choice(["get_weather", "lookup_user", "drop_database", "nope"]))
+                for k in range(rng.randint(0, 6))
+            ]
+            chat_span(tracer, [WEATHER_TOOL], calls)
+            for call_id, name in calls:
+                arguments: Any = rng.choice(
+                    [{"city": "Paris"}, {"city": "paris "}, {"city": 3}, {"days": 2}, "{not json", "Oslo", None]
+                )
+                error = RuntimeError("boom") if rng.random() < 0.2 else None
+                tool_span(
+                    tracer, name, arguments, call_id=call_id, result=rng.choice(['{"t": 20}', "", None]), error=error
+                )
+                if rng.random() < 0.3:
+                    with tracer.start_as_current_span("GET /weather", attributes={"http.request.method": "GET"}):
+                        pass
+
+
+def scored_by_id(spans: Sequence[ReadableSpan]) -> dict[int, dict[str, Any]]:
+    return {s.context.span_id: scores(s) for s in spans if s.context is not None}
+
+
+def test_background_gives_the_inline_scores_and_forwards_every_span() -> None:
+    inline, background = pipeline(config("inline")), pipeline(config("background"))
+    assert inline.processor._background is None and background.processor._background is not None
+    for p in (inline, background):
+        random_traces(p.tracer, seed=7, traces=60)
+        assert p.provider.force_flush()
+    ins, outs = inline.spans(), background.spans()
+    assert len(ins) == len(outs) > 300
+
+    # span ids differ between the two runs: compare the scores per trace, in span start order
+    def by_trace(spans: list[ReadableSpan]) -> list[list[tuple[str, dict[str, Any]]]]:
+        traces: dict[int, list[ReadableSpan]] = {}
+        for s in spans:
+            traces.setdefault(s.context.trace_id, []).append(s)
+        return [
+            [(s.name, scores(s)) for s in sorted(group, key=lambda s: (s.start_time, s.name))]
+            for group in sorted(traces.values(), key=lambda g: min(s.start_time or 0 for s in g))
+        ]
+
+    expected, got = by_trace(ins), by_trace(outs)
+    assert got == expected
+    findings = {k for trace in expected for _, sc in trace for k, v in sc.items() if v not in (False, None, 0, [])}
+    assert {"duplicate", "violations", "schema_errors", "trace.over_budget"} <= findings  # the traces test something
+    inline.provider.shutdown()
+    background.provider.shutdown()
+
+
+class _Recording(SpanProcessor):
+    def __init__(self) -> None:
+        self.threads: dict[str, str] = {}
+        self.ended: list[ReadableSpan] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.threads[span.name] = threading.current_thread().name
+        self.ended.append(span)
+
+
+def test_on_end_returns_before_scoring_and_the_worker_forwards_scored_spans() -> None:
+    sink = _Recording()
+    p = pipeline(config("background", max_delay_millis=60_000), sink)  # the worker only wakes when asked
+    with p.tracer.start_as_current_span("invoke_agent a"):
+        chat_span(p.tracer, [WEATHER_TOOL], [("c1", "get_weather")])
+        tool_span(p.tracer, "get_weather", {"city": "Paris"}, call_id="c1")
+        with p.tracer.start_as_current_span("GET /weather"):
+            pass
+    # the plain child is forwarded on the application thread at once; the rest waits in the queue
+    assert [s.name for s in sink.ended] == ["GET /weather"]
+    assert sink.threads["GET /weather"] == threading.current_thread().name
+    assert len(p.processor._background or ()) == 3
+    assert p.processor.force_flush()
+    assert sorted(s.name for s in sink.ended) == [
+        "GET /weather",
+        "chat model",
+        "execute_tool get_weather",
+        "invoke_agent a",
+    ]
+    assert sink.threads["execute_tool get_weather"] == "toolcall-eval"
+    tool = next(s for s in sink.ended if s.name == "execute_tool get_weather")
+    assert scores(tool)["schema_valid"] is True and scores(tool)["outcome"] == "success"
+    root = next(s for s in sink.ended if s.name == "invoke_agent a")
+    assert scores(root)["trace.tool_calls"] == 1
+    p.provider.shutdown()
+
+
+def test_shutdown_scores_and_forwards_what_is_queued() -> None:
+    p = pipeline(config("background", max_delay_millis=60_000))
+    random_traces(p.tracer, seed=3, traces=20)
+    queued = len(p.processor._background or ())
+    assert queued > 20
+    p.provider.shutdown()
+    roots = [s for s in p.spans() if s.name.startswith("invoke_agent")]
+    assert len(roots) == 20
+    assert all(A.TRACE_COMPOSITE_OK in (s.attributes or {}) for s in roots if scores(s))
+    assert len(p.processor._background or ()) == 0
+    # after shutdown the queue is closed: a late span is scored inline instead of being lost
+    tool_span(p.tracer, "get_weather", {"city": "Oslo"})
+
+
+class _Gate(SpanProcessor):
+    """A downstream that blocks the worker on its first span until released (a stuck exporter)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.ended: list[ReadableSpan] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.release.wait(30)
+        self.ended.append(span)
+
+
+def test_a_full_queue_makes_on_end_wait_and_loses_nothing() -> None:
+    gate = _Gate()
+    p = pipeline(config("background", max_queue_size=4), gate)
+    done = threading.Event()
+
+    def application() -> None:
+        with p.tracer.start_as_current_span("invoke_agent busy"):
+            for i in range(30):
+                tool_span(p.tracer, "get_weather", {"city": f"c{i}"})
+        done.set()
+
+    thread = threading.Thread(target=application)
+    thread.start()
+    assert not done.wait(0.5), "on_end should wait while the queue is full"
+    assert len(p.processor._background or ()) <= 5  # the bound, plus the span waiting for room
+    assert p.metric_sum(QUEUE_WAITS) >= 1
+    gate.release.set()
+    assert done.wait(30)
+    thread.join()
+    assert p.processor.force_flush()
+    assert len(gate.ended) == 31
+    assert all(scores(s)["outcome"] == "success" for s in gate.ended if s.name.startswith("execute_tool"))
+    p.provider.shutdown()
+
+
+class _Exploding:
+    """A convention that matches every tool span and then fails: evaluation errors in the worker."""
+
+    name = "exploding"
+    detect_keys = GENAI.detect_keys
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def match(self, span: Any, attrs: Any) -> bool:
+        return True
+
+    def extract(self, span: Any, attrs: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            raise ValueError("broken shape")
+        return GENAI.extract(span, attrs)
+
+
+def test_an_evaluation_error_on_the_worker_forwards_the_span_and_the_worker_goes_on() -> None:
+    registry = default_registry()
+    registry.register(_Exploding())  # type: ignore[arg-type]
+    exporter = InMemorySpanExporter()
+    processor = ToolCallEvalProcessor(SimpleSpanProcessor(exporter), config("background"), conventions=registry)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("invoke_agent a"):
+        tool_span(tracer, "get_weather", {"city": "Paris"})
+        tool_span(tracer, "get_weather", {"city": "Rome"})
+    assert provider.force_flush()
+    tools = [s for s in exporter.get_finished_spans() if s.name == "execute_tool get_weather"]
+    assert len(tools) == 2
+    assert scores(tools[0]) == {"eval_error": "ValueError"}
+    assert scores(tools[1])["outcome"] == "success"
+    provider.shutdown()
+
+
+class _NoopExporter(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def test_auto_mode_follows_the_downstream() -> None:
+    batch = BatchSpanProcessor(_NoopExporter())
+    simple = SimpleSpanProcessor(_NoopExporter())
+    try:
+        assert ToolCallEvalProcessor(batch)._background is not None
+        assert ToolCallEvalProcessor(simple)._background is None
+        assert ToolCallEvalProcessor([batch, simple])._background is None
+        assert ToolCallEvalProcessor(simple, config("background"))._background is not None
+        assert ToolCallEvalProcessor(batch, config("inline"))._background is None
+    finally:
+        batch.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "field"),
+    [
+        ({"mode": "threads"}, "evaluation.mode"),
+        ({"max_queue_size": 0}, "evaluation.max_queue_size"),
+        ({"max_delay_millis": 0}, "evaluation.max_delay_millis"),
+        ({"workers": 2}, "evaluation.workers"),
+    ],
+)
+def test_bad_evaluation_settings_name_the_field(evaluation: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        EvalConfig.from_dict({"evaluation": evaluation})

@@ -27,7 +27,7 @@ GROSS = {
     "judge.decision": 0.5,  # measured ~0.02x
     "offline.vs_ragas": 6.0,  # measured ~1.5x
     "offline.vs_deepeval": 0.5,  # measured ~0.02x
-    "replay.throughput": 15.0,  # measured ~5x
+    "replay.throughput": 15.0,  # measured ~3.5x
 }
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.outcome import classify_outcome
 from otel_toolcall_eval.checks.parse import parse_arguments, single_parameter
+from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.checks.schema import ValidatorCache, resolve_schema, validate_arguments
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.checks.verdict import trace_verdict
@@ -323,3 +325,20 @@ def test_hot_path_records_keep_their_field_order() -> None:
         "schema_source", "schema_drift", "error_source", "batch", "duplicate", "repeated_failure", "over_budget",
         "violations", "violation_weight", "arguments",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("outer_name", "outer_raw", "inner_args", "same"),
+    [
+        ("get_weather", '{"city": "Oslo"}', {"city": " oslo "}, True),  # normalised arguments match
+        ("get_weather", None, {"city": "Oslo"}, True),  # the wrapper recorded no arguments
+        ("get_weather", '{"city": "Oslo"}', None, True),  # the scored span recorded none
+        ("get_weather", {"city": "Oslo"}, {"city": "Oslo"}, True),  # an object, not text
+        ("get_weather", '{"city": "Rome"}', {"city": "Oslo"}, False),
+        ("lookup", '{"city": "Oslo"}', {"city": "Oslo"}, False),
+        ("get_weather", "{not json", {"city": "Oslo"}, False),
+    ],
+)
+def test_wraps_same_call(outer_name: str, outer_raw: Any, inner_args: Any, same: bool) -> None:
+
+    assert wraps_same_call(outer_name, outer_raw, "get_weather", inner_args) is same

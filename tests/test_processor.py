@@ -473,3 +473,40 @@ def test_requested_calls_no_tool_span_answered_are_counted() -> None:
     with q.tracer.start_as_current_span("root"):
         tool_span(q.tracer, "get_weather", {"city": "Oslo"})
     assert "trace.unexecuted_calls" not in scores(q.one("root"))  # no requests recorded: nothing to say
+
+
+def _mcp_client_span(tracer: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """An MCP client ``tools/call`` span (the agent's side of the call), as a context manager."""
+    attrs = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.arguments": json.dumps(arguments),
+        "jsonrpc.request.id": "7",
+    }
+    return tracer.start_as_current_span(f"tools/call {name}", attributes=attrs)
+
+
+def test_a_second_instrumentation_of_the_same_call_is_counted_once() -> None:
+    """An MCP client span around the in-process server's execute_tool span is one call, not a duplicate."""
+    p = make_pipeline(EvalConfig.from_dict({"policies": {"step_budget": 1}}))
+    with p.tracer.start_as_current_span("root"):
+        chat_span(p.tracer, [WEATHER_TOOL], [("c1", "get_weather")])
+        with _mcp_client_span(p.tracer, "get_weather", {"city": "Oslo"}):
+            tool_span(p.tracer, "get_weather", {"city": " oslo"}, call_id="c1", result='{"t": 3}')
+    inner, outer = p.one("execute_tool get_weather"), p.one("tools/call get_weather")
+    assert scores(inner)["duplicate"] is False and scores(inner)["step"] == 1
+    assert scores(outer) == {"convention": "mcp", "same_call_as": f"{inner.context.span_id:016x}"}
+    root = scores(p.one("root"))
+    assert root["trace.tool_calls"] == 1 and root["trace.over_budget"] is False and root["trace.composite_ok"] is True
+    assert p.metric_sum("toolcall_eval.tool_calls") == 1
+
+
+def test_a_nested_call_of_the_same_tool_with_other_arguments_is_its_own_call() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("root"):
+        with _mcp_client_span(p.tracer, "get_weather", {"city": "Oslo"}):
+            tool_span(p.tracer, "get_weather", {"city": "Rome"})
+        with _mcp_client_span(p.tracer, "lookup", {"city": "Rome"}):
+            tool_span(p.tracer, "get_weather", {"city": "Rome"})
+    assert all("same_call_as" not in scores(s) for s in p.spans())
+    assert scores(p.one("root"))["trace.tool_calls"] == 4

@@ -36,6 +36,7 @@ REPEATED_FAILURE: Final = PREFIX + "repeated_failure"
 OVER_BUDGET: Final = PREFIX + "over_budget"
 VIOLATIONS: Final = PREFIX + "violations"
 EVAL_ERROR: Final = PREFIX + "eval_error"
+SAME_CALL_AS: Final = PREFIX + "same_call_as"
 JUDGE_SAMPLED: Final = PREFIX + "judge.sampled"
 
 # --- the trace verdict on the local root span ---------------------------------------------------
@@ -133,6 +134,12 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "string",
         "tool span",
         "evaluation itself failed on this span (the exception type); the span is forwarded unscored",
+    ),
+    AttributeDoc(
+        SAME_CALL_AS,
+        "string",
+        "tool span",
+        "this span wraps a tool span of the same call (same tool, same normalised arguments) from a second instrumentation, e.g. an MCP client span around the in-process server span: the call is scored and counted once, on that child (its span id, hex); this span carries only this and `convention`",
     ),
     AttributeDoc(TRACE_TOOL_CALLS, "int", "local root span", "tool calls in the trace"),
     AttributeDoc(TRACE_ERRORS, "int", "local root span", "calls whose outcome is not `success`"),

@@ -45,20 +45,7 @@ class EnrichedSpan(ReadableSpan):
             self.__dict__.update(span.__dict__)
             self._attributes = attributes
         else:
-            super().__init__(
-                name=span.name,
-                context=span.context,
-                parent=span.parent,
-                resource=span.resource,
-                attributes=attributes,
-                events=span_events(span),
-                links=span_links(span),
-                kind=span.kind,
-                status=span.status,
-                start_time=span.start_time,
-                end_time=span.end_time,
-                instrumentation_scope=span.instrumentation_scope,
-            )
+            super().__init__(**_public_fields(span, attributes))
         self.original = span
 
     # The copy's attributes are a plain dict, so its own dropped counts would read 0: the original's count.
@@ -73,6 +60,24 @@ class EnrichedSpan(ReadableSpan):
     @property
     def dropped_links(self) -> int:
         return self.original.dropped_links
+
+
+def _public_fields(span: ReadableSpan, attributes: dict[str, Any]) -> dict[str, Any]:
+    """The ``ReadableSpan`` constructor's arguments that reproduce ``span`` with other attributes (the slow path)."""
+    return {
+        "name": span.name,
+        "context": span.context,
+        "parent": span.parent,
+        "resource": span.resource,
+        "attributes": attributes,
+        "events": span_events(span),
+        "links": span_links(span),
+        "kind": span.kind,
+        "status": span.status,
+        "start_time": span.start_time,
+        "end_time": span.end_time,
+        "instrumentation_scope": span.instrumentation_scope,
+    }
 
 
 def _state_is_dict() -> bool:
@@ -150,3 +155,18 @@ def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
         A.TRACE_CORRECT: verdict.correct,
         A.TRACE_COMPOSITE_OK: verdict.composite_ok,
     }
+
+
+def with_attributes(span: ReadableSpan, attributes: dict[str, Any]) -> ReadableSpan:
+    """A copy of ``span`` whose attributes are ``attributes`` (taken as they are, not copied); all else shared.
+
+    Replay uses it to strip the scores of an earlier run. The SDK's ``ReadableSpan`` is copied through its
+    ``__dict__`` as in ``EnrichedSpan`` (one C-level copy, checked at import by ``_state_is_dict``); any other span
+    type, or an SDK that keeps its state differently, goes through the public constructor.
+    """
+    if _STATE_IS_DICT and type(span) is ReadableSpan:
+        copy: ReadableSpan = object.__new__(ReadableSpan)
+        copy.__dict__.update(span.__dict__)
+        copy._attributes = attributes
+        return copy
+    return ReadableSpan(**_public_fields(span, attributes))

@@ -19,10 +19,11 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-from opentelemetry.trace import TracerProvider
+from opentelemetry.trace import SpanContext, TracerProvider
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.background import BackgroundQueue
+from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
@@ -49,12 +50,20 @@ _NOOP_ON_ENDING = frozenset({SpanProcessor._on_ending, BatchSpanProcessor._on_en
 
 
 # Span classes whose ``parent`` and ``attributes`` are the SDK's properties over ``_parent`` / ``_attributes``: the
-# gate in ``on_end`` reads those directly (the proxy costs a wrapper object and a Python-level ``__iter__`` per span).
-_SDK_SPANS = frozenset(
-    cls
-    for cls in (ReadableSpan, Span, getattr(sdk_trace, "_Span", Span))
-    if getattr(cls, "attributes", None) is ReadableSpan.__dict__.get("attributes")
-    and getattr(cls, "parent", None) is ReadableSpan.__dict__.get("parent")
+# gate in ``on_end`` reads those directly (the proxy costs a wrapper object and a Python-level ``__iter__`` per span),
+# and reads ``SpanContext.is_remote`` as the tuple item that property returns. Empty (every span takes the general
+# path) if this API does not store them that way.
+_SDK_SPANS = (
+    frozenset(
+        cls
+        for cls in (ReadableSpan, Span, getattr(sdk_trace, "_Span", Span))
+        if getattr(cls, "attributes", None) is ReadableSpan.__dict__.get("attributes")
+        and getattr(cls, "parent", None) is ReadableSpan.__dict__.get("parent")
+    )
+    if isinstance(SpanContext(1, 2, True), tuple)
+    and SpanContext(1, 2, True)[2] is True
+    and SpanContext(1, 2, False)[2] is False
+    else frozenset()
 )
 
 
@@ -132,6 +141,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._scorer = Scorer.from_config(self.config)
         self._definitions = DefinitionCache()
         limits = self.config.limits
+        self._max_calls = limits.max_calls_per_trace
         self._store = TraceStore(limits.max_traces, limits.trace_ttl_seconds, self._on_drop)
         self._log = _RateLimitedLog()
         self._shutdown = False
@@ -172,14 +182,19 @@ class ToolCallEvalProcessor(SpanProcessor):
             # ``_is_plain_child`` inlined for the SDK's own span types (every span the application ends comes here)
             if type(span) in _SDK_SPANS:
                 parent = span._parent  # what the ``parent`` and ``attributes`` properties return, read directly
-                if parent is not None and not parent.is_remote:
+                if parent is not None and not parent[2]:  # ``is_remote`` (see ``_SDK_SPANS``)
                     keys = self.conventions.detect_keys  # may change when conventions are registered later
                     if keys is not self._gate_of:
                         self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
                     gate = self._gate
                     raw = span._attributes  # None reads as the proxy's empty mapping
                     if gate is not None and (raw is None or gate.isdisjoint(raw)):
-                        self._forward(span)  # neither a tool nor an LLM span, nor a root: what _evaluate would do
+                        # neither a tool nor an LLM span, nor a root: forwarded as is (``_forward``, inlined)
+                        for p in self._downstream:
+                            try:
+                                p.on_end(span)
+                            except Exception:  # noqa: BLE001
+                                self._log.error("downstream.on_end", "downstream on_end failed")
                         return
             elif self._is_plain_child(span):
                 self._forward(span)
@@ -279,8 +294,19 @@ class ToolCallEvalProcessor(SpanProcessor):
         state = self._store.get(ctx.trace_id)
         assert state is not None
         with state.lock:
-            batch = state.batch_for(record.call_id, record.name)
-            score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
+            children = state.tool_children
+            inner = children.pop(ctx.span_id, None) if children else None
+            if inner is not None and wraps_same_call(record.name, record.raw_arguments, inner[0], inner[1]):
+                score = None  # a second instrumentation of the call its child span already carries the scores of
+            else:
+                batch = state.batch_for(record.call_id, record.name)
+                score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
+                if parent is not None:
+                    state.note_tool_child(parent.span_id, record.name, score.arguments, record.span_id, self._max_calls)
+        if score is None:
+            assert inner is not None
+            same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: inner[2]}
+            return self._finish_trace(ctx.trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
         self.metrics.record_call(score)
         extra = call_attributes(score, record.convention)
         if self.judge is not None:

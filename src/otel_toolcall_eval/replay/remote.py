@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 from opentelemetry.sdk.trace import ReadableSpan
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from otel_toolcall_eval.replay.jaeger import JaegerFormatError, spans_from_jaeger
 from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
@@ -32,28 +33,39 @@ class FetchError(RuntimeError):
     pass
 
 
+class _Transient(FetchError):
+    """A failure worth another attempt: a timeout, a transport error, HTTP 5xx or 429."""
+
+
+def _get_json_once(client: httpx.Client, url: str, params: dict[str, Any]) -> Any:
+    try:
+        response = client.get(url, params=params, headers={"Accept": "application/json"})
+    except httpx.TimeoutException:
+        raise _Transient(f"GET {url}: timed out") from None
+    except httpx.TransportError as exc:
+        raise _Transient(f"GET {url}: {exc}") from None
+    if response.status_code >= 500 or response.status_code == 429:
+        raise _Transient(f"GET {url}: HTTP {response.status_code}")
+    if response.status_code >= 400:  # the request itself is wrong: another attempt would get the same answer
+        raise FetchError(f"GET {url}: HTTP {response.status_code}: {response.text[:200]}")
+    try:
+        return response.json()
+    except ValueError:
+        raise FetchError(f"GET {url}: answer is not JSON: {response.text[:120]!r}") from None
+
+
 def _get_json(client: httpx.Client, url: str, params: dict[str, Any], retries: int, backoff: float) -> Any:
-    last = ""
-    for attempt in range(retries + 1):
-        try:
-            response = client.get(url, params=params, headers={"Accept": "application/json"})
-        except httpx.TimeoutException:
-            last = f"GET {url}: timed out"
-        except httpx.TransportError as exc:
-            last = f"GET {url}: {exc}"
-        else:
-            if response.status_code >= 500 or response.status_code == 429:
-                last = f"GET {url}: HTTP {response.status_code}"
-            elif response.status_code >= 400:
-                raise FetchError(f"GET {url}: HTTP {response.status_code}: {response.text[:200]}")
-            else:
-                try:
-                    return response.json()
-                except ValueError:
-                    raise FetchError(f"GET {url}: answer is not JSON: {response.text[:120]!r}") from None
-        if attempt < retries:
-            time.sleep(backoff * 2**attempt)
-    raise FetchError(last + f" (after {retries + 1} attempts)")
+    """One GET, retried (tenacity, as the judge's calls) on transient failures: ``backoff``, then twice as long..."""
+    retrying = Retrying(
+        stop=stop_after_attempt(retries + 1),
+        wait=wait_exponential(multiplier=backoff),
+        retry=retry_if_exception_type(_Transient),
+        reraise=True,
+    )
+    try:
+        return retrying(_get_json_once, client, url, params)
+    except _Transient as exc:
+        raise FetchError(f"{exc} (after {retries + 1} attempts)") from None
 
 
 def fetch_jaeger(

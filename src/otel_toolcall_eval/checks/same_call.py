@@ -1,0 +1,27 @@
+"""Same-call check: a tool span directly around another tool span of the same call is a second instrumentation.
+
+Two instrumentations of one call (an MCP client span around the in-process server span, an OpenInference TOOL
+span around a framework's ``execute_tool`` span) would otherwise count the call twice, and the second copy
+would be flagged a duplicate and fail the trace's composite. The inner span ends first and carries the scores;
+the outer one is matched here by tool name and normalised arguments (a span that recorded no arguments does
+not contradict the other).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_toolcall_eval import _json
+from otel_toolcall_eval.checks.normalize import arguments_key
+
+
+def wraps_same_call(name: str, raw_arguments: Any, inner_name: str, inner_arguments: dict[str, Any] | None) -> bool:
+    """Whether a tool span named ``name`` with ``raw_arguments`` records the same call as its scored child."""
+    if name != inner_name:
+        return False
+    if raw_arguments is None or raw_arguments == "" or inner_arguments is None:
+        return True
+    outer = raw_arguments if isinstance(raw_arguments, dict) else _json.try_loads(raw_arguments)
+    if not isinstance(outer, dict):
+        return False
+    return arguments_key(name, outer) == arguments_key(name, inner_arguments)

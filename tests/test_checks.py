@@ -323,7 +323,7 @@ def test_hot_path_records_keep_their_field_order() -> None:
     assert [f.name for f in fields(CallScore)] == [
         "name", "step", "outcome", "parse_ok", "parse_status", "tool_known", "schema_valid", "schema_errors",
         "schema_source", "schema_drift", "error_source", "batch", "duplicate", "repeated_failure", "over_budget",
-        "violations", "violation_weight", "arguments",
+        "violations", "violation_weight", "arguments", "arguments_key",
     ]  # fmt: skip
 
 
@@ -341,4 +341,5 @@ def test_hot_path_records_keep_their_field_order() -> None:
 )
 def test_wraps_same_call(outer_name: str, outer_raw: Any, inner_args: Any, same: bool) -> None:
 
-    assert wraps_same_call(outer_name, outer_raw, "get_weather", inner_args) is same
+    inner_key = arguments_key("get_weather", inner_args)
+    assert wraps_same_call(outer_name, outer_raw, "get_weather", inner_key) is same

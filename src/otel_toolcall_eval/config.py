@@ -214,7 +214,7 @@ class Evaluation(_Strict):
         ),
     )
     max_queue_size: int = Field(
-        default=8_192, ge=1, description="background: spans waiting; a full queue makes on_end wait for room"
+        default=2_048, ge=1, description="background: spans waiting; a full queue makes on_end wait for room"
     )
     max_delay_millis: int = Field(
         default=100, ge=1, le=60_000, description="background: the longest a span waits before it is scored"

@@ -302,10 +302,12 @@ class ToolCallEvalProcessor(SpanProcessor):
                 batch = state.batch_for(record.call_id, record.name)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if parent is not None:
-                    state.note_tool_child(parent.span_id, record.name, score.arguments, record.span_id, self._max_calls)
+                    state.note_tool_child(
+                        parent.span_id, record.name, score.arguments_key, ctx.span_id, self._max_calls
+                    )
         if score is None:
             assert inner is not None
-            same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: inner[2]}
+            same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner[2]:016x}"}
             return self._finish_trace(ctx.trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
         self.metrics.record_call(score)
         extra = call_attributes(score, record.convention)

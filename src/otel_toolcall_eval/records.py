@@ -122,6 +122,7 @@ class CallScore:
     violations: list[str] = field(default_factory=list)
     violation_weight: int = 0
     arguments: dict[str, Any] | None = None
+    arguments_key: str | None = None  # the normalised call (``checks.normalize``): what duplicates compare
 
     @property
     def correct(self) -> bool:

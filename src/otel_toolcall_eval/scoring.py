@@ -171,6 +171,7 @@ class Scorer:
             violations,
             weight,
             arguments,
+            args_key,
         )
         history.add(score, args_key, fkey, limits.max_calls_per_trace)
         return score

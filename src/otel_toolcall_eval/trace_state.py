@@ -26,9 +26,10 @@ class TraceState:
     call_batches: dict[str, int] = field(default_factory=dict)
     pending_names: dict[str, deque[int]] = field(default_factory=dict)
     genai: bool = False
-    # parent span id -> (tool, parsed arguments, span id) of scored tool spans: tells a wrapping second
-    # instrumentation of the same call (see ``checks.same_call``)
-    tool_children: dict[int, tuple[str, dict[str, Any] | None, str]] | None = None
+    # parent span id -> (tool, normalised arguments key, span id) of the latest scored tool span under it: tells
+    # a wrapping second instrumentation of the same call (``checks.same_call``); the key is the string the call
+    # history holds already, so an entry costs a tuple
+    tool_children: dict[int, tuple[str, str | None, int]] | None = None
     last_seen: float = 0.0
     # The LLM judge's per-trace context (bounded: the request is capped, at most a few items wait).
     judge_draw: int = -1  # the trace's sampling draw, hashed once
@@ -54,13 +55,13 @@ class TraceState:
                 self.pending_names.setdefault(name, deque()).append(self.turns)
 
     def note_tool_child(
-        self, parent_span_id: int, name: str, arguments: dict[str, Any] | None, span_id: str, max_entries: int
+        self, parent_span_id: int, name: str, arguments_key: str | None, span_id: int, max_entries: int
     ) -> None:
         children = self.tool_children
         if children is None:
             children = self.tool_children = {}
         if len(children) < max_entries:
-            children[parent_span_id] = (name, arguments, span_id)
+            children[parent_span_id] = (name, arguments_key, span_id)
 
     @property
     def unexecuted_calls(self) -> int:

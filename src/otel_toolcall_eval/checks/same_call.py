@@ -15,13 +15,16 @@ from otel_toolcall_eval import _json
 from otel_toolcall_eval.checks.normalize import arguments_key
 
 
-def wraps_same_call(name: str, raw_arguments: Any, inner_name: str, inner_arguments: dict[str, Any] | None) -> bool:
-    """Whether a tool span named ``name`` with ``raw_arguments`` records the same call as its scored child."""
+def wraps_same_call(name: str, raw_arguments: Any, inner_name: str, inner_key: str | None) -> bool:
+    """Whether a tool span named ``name`` with ``raw_arguments`` records the same call as its scored child, whose
+    normalised arguments are ``inner_key`` (``arguments_key`` of the child's call)."""
     if name != inner_name:
         return False
-    if raw_arguments is None or raw_arguments == "" or inner_arguments is None:
+    if inner_key is None or inner_key in (arguments_key(name, None, None), arguments_key(name, None, "")):
+        return True  # the child recorded no arguments
+    if raw_arguments is None or raw_arguments == "":
         return True
     outer = raw_arguments if isinstance(raw_arguments, dict) else _json.try_loads(raw_arguments)
     if not isinstance(outer, dict):
         return False
-    return arguments_key(name, outer) == arguments_key(name, inner_arguments)
+    return arguments_key(name, outer) == inner_key

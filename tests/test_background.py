@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import threading
 from collections.abc import Sequence
@@ -260,3 +262,38 @@ def test_auto_mode_follows_the_downstream() -> None:
 def test_bad_evaluation_settings_name_the_field(evaluation: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         EvalConfig.from_dict({"evaluation": evaluation})
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_its_own_worker() -> None:
+    """After fork the parent's worker thread does not exist in the child: the queue restarts there (as the SDK's
+    BatchSpanProcessor does), so a pre-fork server's workers still score their spans."""
+    p = pipeline(config("background"))
+    with p.tracer.start_as_current_span("invoke_agent parent"):
+        tool_span(p.tracer, "get_weather", {"city": "Paris"})
+    assert p.processor.force_flush()  # the parent's worker is running
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what it exported through the pipe, then leave without cleanup
+        code = 1
+        try:
+            p.exporter.clear()
+            with p.tracer.start_as_current_span("invoke_agent child"):
+                chat_span(p.tracer, [WEATHER_TOOL], [("c1", "get_weather")])
+                tool_span(p.tracer, "get_weather", {"city": 3}, call_id="c1")
+            flushed = p.processor.force_flush(5_000)
+            names = sorted(f"{s.name}:{scores(s).get('schema_valid')}" for s in p.spans())
+            os.write(write, json.dumps({"flushed": flushed, "names": names}).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        report = json.loads(fh.read() or "{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert report == {
+        "flushed": True,
+        "names": ["chat model:None", "execute_tool get_weather:False", "invoke_agent child:None"],
+    }
+    p.provider.shutdown()

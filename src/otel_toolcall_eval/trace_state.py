@@ -107,12 +107,14 @@ class TraceStore:
             if state is not None:
                 self._items.move_to_end(trace_id)
             elif create:
-                state = TraceState(last_seen=now)
-                self._items[trace_id] = state
                 self._expire(now, dropped)
-                while len(self._items) > self._max:
+                # make room first: a reader of ``len`` on another thread (the background worker fills the store)
+                # never sees more than the limit, not even between two statements
+                while len(self._items) >= self._max:
                     tid, old = self._items.popitem(last=False)
                     dropped.append((tid, old, "evicted"))
+                state = TraceState(last_seen=now)
+                self._items[trace_id] = state
             if state is not None:
                 state.last_seen = now
         for item in dropped:

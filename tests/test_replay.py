@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,61 @@ def test_cli_replay_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[s
     bad.write_text('{"what": 1}')
     assert main(["replay", str(bad)]) == 2
     assert "bad.json: not OTLP JSON or Jaeger JSON" in capsys.readouterr().err
+
+
+def _zstd_files(tmp_path: Path, raw: list[ReadableSpan]) -> dict[str, tuple[Path, str]]:
+    """The Collector file exporter's ``compression: zstd`` layouts (exporter/fileexporter, file_writer.go): by
+    default each marshalled message is one zstd frame behind a 4-byte big-endian length, JSON or proto alike;
+    with the ``exporter.file.nativeCompression`` gate the whole file is one zstd stream over the usual layout."""
+    zstandard = pytest.importorskip("zstandard")
+    half = len(raw) // 2
+    chunks = (raw[:half], raw[half:])
+    json_messages = [json.dumps(encode_json(c)).encode() for c in chunks]
+    proto_messages = [encode_spans(c).SerializeToString() for c in chunks]
+    compress = zstandard.ZstdCompressor().compress
+
+    def framed(messages: list[bytes]) -> bytes:
+        return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
+
+    out = {
+        "framed-json": (framed([compress(m) for m in json_messages]), "otlp-jsonl+zstd"),
+        "framed-proto": (framed([compress(m) for m in proto_messages]), "otlp-proto-file+zstd"),
+        # a native stream written in two flushes: two frames back to back
+        "stream-json": (compress(json_messages[0] + b"\n") + compress(json_messages[1] + b"\n"), "otlp-jsonl+zstd"),
+        "stream-proto": (compress(framed(proto_messages)), "otlp-proto-file+zstd"),
+    }
+    files = {}
+    for name, (data, fmt) in out.items():
+        path = tmp_path / f"{name}.zst"
+        path.write_bytes(data)
+        files[name] = (path, fmt)
+    return files
+
+
+def test_zstd_compressed_collector_files_read_back_the_same_spans(
+    tmp_path: Path, recorded: tuple[list[ReadableSpan], list[ReadableSpan]]
+) -> None:
+    raw, online = recorded
+    for name, (path, fmt) in _zstd_files(tmp_path, raw).items():
+        report = read_file(path)
+        assert (report.format, len(report.spans)) == (fmt, len(raw)), name
+        assert _scores_by_id(replay_spans(report.spans, CONFIG).spans) == _scores_by_id(online), name
+
+
+def test_broken_zstd_files_name_the_file(
+    tmp_path: Path, recorded: tuple[list[ReadableSpan], list[ReadableSpan]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw, _ = recorded
+    path, _ = _zstd_files(tmp_path, raw)["framed-json"]
+    data = path.read_bytes()
+    truncated = tmp_path / "truncated.zst"
+    truncated.write_bytes(data[: len(data) - 10])
+    with pytest.raises(ReplayInputError, match=r"truncated\.zst: not a length-prefixed zstd file: .*claims"):
+        read_file(truncated)
+    corrupt = tmp_path / "corrupt.zst"
+    corrupt.write_bytes(b"\x28\xb5\x2f\xfd" + b"\xff" * 40)
+    with pytest.raises(ReplayInputError, match=r"corrupt\.zst: corrupt zstd data"):
+        read_file(corrupt)
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if the extra were not installed
+    with pytest.raises(ReplayInputError, match=r"otel-toolcall-eval\[zstd\]"):
+        read_file(path)

@@ -1,6 +1,8 @@
 """Recognise and read a recorded-trace file, whatever wrote it.
 
-- the Collector ``file`` exporter: OTLP JSON lines, or ``format: proto`` (length-prefixed protobuf);
+- the Collector ``file`` exporter: OTLP JSON lines, or ``format: proto`` (length-prefixed protobuf); with
+  ``compression: zstd`` in both of its layouts: each message a zstd frame behind a 4-byte length (the default),
+  or the whole file one zstd stream (the ``exporter.file.nativeCompression`` feature gate);
 - plain OTLP JSON (an ``ExportTraceServiceRequest`` / ``TracesData`` object) and protobuf;
 - Jaeger's JSON (UI download, ``/api/traces`` response); Tempo's trace-by-id JSON.
 Errors name the file and line; a bad line does not lose the good ones before it (``strict=False``).
@@ -19,7 +21,12 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval.replay.jaeger import JaegerFormatError, spans_from_jaeger
-from otel_toolcall_eval.replay.otlp import decode_length_prefixed, request_from_json, spans_from_request
+from otel_toolcall_eval.replay.otlp import (
+    decode_length_prefixed,
+    length_prefixed,
+    request_from_json,
+    spans_from_request,
+)
 
 
 class ReplayInputError(ValueError):
@@ -44,6 +51,9 @@ def spans_from_document(obj: Any) -> Iterator[ReadableSpan]:
         raise ReplayInputError(f"not OTLP JSON or Jaeger JSON (top-level keys: {keys})")
 
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
 def read_file(path: str | Path, *, strict: bool = True) -> ReadReport:
     path = Path(path)
     try:
@@ -51,12 +61,39 @@ def read_file(path: str | Path, *, strict: bool = True) -> ReadReport:
     except OSError as exc:
         raise ReplayInputError(f"{path}: cannot read: {exc.strerror}") from None
     report = ReadReport()
+    compression = ""
+    if data[:4] == ZSTD_MAGIC or data[4:8] == ZSTD_MAGIC:
+        data, compression = _decompress(path, data), "+zstd"
     head = data.lstrip()[:1]
     if head in (b"{", b"["):
         _read_json(path, data, report, strict)
     else:
         _read_proto(path, data, report)
+    report.format += compression
     return report
+
+
+def _decompress(path: Path, data: bytes) -> bytes:
+    """A zstd-compressed file exporter file, as the uncompressed file exporter would have written it."""
+    try:
+        import zstandard
+    except ImportError:
+        raise ReplayInputError(
+            f"{path}: zstd-compressed; reading it needs the zstandard package: pip install 'otel-toolcall-eval[zstd]'"
+        ) from None
+    try:
+        if data[:4] == ZSTD_MAGIC:  # native compression: one stream (possibly several frames) over the whole file
+            with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
+                return reader.read()
+        # the default layout: every message compressed on its own, each frame behind its 4-byte length
+        messages = [zstandard.ZstdDecompressor().decompressobj().decompress(frame) for frame in length_prefixed(data)]
+    except zstandard.ZstdError as exc:
+        raise ReplayInputError(f"{path}: corrupt zstd data: {exc}") from None
+    except ValueError as exc:
+        raise ReplayInputError(f"{path}: not a length-prefixed zstd file: {exc}") from None
+    if all(m.lstrip()[:1] in (b"{", b"[") for m in messages):
+        return b"\n".join(messages) + b"\n"  # JSON messages: the JSON lines the exporter writes uncompressed
+    return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
 
 
 def _read_json(path: Path, data: bytes, report: ReadReport, strict: bool) -> None:

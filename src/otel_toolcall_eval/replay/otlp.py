@@ -157,8 +157,8 @@ def encode_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     return result
 
 
-def decode_length_prefixed(data: bytes) -> Iterator[trace_pb2.TracesData]:
-    """The Collector file exporter's ``format: proto``: each message preceded by its 4-byte big-endian length."""
+def length_prefixed(data: bytes) -> Iterator[bytes]:
+    """The messages of the Collector file exporter's framing: each preceded by its 4-byte big-endian length."""
     offset = 0
     while offset < len(data):
         if offset + 4 > len(data):
@@ -167,7 +167,13 @@ def decode_length_prefixed(data: bytes) -> Iterator[trace_pb2.TracesData]:
         offset += 4
         if offset + size > len(data):
             raise ValueError(f"message at byte {offset - 4} claims {size} bytes, only {len(data) - offset} remain")
-        message = trace_pb2.TracesData()
-        message.ParseFromString(data[offset : offset + size])
+        yield data[offset : offset + size]
         offset += size
+
+
+def decode_length_prefixed(data: bytes) -> Iterator[trace_pb2.TracesData]:
+    """The Collector file exporter's ``format: proto``: each message preceded by its 4-byte big-endian length."""
+    for body in length_prefixed(data):
+        message = trace_pb2.TracesData()
+        message.ParseFromString(body)
         yield message

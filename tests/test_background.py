@@ -297,3 +297,39 @@ def test_a_forked_child_gets_its_own_worker() -> None:
         "names": ["chat model:None", "execute_tool get_weather:False", "invoke_agent child:None"],
     }
     p.provider.shutdown()
+
+
+class _SpanningDownstream(SpanProcessor):
+    """A downstream that ends a span of its own per span it receives, as an instrumented exporter does: on the
+    worker thread, through the same provider, while the queue is full."""
+
+    def __init__(self) -> None:
+        self.tracer: Tracer | None = None
+        self.ended: list[ReadableSpan] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.ended.append(span)
+        if self.tracer is not None and not span.name.startswith("POST /export"):
+            self.tracer.start_span("POST /export").end()  # a root span: queued for the worker
+
+
+def test_the_worker_never_waits_for_itself() -> None:
+    sink = _SpanningDownstream()
+    p = pipeline(config("background", max_queue_size=2), sink)
+    sink.tracer = p.tracer
+
+    def application() -> None:
+        with p.tracer.start_as_current_span("invoke_agent a"):
+            for i in range(40):
+                tool_span(p.tracer, "get_weather", {"city": f"c{i}"})
+
+    thread = threading.Thread(target=application, daemon=True)
+    thread.start()
+    thread.join(15)
+    assert not thread.is_alive(), "the worker deadlocked waiting for room only it can make"
+    assert p.processor.force_flush(10_000)
+    names = [s.name for s in sink.ended]
+    assert names.count("execute_tool get_weather") == 40 and names.count("invoke_agent a") == 1
+    assert names.count("POST /export") == 41
+    sink.tracer = None
+    p.provider.shutdown()

@@ -61,6 +61,7 @@ class BackgroundQueue:
         self._waiters = 0
         self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._worker_ident: int | None = None
         self._stopped = False
         if hasattr(os, "register_at_fork"):
             ref = weakref.WeakMethod(self._after_fork)
@@ -82,7 +83,9 @@ class BackgroundQueue:
         size = len(queue)
         if size >= self._wake_at:
             self._wake.set()
-            if size > self._max:
+            # the worker itself ends spans too (a downstream exporter that is instrumented, judge verdicts): it
+            # must never wait for itself; what it adds is processed next, a few spans past the bound
+            if size > self._max and threading.get_ident() != self._worker_ident:
                 self._wait_for_room()
         return True
 
@@ -143,6 +146,7 @@ class BackgroundQueue:
         return thread is not None and thread.is_alive()
 
     def _run(self) -> None:
+        self._worker_ident = threading.get_ident()
         queue = self._queue
         while True:
             self._wake.wait(self._delay)
@@ -172,3 +176,4 @@ class BackgroundQueue:
         self._waiters = 0
         self._start_lock = threading.Lock()
         self._thread = None
+        self._worker_ident = None

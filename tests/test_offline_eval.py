@@ -111,6 +111,9 @@ def test_a_correct_run_passes_and_writes_every_report(
     required = {"id", "precision", "recall", "f1", "schema_valid", "required_args_match", "order_score",
                 "unnecessary_calls", "parse_failures", "must_not_call_violations", "passed"}  # fmt: skip
     assert required <= set(case) and case["latency_ms"] == 800.0 and case["required_args_match"] is True
+    # no trajectory policies configured: no policy count, row key or gate check (reports as before)
+    assert "policy_violations" not in report["summary"] and all("policy_violations" not in c for c in report["cases"])
+    assert [c["kind"] for c in report["gate"]["checks"]].count("policy") == 0
     assert [c["id"] for c in report["cases"]] == [c.id for c in template_cases()]
     assert "✅ Tool-call evaluation passed" in out["md"].read_text()
     assert out["html"].read_text().startswith("<!doctype html>")

@@ -32,6 +32,62 @@ from otel_toolcall_eval.records import CallHistory, CallScore, ParseStatus, Tool
 _Resolution = tuple[ResolvedSchema, str | None, bool, Any]
 
 
+@dataclass(slots=True, frozen=True)
+class PolicyIndex:
+    """The trajectory policies indexed by the tool they apply to, built once per config: for a call, each list is
+    usually empty, so the policies of a call cost three dict lookups."""
+
+    required: dict[str, list[RequiredStep]]
+    destructive: dict[str, list[DestructiveTool]]
+    rules: dict[str, list[ArgumentRule]]
+
+    @classmethod
+    def from_config(cls, config: EvalConfig) -> PolicyIndex:
+        policies = config.policies
+        required: dict[str, list[RequiredStep]] = {}
+        for step in policies.required_steps:
+            for before in dict.fromkeys(step.before):
+                required.setdefault(before, []).append(step)
+        destructive: dict[str, list[DestructiveTool]] = {}
+        for tool in policies.destructive_tools:
+            destructive.setdefault(tool.tool, []).append(tool)
+        rules: dict[str, list[ArgumentRule]] = {}
+        for rule in policies.argument_rules:
+            rules.setdefault(rule.tool, []).append(rule)
+        return cls(required, destructive, rules)
+
+
+def policy_violations(
+    index: PolicyIndex,
+    history: CallHistory,
+    name: str,
+    batch: int | None,
+    arguments: dict[str, Any] | None,
+    cache: ValidatorCache,
+    violations: list[str],
+) -> int:
+    """Append the call's violations of ``required_steps``, ``destructive_tools`` and ``argument_rules`` (in that
+    order) to ``violations``; return their weight. One function for the processor and the offline runner."""
+    weight = 0
+    required = index.required.get(name)
+    if required:
+        missing = missing_required_steps(history, name, batch, required)
+        violations.extend(missing)
+        weight += len(missing)
+    destructive_rules = index.destructive.get(name)
+    if destructive_rules:
+        destructive = unconfirmed_destructive(history, name, batch, destructive_rules)
+        if destructive:
+            violations.append(destructive[0])
+            weight += destructive[1]
+    rules = index.rules.get(name)
+    if rules:
+        broken = argument_rule_violations(name, arguments, rules, cache)
+        violations.extend(broken)
+        weight += len(broken)
+    return weight
+
+
 @dataclass(slots=True)
 class Scorer:
     """Holds what is built once (config lookups, the validator cache); ``score`` itself keeps no state.
@@ -45,9 +101,7 @@ class Scorer:
     cache: ValidatorCache
     _tools: dict[str, ToolDefinition] = field(init=False, repr=False)
     _forbidden: frozenset[str] = field(init=False, repr=False)
-    _required: dict[str, list[RequiredStep]] = field(init=False, repr=False)
-    _destructive: dict[str, list[DestructiveTool]] = field(init=False, repr=False)
-    _rules: dict[str, list[ArgumentRule]] = field(init=False, repr=False)
+    _policies: PolicyIndex = field(init=False, repr=False)
     _input_errors: frozenset[str] = field(init=False, repr=False)
     _empty_results: frozenset[str] = field(init=False, repr=False)
     # (tool name, id of the trace's definition) -> (that definition, its resolution, its single parameter)
@@ -58,16 +112,7 @@ class Scorer:
         policies = config.policies
         self._tools = config.tool_definitions()
         self._forbidden = frozenset(policies.must_not_call)
-        self._required = {}
-        for step in policies.required_steps:
-            for before in dict.fromkeys(step.before):
-                self._required.setdefault(before, []).append(step)
-        self._destructive = {}
-        for tool in policies.destructive_tools:
-            self._destructive.setdefault(tool.tool, []).append(tool)
-        self._rules = {}
-        for rule in policies.argument_rules:
-            self._rules.setdefault(rule.tool, []).append(rule)
+        self._policies = PolicyIndex.from_config(config)
         self._input_errors = frozenset(config.errors.input_error_types)
         self._empty_results = frozenset(config.errors.empty_results)
         self._resolved = {}
@@ -131,22 +176,9 @@ class Scorer:
         if forbidden:
             violations.append(forbidden)
             weight += 1
-        required = self._required.get(name)
-        if required:
-            missing = missing_required_steps(history, name, batch, required)
-            violations.extend(missing)
-            weight += len(missing)
-        destructive_rules = self._destructive.get(name)
-        if destructive_rules:
-            destructive = unconfirmed_destructive(history, name, batch, destructive_rules)
-            if destructive:
-                violations.append(destructive[0])
-                weight += destructive[1]
-        rules = self._rules.get(name)
-        if rules:
-            rule_violations = argument_rule_violations(name, arguments, rules, self.cache)
-            violations.extend(rule_violations)
-            weight += len(rule_violations)
+        policies = self._policies
+        if name in policies.required or name in policies.destructive or name in policies.rules:
+            weight += policy_violations(policies, history, name, batch, arguments, self.cache, violations)
 
         args_key = arguments_key(name, arguments, raw)
         error_name = error.exception_type or error.error_type or error.retry_cause

@@ -3,7 +3,8 @@
 Every scope keeps sums, never case lists, so a million cases cost what ten do. Rates with an empty
 denominator are ``None`` (reported as null, and a gate on them fails as "no data"), never a vacuous 0 or 1.
 With several runs (N samples), each run is aggregated on its own and ``combine`` takes the mean of every
-metric across runs and its spread (max - min).
+metric across runs and its spread (max - min). ``policy_violations`` is reported only when the config has
+trajectory policies (``offline.policies``), so a report without them looks as it always did.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from otel_toolcall_eval.offline.score import CaseResult
 OTHER = "_other"  # names past the cap share one row, as the online metrics do
 MAX_TOOLS = 500
 MAX_EXAMPLES = 10
+EXAMPLES = ("must_not_call", "missing_runs", "policy")  # the hard failures whose first cases the gate names
 
 
 @dataclass(slots=True)
@@ -53,6 +55,7 @@ class Totals:
     errors: int = 0
     missing_runs: int = 0
     must_not_call_violations: int = 0
+    policy_violations: int = 0
     latency_n: int = 0
     latency_sum: float = 0.0
     latency_max: float | None = None
@@ -93,6 +96,8 @@ class Totals:
         self.errors += r.error is not None
         self.missing_runs += r.missing_run
         self.must_not_call_violations += len(r.must_not_call_violations)
+        if r.policy_violations:
+            self.policy_violations += len(r.policy_violations)
         if r.latency_ms is not None:
             self.latency_n += 1
             self.latency_sum += r.latency_ms
@@ -111,10 +116,11 @@ class Totals:
             else:
                 setattr(self, f.name, mine + theirs)
 
-    def summary(self) -> dict[str, Any]:
-        """The summary block of the JSON report: the metrics of ``catalog.SUMMARY_METRICS``, plus counts."""
+    def summary(self, *, policies: bool = False) -> dict[str, Any]:
+        """The summary block of the JSON report: the metrics of ``catalog.SUMMARY_METRICS``, plus counts
+        (``policy_violations`` only with ``policies``: the config has trajectory policies)."""
         selected = Selection(self.tp, self.expected, self.actual)  # micro-averaged: the sums of all cases
-        return {
+        out: dict[str, Any] = {
             "cases": self.cases,
             "passed": self.passed,
             "pass_rate": rate(self.passed, self.cases),
@@ -149,6 +155,9 @@ class Totals:
                 "total": self.tokens_sum if self.tokens_n else None,
             },
         }
+        if policies:
+            out["policy_violations"] = self.policy_violations
+        return out
 
 
 @dataclass(slots=True)
@@ -186,6 +195,7 @@ class RunAggregate:
     confusion: dict[tuple[str, str], int] = field(default_factory=dict)
     violation_examples: list[str] = field(default_factory=list)  # case ids, first few
     missing_examples: list[str] = field(default_factory=list)
+    policy_examples: list[str] = field(default_factory=list)
 
     def add(self, r: CaseResult) -> None:
         key = (r.slice, r.difficulty)
@@ -212,6 +222,8 @@ class RunAggregate:
             self.violation_examples.append(r.id)
         if r.missing_run and len(self.missing_examples) < MAX_EXAMPLES:
             self.missing_examples.append(r.id)
+        if r.policy_violations and len(self.policy_examples) < MAX_EXAMPLES:
+            self.policy_examples.append(r.id)
 
     def _tool(self, name: str) -> ToolTotals:
         t = self.tools.get(name)
@@ -238,6 +250,7 @@ class RunAggregate:
             self.confusion[label] = self.confusion.get(label, 0) + n
         self.violation_examples = (self.violation_examples + other.violation_examples)[:MAX_EXAMPLES]
         self.missing_examples = (self.missing_examples + other.missing_examples)[:MAX_EXAMPLES]
+        self.policy_examples = (self.policy_examples + other.policy_examples)[:MAX_EXAMPLES]
 
     def scope(self, slice_: str | None = None, difficulty: str | None = None) -> Totals:
         """The sums of every cell in a slice, a difficulty, or (both None) overall."""
@@ -247,15 +260,20 @@ class RunAggregate:
                 out.merge(totals)
         return out
 
-    def report(self) -> dict[str, Any]:
-        """summary, slices, difficulty, per_tool and confusion_matrix blocks of the JSON report."""
+    def report(self, *, policies: bool = False) -> dict[str, Any]:
+        """summary, slices, difficulty, per_tool and confusion_matrix blocks of the JSON report (``policies``: the
+        config has trajectory policies, so the summaries carry ``policy_violations``)."""
         return {
-            "summary": self.scope().summary(),
-            "slices": {s: self.scope(slice_=s).summary() for s in SLICES},
-            "difficulty": {d: self.scope(difficulty=d).summary() for d in DIFFICULTIES},
+            "summary": self.scope().summary(policies=policies),
+            "slices": {s: self.scope(slice_=s).summary(policies=policies) for s in SLICES},
+            "difficulty": {d: self.scope(difficulty=d).summary(policies=policies) for d in DIFFICULTIES},
             "per_tool": {name: self.tools[name].report() for name in sorted(self.tools)},
             "confusion_matrix": confusion_matrix(self.confusion),
-            "examples": {"must_not_call": self.violation_examples, "missing_runs": self.missing_examples},
+            "examples": {
+                "must_not_call": self.violation_examples,
+                "missing_runs": self.missing_examples,
+                "policy": self.policy_examples,
+            },
         }
 
 
@@ -274,7 +292,7 @@ def confusion_matrix(cells: dict[tuple[str, str], int]) -> dict[str, Any]:
 
 
 # Counts add up across runs; everything else is averaged.
-_SUMMED = frozenset({"must_not_call_violations", "missing_runs"})
+_SUMMED = frozenset({"must_not_call_violations", "missing_runs", "policy_violations"})
 
 
 def combine(reports: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -288,8 +306,7 @@ def combine(reports: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, An
     spread = _combine(reports, "spread")
     mean["confusion_matrix"] = _sum_matrices([r["confusion_matrix"] for r in reports])
     mean["examples"] = {
-        key: list(dict.fromkeys(x for r in reports for x in r["examples"][key]))[:MAX_EXAMPLES]
-        for key in ("must_not_call", "missing_runs")
+        key: list(dict.fromkeys(x for r in reports for x in r["examples"][key]))[:MAX_EXAMPLES] for key in EXAMPLES
     }
     spread.pop("confusion_matrix", None)
     spread.pop("examples", None)

@@ -60,6 +60,8 @@ def case_row(results: list[CaseResult]) -> dict[str, Any]:
         "error": next((r.error for r in results if r.error is not None), None),
         "user_input": first.user_input[:MAX_INPUT_CHARS],
     }
+    if first.policy_violations is not None:  # the config has trajectory policies: every row says which broke
+        row["policy_violations"] = list(dict.fromkeys(v.violation for r in results for v in r.policy_violations or ()))
     if len(results) > 1:
         row["samples"] = len(results)
         row["pass_rate"] = sum(r.passed for r in results) / len(results)
@@ -68,7 +70,7 @@ def case_row(results: list[CaseResult]) -> dict[str, Any]:
 
 def _row(r: CaseResult) -> dict[str, Any]:
     order = r.order
-    return {
+    row: dict[str, Any] = {
         "id": r.id,
         "slice": r.slice,
         "difficulty": r.difficulty,
@@ -96,6 +98,9 @@ def _row(r: CaseResult) -> dict[str, Any]:
         "error": r.error,
         "user_input": r.user_input[:MAX_INPUT_CHARS],
     }
+    if r.policy_violations is not None:  # only with trajectory policies configured: no key otherwise
+        row["policy_violations"] = list(dict.fromkeys(v.violation for v in r.policy_violations))
+    return row
 
 
 def _mean(values: list[float | int | None]) -> float | None:

@@ -47,6 +47,12 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
     Metric("error_rate", "lower", "cases whose run recorded an error / cases"),
     Metric("missing_runs", "lower", "cases with no line in the run file"),
     Metric("must_not_call_violations", "lower", "calls of a must-not-call tool (any one fails the gate)"),
+    Metric(
+        "policy_violations",
+        "lower",
+        "calls breaking `policies.required_steps`, `destructive_tools` or `argument_rules`, plus cases over "
+        "`policies.step_budget` (any one fails the gate; reported only when the config has such policies)",
+    ),
     Metric("latency_ms.mean", "lower", "mean latency_ms of the cases that recorded one"),
     Metric("latency_ms.max", "lower", "largest latency_ms"),
     Metric("tokens.mean", "lower", "mean tokens of the cases that recorded them"),

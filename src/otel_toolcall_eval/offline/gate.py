@@ -3,6 +3,8 @@
 The gate fails when any of these holds, whatever the aggregates:
 
 - a must-not-call tool was called in any case of any run,
+- a configured trajectory policy (``policies.required_steps``, ``destructive_tools``, ``argument_rules``,
+  ``step_budget``) was broken in any case of any run,
 - a case has no line in a run file (an incomplete run proves nothing),
 - a configured ``min`` / ``max`` threshold is missed by the metric's mean over the runs, or the metric has no
   value (no cases to measure it on: a gate on nothing is a failure, not a pass),
@@ -18,11 +20,13 @@ from typing import Any
 from otel_toolcall_eval.offline import catalog
 from otel_toolcall_eval.offline.config import GateConfig
 
+HARD_KINDS = ("must_not_call", "policy", "missing_runs")  # checks that allow none, whatever the thresholds
+
 
 @dataclass(slots=True, frozen=True)
 class GateCheck:
     metric: str
-    kind: str  # "min", "max", "spread", "must_not_call", "missing_runs"
+    kind: str  # "min", "max", "spread", or one of HARD_KINDS
     threshold: float | None
     value: float | None
     passed: bool
@@ -72,27 +76,29 @@ def _dig(block: dict[str, Any], path: str) -> Any:
 def evaluate_gate(report: dict[str, Any], spread: dict[str, Any] | None, config: GateConfig, runs: int) -> GateResult:
     result = GateResult()
     summary = report["summary"]
-    violations = summary["must_not_call_violations"] or 0
     examples = report.get("examples", {})
-    if violations:
-        ids = ", ".join(examples.get("must_not_call", []))
-        result.checks.append(
-            GateCheck(
-                "must_not_call_violations", "must_not_call", 0, violations, False,
-                f"must-not-call: {violations:g} call(s) of forbidden tools (cases: {ids})",
-            )
-        )  # fmt: skip
-    else:
-        result.checks.append(GateCheck("must_not_call_violations", "must_not_call", 0, 0, True, "no must-not-call"))
-    missing = summary["missing_runs"] or 0
-    if missing:
-        ids = ", ".join(examples.get("missing_runs", []))
-        result.checks.append(
-            GateCheck(
-                "missing_runs", "missing_runs", 0, missing, False,
-                f"missing runs: {missing:g} case(s) have no line in a run file (cases: {ids})",
-            )
-        )  # fmt: skip
+    hard = (
+        # (summary key, kind, examples key, what one is, the check when there are none)
+        (
+            "must_not_call_violations",
+            "must_not_call",
+            "must_not_call",
+            "call(s) of forbidden tools",
+            "no must-not-call",
+        ),
+        ("policy_violations", "policy", "policy", "violation(s) of configured policies", "no policy violations"),
+        ("missing_runs", "missing_runs", "missing_runs", "case(s) have no line in a run file", None),
+    )
+    for key, kind, example_key, what, none in hard:
+        count = summary.get(key)
+        if count is None and key != "policy_violations":  # that one is absent when no policy is configured
+            count = 0
+        if count:
+            ids = ", ".join(examples.get(example_key, []))
+            label = {"must_not_call": "must-not-call", "missing_runs": "missing runs"}.get(kind, kind)
+            result.checks.append(GateCheck(key, kind, 0, count, False, f"{label}: {count:g} {what} (cases: {ids})"))
+        elif count is not None and none is not None:
+            result.checks.append(GateCheck(key, kind, 0, 0, True, none))
     for kind, thresholds in (("min", config.min), ("max", config.max)):
         for path, threshold in thresholds.items():
             value = lookup(report, path)

@@ -20,6 +20,7 @@ from otel_toolcall_eval.checks.schema import ValidatorCache
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.llm_spans import definition_from
 from otel_toolcall_eval.dataset.models import DatasetCase, Difficulty, ExpectedCall, Slice
+from otel_toolcall_eval.offline.policies import PolicyChecker
 from otel_toolcall_eval.records import ToolDefinition
 
 
@@ -81,7 +82,7 @@ _VALUES: dict[Enum, str] = {
 
 
 class Preparer:
-    """Everything built once per evaluation: normaliser, similarity, validator cache, shared tool sets."""
+    """Everything built once per evaluation: normaliser, similarity, validator cache, shared tool sets, policies."""
 
     def __init__(self, config: EvalConfig, *, max_tool_sets: int = 1024) -> None:
         self.config = config
@@ -91,6 +92,7 @@ class Preparer:
         self.max_bytes = config.limits.max_argument_bytes
         self.cache = ValidatorCache(config.limits.validator_cache_size)
         self.forbidden = frozenset(config.policies.must_not_call)
+        self.policies = PolicyChecker.build(config, self.cache)  # None without trajectory policies
         self._config_tools = config.tool_definitions()
         self._default_tools = _tool_set({}, self._config_tools) if self._config_tools else _NO_TOOLS
         self._tool_sets: dict[bytes, ToolSet] = {}

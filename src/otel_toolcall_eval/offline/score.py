@@ -1,14 +1,16 @@
 """Score one case: the agent's calls against the expected list and each acceptable alternative.
 
 Per call, the online checks run unchanged on the same ``ToolCallRecord`` (``checks.parse``,
-``checks.unknown_tool``, ``checks.schema``, ``checks.must_not_call``; ``checks.normalize`` for duplicates). Per
-reference list, ``checks.selection``, ``checks.argument_match`` and ``checks.order`` compare. The case is scored
-against the reference that fits best (a passing one wins at once), and it passes when, against that reference:
+``checks.unknown_tool``, ``checks.schema``, ``checks.must_not_call``; ``checks.normalize`` for duplicates), and
+the config's trajectory policies when it has any (``offline.policies``). Per reference list,
+``checks.selection``, ``checks.argument_match`` and ``checks.order`` compare. The case is scored against the
+reference that fits best (a passing one wins at once), and it passes when, against that reference:
 
 - the called names equal the expected names as a multiset (precision = recall = 1),
 - every matched call passes all three argument layers (so it also parsed),
 - for the ordered-dependency slice, the order is exact (parallel batches as sets),
-- no must-not-call tool was called, the run recorded no error, and the run has a line for the case.
+- no must-not-call tool was called, no configured policy was broken, the run recorded no error, and the run
+  has a line for the case.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from otel_toolcall_eval.checks.schema import validate_arguments
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.dataset.models import ExpectedCall
+from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons
 from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet
 from otel_toolcall_eval.offline.runs import RunCase
 from otel_toolcall_eval.records import ToolCallRecord
@@ -68,10 +71,11 @@ class CaseResult:
     duplicate_calls: int = 0
     # sequences default to () (no factory call per result); score_case sets them
     must_not_call_violations: Sequence[str] = ()
+    policy_violations: Sequence[PolicyViolation] | None = None  # None: the config has no trajectory policies
     pair_verdicts: Sequence[tuple[str, ArgumentVerdict, int]] = ()  # (tool, verdict, index of the call)
     passed: bool = False
     checks: Sequence[CallCheck] = ()  # the per-call verdicts, kept for wording the reasons
-    core_ok: bool = False  # matched its reference (before must-not-call, errors and missing runs)
+    core_ok: bool = False  # matched its reference (before must-not-call, policies, errors and missing runs)
     _reasons: list[str] | None = None
     latency_ms: float | None = None
     tokens: float | None = None
@@ -221,13 +225,17 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     result.unknown_checked = unknown_checked
     result.unknown_tools = unknown
     result.must_not_call_violations = violations
+    policies = prep.policies
+    broken = None
+    if policies is not None:
+        broken = result.policy_violations = policies.check(checks, run.batches, run.error) if run is not None else []
     if len(by_name) < len(names):
         result.duplicate_calls = _duplicates(checks)
     if run is not None:
         result.latency_ms, result.tokens, result.error = run.latency_ms, run.tokens, run.error
     else:
         result.missing_run = True
-    result.passed = core_ok and not violations and result.error is None and run is not None
+    result.passed = core_ok and not violations and not broken and result.error is None and run is not None
     result.checks = checks
     result.core_ok = core_ok
     return result
@@ -347,6 +355,8 @@ def _reasons(result: CaseResult, case: PreparedCase, checks: Sequence[CallCheck]
     if result.error is not None:
         out.append(f"run error: {result.error[:200]}")
     out += [f"must-not-call: {name}" for name in dict.fromkeys(result.must_not_call_violations)]
+    if result.policy_violations:
+        out += policy_reasons(result.policy_violations, run_failed=result.error is not None)
     if core_ok:
         return out
     ref = case.references[result.reference]

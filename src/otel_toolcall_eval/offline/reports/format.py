@@ -9,7 +9,7 @@ from otel_toolcall_eval.offline.gate import lookup
 
 # The metrics shown in summary tables, by catalog path (the same key the gate config uses).
 SHOWN: tuple[str, ...] = tuple(m.path for m in SUMMARY_METRICS)
-COUNTS = frozenset({"missing_runs", "must_not_call_violations"})
+COUNTS = frozenset({"missing_runs", "must_not_call_violations", "policy_violations"})
 
 # The per-case metrics compared against a baseline.
 CASE_METRICS: tuple[str, ...] = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_toolcall_eval.offline.catalog import SLICES
+from otel_toolcall_eval.offline.gate import HARD_KINDS
 from otel_toolcall_eval.offline.reports.baseline import BaselineDiff, Flip
 from otel_toolcall_eval.offline.reports.format import SHOWN, delta, is_count, metric, num, pct, shown
 from otel_toolcall_eval.offline.runner import EvalResult
@@ -49,13 +50,13 @@ def _gate(result: EvalResult) -> list[str]:
     out = ["### Gate", "", "| | check | value | threshold |", "|---|---|---|---|"]
     for check in result.gate.checks:
         mark = "✅" if check.passed else "❌"
-        if check.kind in ("must_not_call", "missing_runs"):
+        if check.kind in HARD_KINDS:
             threshold = "none allowed"
         elif check.kind == "spread":
             threshold = f"spread ≤ {check.threshold:g}"
         else:
             threshold = f"{'≥' if check.kind == 'min' else '≤'} {check.threshold:g}"
-        value = num(check.value, count=check.kind in ("must_not_call", "missing_runs"))
+        value = num(check.value, count=check.kind in HARD_KINDS)
         out.append(f"| {mark} | `{check.metric}` | {value} | {threshold} |")
     if not any(c.kind in ("min", "max") for c in result.gate.checks):
         out += ["", "_No thresholds configured (`gate.min` / `gate.max`): only the hard rules apply._"]

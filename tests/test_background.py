@@ -333,3 +333,29 @@ def test_the_worker_never_waits_for_itself() -> None:
     assert names.count("POST /export") == 41
     sink.tracer = None
     p.provider.shutdown()
+
+
+class _FlushingDownstream(SpanProcessor):
+    """A downstream that flushes the provider from inside on_end (on the worker thread), once."""
+
+    def __init__(self) -> None:
+        self.processor: ToolCallEvalProcessor | None = None
+        self.inner: list[bool] = []
+        self.ended: list[ReadableSpan] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.ended.append(span)
+        if self.processor is not None and not self.inner:
+            self.inner.append(self.processor.force_flush(30_000))
+
+
+def test_a_flush_from_inside_the_worker_does_not_wait_for_itself() -> None:
+    sink = _FlushingDownstream()
+    p = pipeline(config("background"), sink)
+    sink.processor = p.processor
+    with p.tracer.start_as_current_span("invoke_agent a"):
+        tool_span(p.tracer, "get_weather", {"city": "Oslo"})
+    assert p.processor.force_flush(10_000), "the worker sat in a flush that waited for itself"
+    assert sink.inner == [False]  # it could not flush what it was itself processing, and said so
+    assert sorted(s.name for s in sink.ended) == ["execute_tool get_weather", "invoke_agent a"]
+    p.provider.shutdown()

@@ -70,10 +70,6 @@ class BackgroundQueue:
     def __len__(self) -> int:
         return len(self._queue)
 
-    @property
-    def stopped(self) -> bool:
-        return self._stopped
-
     def submit(self, span: ReadableSpan) -> bool:
         """Queue ``span``; False when the queue is stopped (the caller then processes it itself)."""
         if (self._stopped or self._thread is None) and not self._start():
@@ -94,6 +90,8 @@ class BackgroundQueue:
         thread = self._thread
         if thread is None or not thread.is_alive():
             return not self._queue
+        if threading.get_ident() == self._worker_ident:  # a flush from inside the worker cannot wait for itself
+            return False
         marker = _Marker()
         self._queue.append(marker)
         self._wake.set()

@@ -131,6 +131,7 @@ def test_tool_span_scored_with_definitions_joined_from_chat_span() -> None:
         "trace.violations": 0,
         "trace.violation_weight": 0,
         "trace.unexecuted_calls": 0,
+        "trace.unknown_tool_requests": 0,
         "trace.correct": False,
         "trace.composite_ok": False,
     }
@@ -468,7 +469,24 @@ def test_requested_calls_no_tool_span_answered_are_counted() -> None:
         tool_span(p.tracer, "get_weather", {"city": "Rome"})  # no call id: claimed by name
     root = scores(p.one("root"))
     assert root["trace.unexecuted_calls"] == 1  # made_up_tool was asked for and never ran
-    assert root["trace.tool_calls"] == 2 and root["trace.composite_ok"] is True  # informational only
+    # ... and the model was never offered it: a wrong-tool decision, though no tool span shows it
+    assert root["trace.unknown_tool_requests"] == 1
+    assert root["trace.tool_calls"] == 2 and root["trace.correct"] is False and root["trace.composite_ok"] is False
+    assert p.metric_sum("toolcall_eval.violations", tool="_unknown", violation="unknown_tool") == 1
+    assert p.metric_sum("toolcall_eval.traces", composite_ok="false") == 1
+    # a request for an offered tool that no span answered (say, an uninstrumented tool) stays informational
+    k = make_pipeline()
+    with k.tracer.start_as_current_span("root"):
+        chat_span(k.tracer, [WEATHER_TOOL], [("c1", "get_weather"), ("c2", "get_weather")])
+        tool_span(k.tracer, "get_weather", {"city": "Oslo"}, call_id="c1")
+    root = scores(k.one("root"))
+    assert (root["trace.unexecuted_calls"], root["trace.unknown_tool_requests"]) == (1, 0)
+    assert root["trace.composite_ok"] is True
+    # with no tool list at all (no definitions, none configured) nothing tells a known tool: not counted
+    n = make_pipeline()
+    with n.tracer.start_as_current_span("root"):
+        chat_span(n.tracer, None, [("c1", "anything")])
+    assert scores(n.one("root"))["trace.unknown_tool_requests"] == 0
     q = make_pipeline()
     with q.tracer.start_as_current_span("root"):
         tool_span(q.tracer, "get_weather", {"city": "Oslo"})

@@ -46,6 +46,7 @@ TRACE_OVER_BUDGET: Final = PREFIX + "trace.over_budget"
 TRACE_VIOLATIONS: Final = PREFIX + "trace.violations"
 TRACE_VIOLATION_WEIGHT: Final = PREFIX + "trace.violation_weight"
 TRACE_UNEXECUTED_CALLS: Final = PREFIX + "trace.unexecuted_calls"
+TRACE_UNKNOWN_TOOL_REQUESTS: Final = PREFIX + "trace.unknown_tool_requests"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
 
@@ -159,10 +160,18 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "framework refused to run; informational, not part of the composite (absent when no requests were recorded)",
     ),
     AttributeDoc(
+        TRACE_UNKNOWN_TOOL_REQUESTS,
+        "int",
+        "local root span",
+        "of those, requests naming a tool the model was not offered (nor configured): a wrong-tool decision no tool "
+        "span shows (pydantic-ai runs none for a tool it does not have); fails `trace.correct` (absent when no "
+        "requests were recorded)",
+    ),
+    AttributeDoc(
         TRACE_CORRECT,
         "bool",
         "local root span",
-        "every call parsed, known, schema-valid where a schema is known, no violation, no duplicate, no repeated failure",
+        "every call parsed, known, schema-valid where a schema is known, no violation, no duplicate, no repeated failure, no request for an unknown tool",
     ),
     AttributeDoc(
         TRACE_COMPOSITE_OK,

@@ -220,6 +220,8 @@ class EvalMetrics:
             instruments.violations.add((tool, kind))
 
     def record_trace(self, verdict: TraceVerdict, finalized_by: str) -> None:
+        for _ in range(verdict.unknown_tool_requests):  # no tool span carried these: counted with the trace
+            self._instruments.violations.add(("_unknown", "unknown_tool"))
         ok = "true" if verdict.composite_ok else "false"
         self._instruments.traces.add((ok, finalized_by))
         self._instruments.per_trace.record(verdict.tool_calls, {"composite_ok": ok})

@@ -37,7 +37,7 @@ from otel_toolcall_eval.conventions.llm_spans import (
 )
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
 from otel_toolcall_eval.metrics import EvalMetrics
-from otel_toolcall_eval.records import CallScore, ToolCallRecord
+from otel_toolcall_eval.records import CallScore, ToolCallRecord, TraceVerdict
 from otel_toolcall_eval.scoring import Scorer
 from otel_toolcall_eval.trace_state import TraceState, TraceStore
 
@@ -142,6 +142,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._definitions = DefinitionCache()
         limits = self.config.limits
         self._max_calls = limits.max_calls_per_trace
+        self._config_tools = self.config.tool_definitions()
         self._store = TraceStore(limits.max_traces, limits.trace_ttl_seconds, self._on_drop)
         self._log = _RateLimitedLog()
         self._shutdown = False
@@ -340,12 +341,20 @@ class ToolCallEvalProcessor(SpanProcessor):
             self._judge("trace_done", "judge.trace_done", state)
         if state is None or (state.history.calls == 0 and not state.genai):
             return EnrichedSpan(span, extra, attrs) if extra else span
-        verdict = trace_verdict(state.history, self.config.policies.step_budget)
+        verdict = self._verdict(state)
         self.metrics.record_trace(verdict, "root")
         extra.update(verdict_attributes(verdict))
         if state.turns:
             extra[A.TRACE_UNEXECUTED_CALLS] = state.unexecuted_calls
+            extra[A.TRACE_UNKNOWN_TOOL_REQUESTS] = verdict.unknown_tool_requests
         return EnrichedSpan(span, extra, attrs)
+
+    def _verdict(self, state: TraceState) -> TraceVerdict:
+        return trace_verdict(
+            state.history,
+            self.config.policies.step_budget,
+            state.unknown_tool_requests(self._config_tools) if state.turns else 0,
+        )
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:
         self.metrics.record_dropped(reason)
@@ -356,7 +365,7 @@ class ToolCallEvalProcessor(SpanProcessor):
     def _record_unfinished(self, state: TraceState, reason: str) -> None:
         if state.history.calls == 0 and not state.genai:
             return
-        self.metrics.record_trace(trace_verdict(state.history, self.config.policies.step_budget), reason)
+        self.metrics.record_trace(self._verdict(state), reason)
 
     def _judge(self, method: str, key: str, *args: Any) -> Any:
         """``_safe`` for a judge call, without a closure: a lambda makes its variables cells for the whole of the

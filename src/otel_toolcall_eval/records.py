@@ -176,6 +176,7 @@ class TraceVerdict:
     violations: int
     violation_weight: int
     correct: bool
+    unknown_tool_requests: int = 0  # requested calls of tools not offered that no tool span answered
 
     @property
     def composite_ok(self) -> bool:

@@ -68,6 +68,18 @@ class TraceState:
         """Requested calls no tool span claimed (by id or by name)."""
         return sum(len(batches) for batches in self.pending_names.values())
 
+    def unknown_tool_requests(self, configured: dict[str, ToolDefinition]) -> int:
+        """Unclaimed requests naming a tool neither the trace's definitions nor the config know; 0 when neither
+        lists any tool (nothing to tell a known tool by)."""
+        if not self.pending_names or (not self.tools and not configured):
+            return 0
+        tools = self.tools or {}
+        return sum(
+            len(batches)
+            for name, batches in self.pending_names.items()
+            if batches and name not in tools and name not in configured
+        )
+
     def batch_for(self, call_id: str | None, name: str) -> int | None:
         """The turn that issued this call: by call id, else the earliest unclaimed request of this name."""
         pending = self.pending_names.get(name)

@@ -277,6 +277,9 @@ def test_pydantic_ai_unregistered_tool_is_counted_as_unexecuted(otel: Otel) -> N
     root = attrs(otel.root())
     assert root[A.TRACE_UNEXECUTED_CALLS] == 1
     assert root[A.TRACE_TOOL_CALLS] == 1
+    # book_flight was never offered: the wrong-tool decision fails the trace though no tool span shows it
+    assert root[A.TRACE_UNKNOWN_TOOL_REQUESTS] == 1
+    assert root[A.TRACE_CORRECT] is False and root[A.TRACE_COMPOSITE_OK] is False
 
 
 def test_pydantic_ai_invalid_json_arguments_are_a_parse_failure(otel: Otel) -> None:

@@ -366,8 +366,9 @@ def assert_scored_trace(roles: dict[str, PbSpan]) -> None:
     assert _typed(root, A.TRACE_COMPOSITE_OK, "bool_value") is False
     # Both requested calls ran.
     assert _typed(root, A.TRACE_UNEXECUTED_CALLS, "int_value") == 0
+    assert _typed(root, A.TRACE_UNKNOWN_TOOL_REQUESTS, "int_value") == 0
     # The root is not a tool call: it carries the verdict only.
-    assert _eval_keys(root) == {*A.TRACE_VERDICT, A.TRACE_UNEXECUTED_CALLS}
+    assert _eval_keys(root) == {*A.TRACE_VERDICT, A.TRACE_UNEXECUTED_CALLS, A.TRACE_UNKNOWN_TOOL_REQUESTS}
 
     assert _eval_keys(roles["plain"]) == set()
     assert _eval_keys(roles["chat"]) == set()

@@ -5,12 +5,15 @@ from __future__ import annotations
 from otel_toolcall_eval.records import CallHistory, TraceVerdict
 
 
-def trace_verdict(history: CallHistory, step_budget: int | None) -> TraceVerdict:
+def trace_verdict(history: CallHistory, step_budget: int | None, unknown_tool_requests: int = 0) -> TraceVerdict:
+    """``unknown_tool_requests``: calls the model asked for, of tools it was not offered, that never ran as a tool
+    span (a framework that refuses them runs none): the wrong-tool decision is the model's all the same."""
     return TraceVerdict(
         tool_calls=history.calls,
         errors=history.errors,
         over_budget=step_budget is not None and history.calls > step_budget,
         violations=history.violations,
         violation_weight=history.violation_weight,
-        correct=history.all_correct,
+        correct=history.all_correct and not unknown_tool_requests,
+        unknown_tool_requests=unknown_tool_requests,
     )

@@ -528,3 +528,21 @@ def test_a_nested_call_of_the_same_tool_with_other_arguments_is_its_own_call() -
             tool_span(p.tracer, "get_weather", {"city": "Rome"})
     assert all("same_call_as" not in scores(s) for s in p.spans())
     assert scores(p.one("root"))["trace.tool_calls"] == 4
+
+
+def test_calls_without_recorded_arguments_are_never_repeats_of_each_other() -> None:
+    """GenAI content capture is opt-in: with no arguments recorded two calls cannot be told apart, so neither is a
+    duplicate or a repeated failure; with arguments recorded the same pair is."""
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("root"):
+        for _ in range(2):
+            tool_span(p.tracer, "get_weather", error=RuntimeError("down"))
+        for _ in range(2):
+            tool_span(p.tracer, "get_weather", {"city": "Oslo"}, error=RuntimeError("down"))
+    calls = [scores(s) for s in p.by_name("execute_tool get_weather")]
+    assert [(c["duplicate"], c["repeated_failure"]) for c in calls] == [
+        (False, False),
+        (False, False),
+        (False, False),
+        (True, True),
+    ]

@@ -118,7 +118,8 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         DUPLICATE,
         "bool",
         "tool span",
-        "an earlier call in the trace had the same name and the same normalised arguments",
+        "an earlier call in the trace had the same name and the same normalised arguments (never when the "
+        "arguments were not recorded: such calls cannot be told apart)",
     ),
     AttributeDoc(
         REPEATED_FAILURE, "bool", "tool span", "an earlier call in the trace was the same call and failed the same way"

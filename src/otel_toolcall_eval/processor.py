@@ -299,6 +299,8 @@ class ToolCallEvalProcessor(SpanProcessor):
             inner = children.pop(ctx.span_id, None) if children else None
             if inner is not None and wraps_same_call(record.name, record.raw_arguments, inner[0], inner[1]):
                 score = None  # a second instrumentation of the call its child span already carries the scores of
+                if parent is not None:  # a third layer around this one is the same call too (FastMCP has three)
+                    state.note_tool_child(parent.span_id, inner[0], inner[1], inner[2], self._max_calls)
             else:
                 batch = state.batch_for(record.call_id, record.name)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)

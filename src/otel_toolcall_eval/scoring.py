@@ -197,8 +197,10 @@ class Scorer:
             resolved.drift,
             source,
             batch,
-            is_duplicate(history, args_key),
-            is_repeated_failure(history, fkey),
+            # arguments not recorded (GenAI content capture is opt-in): two such calls cannot be told apart,
+            # so neither is called a repeat of the other
+            status is not ParseStatus.ABSENT and is_duplicate(history, args_key),
+            status is not ParseStatus.ABSENT and is_repeated_failure(history, fkey),
             over_budget(step, self.config.policies.step_budget),
             violations,
             weight,

@@ -43,7 +43,8 @@ MCP = AttributeConvention(
     argument_keys=(A.GEN_AI_TOOL_CALL_ARGUMENTS,),
     result_keys=(A.GEN_AI_TOOL_CALL_RESULT,),
     call_id_keys=(A.GEN_AI_TOOL_CALL_ID, "jsonrpc.request.id"),
-    span_name_prefixes=("tools/call ",),
+    # the semconv span name, and the MCP Python SDK's transport span (no gen_ai.tool.name on it)
+    span_name_prefixes=("tools/call ", "MCP send tools/call "),
 )
 
 

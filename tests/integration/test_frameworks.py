@@ -141,10 +141,12 @@ def scripted_model(turns: list[list[ToolCallPart]]) -> FunctionModel:
     return FunctionModel(fn)
 
 
-def weather_agent(otel: Otel, turns: list[list[ToolCallPart]], version: int | None = None) -> Agent[None, str]:
+def weather_agent(
+    otel: Otel, turns: list[list[ToolCallPart]], version: int | None = None, *, include_content: bool = True
+) -> Agent[None, str]:
     agent: Agent[None, str] = Agent(scripted_model(turns))
     kwargs: dict[str, Any] = {} if version is None else {"version": version}
-    agent.instrument = InstrumentationSettings(tracer_provider=otel.provider, include_content=True, **kwargs)
+    agent.instrument = InstrumentationSettings(tracer_provider=otel.provider, include_content=include_content, **kwargs)
 
     @agent.tool_plain
     def get_weather(city: str) -> str:
@@ -280,6 +282,24 @@ def test_pydantic_ai_unregistered_tool_is_counted_as_unexecuted(otel: Otel) -> N
     # book_flight was never offered: the wrong-tool decision fails the trace though no tool span shows it
     assert root[A.TRACE_UNKNOWN_TOOL_REQUESTS] == 1
     assert root[A.TRACE_CORRECT] is False and root[A.TRACE_COMPOSITE_OK] is False
+
+
+def test_pydantic_ai_without_content_capture_scores_what_it_can(otel: Otel) -> None:
+    """include_content=False (what a privacy-minded deployment runs): no arguments on the spans, so no parse or
+    schema verdict, and two calls of one tool are not duplicates of each other; outcomes still count."""
+    turns = [
+        [ToolCallPart("get_weather", {"city": "Oslo"}, tool_call_id="a")],
+        [ToolCallPart("get_weather", {"city": "Rome"}, tool_call_id="b")],
+        [ToolCallPart("get_forecast", {"city": "Oslo", "days": 2}, tool_call_id="c")],
+    ]
+    with pytest.raises(RuntimeError, match="forecast backend down"):  # a tool exception aborts the run
+        weather_agent(otel, turns, include_content=False).run_sync("?")
+    calls = [scores(s) for s in otel.tool_spans()]
+    assert [c[A.OUTCOME] for c in calls] == ["success", "success", "execution_failed"]
+    assert all(A.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs(s) for s in otel.tool_spans())
+    assert all(A.PARSE_OK not in c and A.SCHEMA_VALID not in c for c in calls)
+    assert [c[A.DUPLICATE] for c in calls] == [False, False, False]
+    assert otel.verdict() == verdict(calls=3, errors=1, correct=True)
 
 
 def test_pydantic_ai_invalid_json_arguments_are_a_parse_failure(otel: Otel) -> None:

@@ -146,3 +146,30 @@ def test_from_failing_trace_to_red_gate(tmp_path: Path, capsys: pytest.CaptureFi
         + "\n"
     )
     assert main(["eval", "--dataset", str(cases), "--runs", str(fixed)]) == 0
+
+
+def test_a_call_recorded_by_two_instrumentations_is_harvested_once(tmp_path: Path) -> None:
+    """An MCP client span around the server's execute_tool span is one call in the draft row and the run line."""
+    raw = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(raw))
+    tracer = provider.get_tracer("agent")
+    arguments = json.dumps({"city": "Oslo"})
+    with tracer.start_as_current_span("invoke_agent weather", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        client = {"mcp.method.name": "tools/call", "gen_ai.tool.name": "get_weather"}
+        with tracer.start_as_current_span("tools/call get_weather", attributes=client):
+            server = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.arguments": arguments,
+            }
+            tracer.start_span("execute_tool get_weather", attributes=server).end()
+    provider.shutdown()
+    source = tmp_path / "traces.jsonl"
+    source.write_text(json.dumps(encode_json(list(raw.get_finished_spans()))) + "\n")
+    out, runs = tmp_path / "rows.jsonl", tmp_path / "runs.jsonl"
+    assert main(["harvest", str(source), "--where", "tool_calls = 1", "--out", str(out), "--runs-out", str(runs)]) == 0
+    (case,) = read_cases(out)
+    assert [(c.name, c.args) for c in case.expected_tool_calls] == [("get_weather", {"city": "Oslo"})]
+    (line,) = [json.loads(x) for x in runs.read_text().splitlines()]
+    assert [c["name"] for c in line["tool_calls"]] == ["get_weather"]

@@ -56,6 +56,8 @@ def case_from_trace(
     left_out: list[str] = []
     for span in ordered:
         attrs = span.attributes or {}
+        if A.SAME_CALL_AS in attrs:  # a second instrumentation of a call its child span records
+            continue
         convention = conventions.recognise(span, attrs)
         record = convention.extract(span, attrs) if convention is not None else None
         if record is None:
@@ -109,6 +111,8 @@ def run_line(spans: Sequence[ReadableSpan], conventions: ConventionRegistry) -> 
     calls = []
     for span in ordered:
         attrs = span.attributes or {}
+        if A.SAME_CALL_AS in attrs:  # a second instrumentation of a call its child span records
+            continue
         convention = conventions.recognise(span, attrs)
         record = convention.extract(span, attrs) if convention is not None else None
         if record is None:

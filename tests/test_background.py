@@ -22,7 +22,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.builtin import GENAI
-from otel_toolcall_eval.metrics import QUEUE_WAITS
+from otel_toolcall_eval.metrics import QUEUE_SIZE, QUEUE_WAITS
 from tests.helpers import WEATHER_TOOL, Pipeline, chat_span, scores, tool_span
 
 POLICIES: dict[str, Any] = {
@@ -185,11 +185,14 @@ def test_a_full_queue_makes_on_end_wait_and_loses_nothing() -> None:
     assert not done.wait(0.5), "on_end should wait while the queue is full"
     assert len(p.processor._background or ()) <= 5  # the bound, plus the span waiting for room
     assert p.metric_sum(QUEUE_WAITS) >= 1
+    queued = len(p.processor._background or ())
+    assert queued >= 4 and p.metric_sum(QUEUE_SIZE) == queued  # the gauge reads the queue as it stands
     gate.release.set()
     assert done.wait(30)
     thread.join()
     assert p.processor.force_flush()
     assert len(gate.ended) == 31
+    assert p.metric_sum(QUEUE_SIZE) == 0
     assert all(scores(s)["outcome"] == "success" for s in gate.ended if s.name.startswith("execute_tool"))
     p.provider.shutdown()
 

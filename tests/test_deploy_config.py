@@ -97,6 +97,14 @@ def rules() -> list[dict[str, Any]]:
     return [rule for group in load_yaml(RULES_FILE)["groups"] for rule in group["rules"]]
 
 
+class _Sized:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+
 @pytest.fixture(scope="module")
 def emitted() -> dict[str, set[str]]:
     """Prometheus sample names the processor really emits, with their labels.
@@ -120,6 +128,8 @@ def emitted() -> dict[str, set[str]]:
         metrics.record_error("score")
         metrics.record_dropped("evicted")
         metrics.record_queue_wait()
+        queue = _Sized(3)  # anything with a length: what a background queue reports
+        metrics.watch_queue(queue)
         text = generate_latest(registry).decode()
     finally:
         provider.shutdown()

@@ -42,6 +42,7 @@ TRACE_TOOL_CALLS: Final = "toolcall_eval.trace.tool_calls"
 INTERNAL_ERRORS: Final = "toolcall_eval.internal_errors"
 STATE_DROPPED: Final = "toolcall_eval.state.dropped"
 QUEUE_WAITS: Final = "toolcall_eval.queue.waits"
+QUEUE_SIZE: Final = "toolcall_eval.queue.size"
 
 METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
@@ -100,6 +101,14 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "toolcall_eval_queue_waits_total",
         "`evaluation.mode: background`: spans whose `on_end` waited for room in the full queue (back-pressure)",
     ),
+    MetricDoc(
+        QUEUE_SIZE,
+        "gauge",
+        "{span}",
+        "-",
+        "toolcall_eval_queue_size",
+        "spans waiting in the background evaluation queue when the metrics were collected (bounded by `evaluation.max_queue_size`)",
+    ),
 )
 
 
@@ -138,6 +147,7 @@ class _Instruments:
         self.errors = _Tally(("stage",))
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
+        self.queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the background queues of processors on this meter
         for doc, tally in (
             (METRICS[0], self.calls),
             (METRICS[1], self.violations),
@@ -147,12 +157,19 @@ class _Instruments:
             (METRICS[6], self.queue_waits),
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
+        meter.create_observable_gauge(
+            QUEUE_SIZE, callbacks=[self._observe_queues], unit="{span}", description=METRICS[7].meaning
+        )
         self.per_trace = meter.create_histogram(
             TRACE_TOOL_CALLS,
             unit="{call}",
             description=METRICS[3].meaning,
             explicit_bucket_boundaries_advisory=[0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 100],
         )
+
+    def _observe_queues(self, options: CallbackOptions) -> Iterable[Observation]:
+        queues = list(self.queues)
+        return [Observation(sum(len(q) for q in queues))] if queues else []
 
 
 _SHARED: weakref.WeakKeyDictionary[Any, _Instruments] = weakref.WeakKeyDictionary()
@@ -234,3 +251,7 @@ class EvalMetrics:
 
     def record_queue_wait(self) -> None:
         self._instruments.queue_waits.add(())
+
+    def watch_queue(self, queue: Any) -> None:
+        """Report ``len(queue)`` as ``toolcall_eval.queue.size`` (summed over the processors on this meter)."""
+        self._instruments.queues.add(queue)

@@ -162,6 +162,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 max_delay_seconds=evaluation.max_delay_millis / 1000,
                 on_wait=self.metrics.record_queue_wait,
             )
+            self.metrics.watch_queue(self._background)
 
     # --- SpanProcessor -------------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:

@@ -362,3 +362,32 @@ def test_a_flush_from_inside_the_worker_does_not_wait_for_itself() -> None:
     assert sink.inner == [False]  # it could not flush what it was itself processing, and said so
     assert sorted(s.name for s in sink.ended) == ["execute_tool get_weather", "invoke_agent a"]
     p.provider.shutdown()
+
+
+class _Fatal(BaseException):
+    """Not an Exception: escapes ``process``'s guard and kills the worker thread, as nothing should."""
+
+
+def test_a_dead_worker_is_replaced_and_nothing_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = pipeline(config("background", max_queue_size=8))
+    queue = p.processor._background
+    assert queue is not None
+    real = queue._process
+    calls = {"n": 0}
+
+    def dies_once(span: ReadableSpan) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise _Fatal  # the worker thread ends here, with this span lost to it
+        real(span)
+
+    monkeypatch.setattr(queue, "_process", dies_once)
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the thread's death is expected here
+    with p.tracer.start_as_current_span("invoke_agent a"):
+        for i in range(30):  # past the bound: the full queue notices the dead worker and starts another
+            tool_span(p.tracer, "get_weather", {"city": f"c{i}"})
+    assert p.processor.force_flush(10_000)
+    names = [s.name for s in p.spans()]
+    assert names.count("execute_tool get_weather") == 29  # only the span in the dying worker's hands is lost
+    assert names.count("invoke_agent a") == 1
+    p.provider.shutdown()

@@ -87,8 +87,9 @@ class BackgroundQueue:
 
     def flush(self, timeout_seconds: float) -> bool:
         """Wait until every span queued so far has been processed (the worker forwarded it)."""
-        thread = self._thread
-        if thread is None or not thread.is_alive():
+        if self._thread is None:  # never started: nothing was queued
+            return not self._queue
+        if not self._alive() and not self._start():  # a worker that died is replaced; once stopped, none runs
             return not self._queue
         if threading.get_ident() == self._worker_ident:  # a flush from inside the worker cannot wait for itself
             return False
@@ -118,10 +119,12 @@ class BackgroundQueue:
 
     # --- internals -------------------------------------------------------------------------------
     def _start(self) -> bool:
+        """Start the worker, or start it again if it died (checked on the slow paths only: a full queue, a
+        flush); False once stopped."""
         with self._start_lock:
             if self._stopped:
                 return False
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 thread.start()
                 self._thread = thread
@@ -130,6 +133,8 @@ class BackgroundQueue:
     def _wait_for_room(self) -> None:
         if self._on_wait is not None:
             self._on_wait()
+        if not self._alive() and not self._start():
+            return  # stopped: shutdown processes what is left
         with self._room:
             self._waiters += 1
             try:

@@ -8,7 +8,7 @@ right (a tool that was not offered, a must-not-call tool) are left out of the dr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -20,6 +20,7 @@ from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, input_messages, is_llm_span, tool_definitions
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
+from otel_toolcall_eval.records import ToolCallRecord
 
 
 def case_id(trace_id: int) -> str:
@@ -54,14 +55,7 @@ def case_from_trace(
     forbidden = set(config.policies.must_not_call)
     expected: list[ExpectedCall] = []
     left_out: list[str] = []
-    for span in ordered:
-        attrs = span.attributes or {}
-        if A.SAME_CALL_AS in attrs:  # a second instrumentation of a call its child span records
-            continue
-        convention = conventions.recognise(span, attrs)
-        record = convention.extract(span, attrs) if convention is not None else None
-        if record is None:
-            continue
+    for attrs, record in _recorded_calls(ordered, conventions):
         if tools and record.name not in tools:
             left_out.append(f"{record.name} (not offered)")
             continue
@@ -109,20 +103,28 @@ def run_line(spans: Sequence[ReadableSpan], conventions: ConventionRegistry) -> 
     ordered = sorted(spans, key=lambda s: s.start_time or 0)
     trace_id = next(s.context.trace_id for s in ordered if s.context is not None)
     calls = []
-    for span in ordered:
-        attrs = span.attributes or {}
-        if A.SAME_CALL_AS in attrs:  # a second instrumentation of a call its child span records
-            continue
-        convention = conventions.recognise(span, attrs)
-        record = convention.extract(span, attrs) if convention is not None else None
-        if record is None:
-            continue
+    for attrs, record in _recorded_calls(ordered, conventions):
         call: dict[str, Any] = {"name": record.name, "arguments": record.raw_arguments}
         batch = attrs.get(A.BATCH)
         if isinstance(batch, int):
             call["batch"] = batch
         calls.append(call)
     return {"id": case_id(trace_id), "tool_calls": calls}
+
+
+def _recorded_calls(
+    spans: Sequence[ReadableSpan], conventions: ConventionRegistry
+) -> Iterator[tuple[Mapping[str, Any], ToolCallRecord]]:
+    """Each tool call of the trace once, with its span's attributes: a span that only wraps a call its child span
+    records (``toolcall_eval.same_call_as``, a second instrumentation) is skipped."""
+    for span in spans:
+        attrs = span.attributes or {}
+        if A.SAME_CALL_AS in attrs:
+            continue
+        convention = conventions.recognise(span, attrs)
+        record = convention.extract(span, attrs) if convention is not None else None
+        if record is not None:
+            yield attrs, record
 
 
 def _findings(spans: Sequence[ReadableSpan]) -> list[str]:

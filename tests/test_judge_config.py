@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import yaml
 from otel_toolcall_eval import ConfigError, EvalConfig
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.cli import main
+from otel_toolcall_eval.commands import judge as judge_command
 from otel_toolcall_eval.judge import JudgeConfig
 from otel_toolcall_eval.judge.emit import JUDGE_METRICS
 from otel_toolcall_eval.judge.questions import BUILTIN, Redactor
@@ -194,19 +196,30 @@ def test_docs_list_every_judge_attribute_and_metric() -> None:
         assert f"`{metric.name}`" in text and f"`{metric.prometheus}`" in text, metric.name
 
 
-def test_judge_check_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("now", "days"),
+    [
+        (datetime(2027, 2, 10, tzinfo=timezone.utc), 28),
+        (datetime(2026, 11, 30, 23, 59, tzinfo=timezone.utc), 30),
+        (datetime(2026, 12, 1, tzinfo=timezone.utc), 31),
+    ],
+)
+def test_judge_check_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, now: datetime, days: int
+) -> None:
+    # the budget period is the calendar month of the injected clock: the rate depends on its length, never on
+    # the day the suite runs
+    monkeypatch.setattr(judge_command, "clock", now.timestamp)
     path = tmp_path / "judge.yaml"
     path.write_text(yaml.safe_dump({"judge": judge_config(sampling={"risk_weights": {"execution_failed": 4}})}))
     assert main(["judge", "check", str(path), "--traffic", "20", "--flagged", "0.1"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     # 50 USD / (1200 x 0.15e-6 + 120 x 0.6e-6) per call = 198,413 evaluations per month
     assert "198,413 evaluations" in out
-    rate = float(re.search(r"the base rate is ([0-9.]+)", out).group(1))  # type: ignore[union-attr]
-    month = re.search(r"per month", out)
-    assert month is not None
-    # 18 clean calls/s at r, 2 flagged at 4r: (18 + 8) r x seconds in the month = 198,413
-    seconds = 198_413 / (26 * rate)
-    assert 28 * 86400 <= seconds <= 31 * 86400
+    rate = re.search(r"the base rate is ([0-9.]+)", out).group(1)  # type: ignore[union-attr]
+    # 18 clean calls/s at r, 2 flagged at 4r: (18 + 8) r x seconds in the month = 50 / 252e-6 evaluations
+    expected = (50 / (1200 * 0.15e-6 + 120 * 0.6e-6)) / (26 * days * 86400)
+    assert rate == f"{expected:.6f}"
     empty = tmp_path / "empty.yaml"
     empty.write_text("policies: {}\n")
     assert main(["judge", "check", str(empty)]) == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -20,6 +21,9 @@ from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.judge.config import JudgeConfig
 from otel_toolcall_eval.judge.ledger import period_bounds
 from otel_toolcall_eval.judge.sampler import CLASSES, solve_rate, weights_of
+
+# The clock the budget period is read from: a seam for tests (the month's length changes the printed rate).
+clock: Callable[[], float] = time.time
 
 
 def _positive(text: str) -> float:
@@ -78,7 +82,7 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
         questions.add_row(q.name, q.when, ", ".join(q.fields), labels)
     console.print(questions)
 
-    cost, per_period, rate = even_pace(judge, args.traffic, args.flagged, time.time())
+    cost, per_period, rate = even_pace(judge, args.traffic, args.flagged, clock())
     currency = judge.budget.currency if judge.budget else ""
     console.print(
         f"cost per judged call (priors: {judge.sampling.prior_input_tokens} input and "

@@ -25,11 +25,11 @@ def _offers(count: int) -> list[tuple[Any, Any, Any, bool]]:
     """``(record, score, state, first_of_trace)`` as the processor hands them to the judge, really scored."""
     import orjson
 
+    from otel_toolcall_eval.engine import Scorer
     from otel_toolcall_eval.records import ToolCallRecord
-    from otel_toolcall_eval.scoring import Scorer
     from otel_toolcall_eval.trace_state import TraceState
 
-    scorer = Scorer.from_config(policy_config(SCHEMA_5))
+    scorer = Scorer(policy_config(SCHEMA_5).policy())
     out = []
     state = TraceState()
     for i in range(count):

@@ -15,8 +15,8 @@ from otel_toolcall_eval.checks.schema import ValidatorCache, resolve_schema, val
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.records import CallHistory, ErrorEvidence, Outcome, ParseStatus, ToolCallRecord, ToolDefinition
-from otel_toolcall_eval.scoring import Scorer
 
 from .helpers import WEATHER_SCHEMA
 
@@ -202,7 +202,7 @@ def _record(name: str, args: object, error: ErrorEvidence | None = None) -> Tool
 
 
 def _policy_scorer(**policies: object) -> Scorer:
-    return Scorer.from_config(EvalConfig.from_dict({"policies": policies}))
+    return Scorer(EvalConfig.from_dict({"policies": policies}).policy())
 
 
 def test_duplicate_vs_corrected_retry_vs_legit_repeat() -> None:
@@ -303,7 +303,7 @@ def test_verdict_of_clean_and_empty_traces() -> None:
 
 def test_history_memory_is_bounded() -> None:
     config = EvalConfig.from_dict({"limits": {"max_calls_per_trace": 10}})
-    scorer = Scorer.from_config(config)
+    scorer = Scorer(config.policy())
     h = CallHistory()
     for i in range(100):
         scorer.score(_record("t", {"i": i}), h)

@@ -20,14 +20,13 @@ from hypothesis import strategies as st
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.models import DatasetCase
+from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.offline.pipeline import run_pipeline
-from otel_toolcall_eval.offline.policies import PolicyChecker
 from otel_toolcall_eval.offline.prepare import Preparer
 from otel_toolcall_eval.offline.runner import evaluate
 from otel_toolcall_eval.offline.runs import parse_run_line
 from otel_toolcall_eval.offline.score import score_case
 from otel_toolcall_eval.records import CallHistory, ErrorEvidence
-from otel_toolcall_eval.scoring import Scorer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "policies"
 SEND_WITHOUT_AUTH = "policy: missing_required_step:authenticate (send_email, call 2)"
@@ -255,7 +254,7 @@ def test_one_reason_per_rule_and_tool_naming_its_calls() -> None:
 
 
 def test_no_policies_means_no_checker_and_no_verdict() -> None:
-    assert PolicyChecker.build(EvalConfig.from_dict({"policies": {"must_not_call": ["x"]}}), PREP.cache) is None
+    assert not Preparer(EvalConfig.from_dict({"policies": {"must_not_call": ["x"]}})).has_policies
     plain = Preparer(EvalConfig())
     case = plain.prepare(
         DatasetCase.model_validate({"id": "c", "user_input": "x", "expected_tool_calls": [{"name": "a"}]})
@@ -281,7 +280,7 @@ def test_offline_verdicts_equal_the_online_scorers(calls: list[tuple[str, int | 
     (turns numbered as they first appear; a failed run's calls carry the error on every span)."""
     line = {"id": "c", "tool_calls": [_call(n, b, a) for n, b, a in calls], **({"error": "boom"} if failed else {})}
     run = parse_run_line("r", 1, orjson.dumps(line))
-    scorer, history = Scorer.from_config(CONFIG), CallHistory()
+    scorer, history = Scorer(CONFIG.policy()), CallHistory()
     turns: dict[int, int] = {}
     online: list[tuple[str, str | None, int]] = []
     over = False

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +26,7 @@ from pydantic import (
 )
 
 from otel_toolcall_eval import _json
+from otel_toolcall_eval import policy as P
 from otel_toolcall_eval.judge.config import JudgeConfig
 from otel_toolcall_eval.offline.config import ArgumentMatchConfig, GateConfig
 from otel_toolcall_eval.records import ToolDefinition
@@ -133,6 +133,9 @@ class RequiredStep(_Strict):
     tool: str = Field(min_length=1)
     before: list[str] = Field(min_length=1)
 
+    def compile(self) -> P.RequiredStep:
+        return P.RequiredStep(self.tool, tuple(self.before))
+
 
 class DestructiveTool(_Strict):
     """``tool`` must follow a successful call of one of ``confirm_with`` in an earlier turn."""
@@ -140,6 +143,9 @@ class DestructiveTool(_Strict):
     tool: str = Field(min_length=1)
     confirm_with: list[str] = Field(default_factory=lambda: ["confirm"], min_length=1)
     irreversibility: int = Field(default=1, ge=1, le=10, description="weight of a violation")
+
+    def compile(self) -> P.DestructiveTool:
+        return P.DestructiveTool(self.tool, tuple(self.confirm_with), self.irreversibility)
 
 
 class ArgumentRule(_Strict):
@@ -156,9 +162,8 @@ class ArgumentRule(_Strict):
     def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
         return _check_schema(value, "schema")
 
-    @cached_property
-    def schema_key(self) -> str:
-        return "rule\x00" + _json.canonical(self.schema_)
+    def compile(self) -> P.ArgumentRule:
+        return P.ArgumentRule(self.tool, self.schema_, self.name)
 
 
 class Policies(_Strict):
@@ -173,17 +178,13 @@ class ErrorClassification(_Strict):
     """How failures split into ``malformed_call`` (the model's fault) and ``execution_failed``."""
 
     input_error_types: list[str] = Field(
-        default_factory=lambda: [
-            "ValidationError",
-            "ModelRetry",
-            "ToolRetryError",
-            "InvalidArgument",
-            "TypeError",
-            "tool_input_error",
-        ],
+        default_factory=lambda: list(P.DEFAULT_INPUT_ERROR_TYPES),
         description="exception or error.type names (last dotted part) meaning the tool rejected its input",
     )
-    empty_results: list[str] = Field(default_factory=lambda: ["", "null", "None", "[]", "{}", '""'])
+    empty_results: list[str] = Field(default_factory=lambda: list(P.DEFAULT_EMPTY_RESULTS))
+
+    def compile(self) -> P.ErrorRules:
+        return P.ErrorRules(frozenset(self.input_error_types), frozenset(self.empty_results))
 
 
 class Limits(_Strict):
@@ -200,6 +201,15 @@ class Limits(_Strict):
     max_attribute_length: int = Field(default=256, ge=16, description="cap on each string written")
     max_schema_errors: int = Field(default=3, ge=1)
     validator_cache_size: int = Field(default=512, ge=1)
+
+    def compile(self) -> P.ScoringLimits:
+        return P.ScoringLimits(
+            max_argument_bytes=self.max_argument_bytes,
+            max_attribute_length=self.max_attribute_length,
+            max_schema_errors=self.max_schema_errors,
+            max_calls_per_trace=self.max_calls_per_trace,
+            validator_cache_size=self.validator_cache_size,
+        )
 
 
 class Evaluation(_Strict):
@@ -236,6 +246,7 @@ class EvalConfig(_Strict):
     )
 
     _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
+    _policy: P.Policy | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _unique_tools(self) -> EvalConfig:
@@ -276,6 +287,22 @@ class EvalConfig(_Strict):
         if self._definitions is None:
             self._definitions = {t.name: t.definition() for t in self.tools}
         return self._definitions
+
+    def policy(self) -> P.Policy:
+        """The plain policy object the engine and the checks read, compiled once from this file format."""
+        if self._policy is None:
+            p = self.policies
+            self._policy = P.Policy(
+                tools=self.tool_definitions(),
+                must_not_call=frozenset(p.must_not_call),
+                step_budget=p.step_budget,
+                required_steps=tuple(r.compile() for r in p.required_steps),
+                destructive_tools=tuple(d.compile() for d in p.destructive_tools),
+                argument_rules=tuple(r.compile() for r in p.argument_rules),
+                errors=self.errors.compile(),
+                limits=self.limits.compile(),
+            )
+        return self._policy
 
 
 def _format_errors(exc: ValidationError) -> str:

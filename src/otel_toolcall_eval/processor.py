@@ -35,10 +35,10 @@ from otel_toolcall_eval.conventions.llm_spans import (
     requested_calls,
     tool_definitions,
 )
+from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
 from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, TraceVerdict
-from otel_toolcall_eval.scoring import Scorer
 from otel_toolcall_eval.trace_state import TraceState, TraceStore
 
 logger = logging.getLogger("otel_toolcall_eval")
@@ -138,7 +138,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 known_tools=self.config.tool_definitions(),
             )
         self.judge = judge if judge is not False else None
-        self._scorer = Scorer.from_config(self.config)
+        self._scorer = Scorer(self.config.policy())
         self._definitions = DefinitionCache()
         limits = self.config.limits
         self._max_calls = limits.max_calls_per_trace

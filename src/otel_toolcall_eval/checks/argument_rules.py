@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otel_toolcall_eval.checks.schema import ValidatorCache
-from otel_toolcall_eval.config import ArgumentRule
+from otel_toolcall_eval.policy import ArgumentRule
 
 
 def argument_rule_violations(
@@ -19,7 +19,7 @@ def argument_rule_violations(
     for rule in rules:
         if rule.tool != name:
             continue
-        validator = cache.get(rule.schema_key, rule.schema_)
+        validator = cache.get(rule.schema_key, rule.schema)
         if not validator.is_valid(arguments):
             out.append(rule.name)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from otel_toolcall_eval.checks.required_steps import succeeded_before
-from otel_toolcall_eval.config import DestructiveTool
+from otel_toolcall_eval.policy import DestructiveTool
 from otel_toolcall_eval.records import CallHistory
 
 VIOLATION = "unconfirmed_destructive"

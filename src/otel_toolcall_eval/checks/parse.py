@@ -81,3 +81,23 @@ def single_parameter(schema: Mapping[str, Any] | None) -> tuple[str | None, bool
         is_string = kind == "string" or (isinstance(kind, list) and "string" in kind)
         return name, is_string
     return None, False
+
+
+def object_or_none(raw: Any, max_bytes: int) -> dict[str, Any] | None:
+    """The arguments when they already are a JSON object (an object recorded as such, or a JSON object string
+    within the size limit), else None, and then ``parse_arguments`` decides.
+
+    The same verdict as ``parse_arguments`` (``OK`` and the object) for the common case, without building its
+    record: the engine calls this first for every call. An object is returned as recorded, not copied (the
+    engine never mutates arguments).
+    """
+    kind = type(raw)
+    if kind is dict:
+        return raw  # type: ignore[no-any-return]
+    if kind is not str or not raw or len(raw) > max_bytes:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
+    return value if type(value) is dict else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from otel_toolcall_eval.config import RequiredStep
+from otel_toolcall_eval.policy import RequiredStep
 from otel_toolcall_eval.records import CallHistory
 
 

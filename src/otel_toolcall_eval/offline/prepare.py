@@ -1,53 +1,32 @@
 """Turn a validated dataset case into the plain form the scorer reads, doing per-dataset work once.
 
-Tool lists repeat across cases, so their definitions (and each tool's single parameter, which a bare argument
-value maps onto) are built once per distinct list and shared. The config's tool schemas fill in for a tool the
-case does not describe, as they do online.
+Tool lists repeat across cases, so their definitions are built once per distinct list and shared: the engine
+memoises each definition's schema resolution and validator by identity, so a shared list is resolved once. The
+case's ``available_tools`` are what a trace's chat spans are online: the tools offered; the config's tool
+schemas fill in for a tool the case does not describe, in the engine, as they do online.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import orjson
 
-from otel_toolcall_eval import _json
 from otel_toolcall_eval.checks.argument_match import Normalizer, TextSimilarity
-from otel_toolcall_eval.checks.parse import single_parameter
-from otel_toolcall_eval.checks.schema import ValidatorCache
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.llm_spans import definition_from
 from otel_toolcall_eval.dataset.models import DatasetCase, Difficulty, ExpectedCall, Slice
-from otel_toolcall_eval.offline.policies import PolicyChecker
+from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.records import ToolDefinition
 
 
 @dataclass(slots=True, frozen=True)
 class ToolSet:
-    definitions: dict[str, ToolDefinition]
-    known: frozenset[str] | None  # the names the model was offered; None when unknown
-    single: dict[str, tuple[str | None, bool]]  # tool -> (its only parameter, whether it is a string)
-    validators: dict[str, Any] = field(default_factory=dict)  # tool -> compiled validator, or None
+    """The tools a case offered, by name; None when the case lists none (the config's tools then stand alone)."""
 
-    def validator(self, name: str, cache: ValidatorCache) -> Any:
-        """The tool's compiled validator from ``checks.schema``'s cache, remembered here after the first use."""
-        try:
-            return self.validators[name]
-        except KeyError:
-            pass
-        definition = self.definitions.get(name)
-        validator = None
-        if definition is not None and definition.parameters is not None:
-            key = definition.schema_key or _json.canonical(definition.parameters)
-            try:
-                validator = cache.get(key, definition.parameters)
-            except Exception:  # noqa: BLE001 - a broken schema is the tool author's bug: no verdict, as online
-                validator = None
-        if len(self.validators) < 4096:
-            self.validators[name] = validator
-        return validator
+    offered: dict[str, ToolDefinition] | None
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs ~5x, once per case
@@ -74,7 +53,7 @@ class PreparedCase:
     user_input: str
 
 
-_NO_TOOLS = ToolSet({}, None, {})
+_NO_TOOLS = ToolSet(None)
 _NO_FIELDS: frozenset[str] = frozenset()
 _VALUES: dict[Enum, str] = {
     member: member.value for kind in (Slice, Difficulty) for member in kind
@@ -82,19 +61,18 @@ _VALUES: dict[Enum, str] = {
 
 
 class Preparer:
-    """Everything built once per evaluation: normaliser, similarity, validator cache, shared tool sets, policies."""
+    """Everything built once per evaluation: the engine, normaliser, similarity, shared tool sets."""
 
     def __init__(self, config: EvalConfig, *, max_tool_sets: int = 1024) -> None:
         self.config = config
         self.normalizer: Normalizer = config.arguments.normalizer()
         self.similarity: TextSimilarity = config.arguments.similarity.build()
         self.threshold = config.arguments.similarity.threshold
-        self.max_bytes = config.limits.max_argument_bytes
-        self.cache = ValidatorCache(config.limits.validator_cache_size)
-        self.forbidden = frozenset(config.policies.must_not_call)
-        self.policies = PolicyChecker.build(config, self.cache)  # None without trajectory policies
-        self._config_tools = config.tool_definitions()
-        self._default_tools = _tool_set({}, self._config_tools) if self._config_tools else _NO_TOOLS
+        policy = config.policy()
+        self.policy = policy
+        self.scorer = Scorer(policy)  # the one engine: per-call scoring exactly as online
+        self.forbidden = policy.must_not_call
+        self.has_policies = policy.has_trajectory_rules  # reports show policy figures only then
         self._tool_sets: dict[bytes, ToolSet] = {}
         self._max_tool_sets = max_tool_sets
         self._free_text: dict[str, frozenset[str]] = {}
@@ -149,23 +127,13 @@ class Preparer:
 
     def _tools(self, available: list[dict[str, Any]]) -> ToolSet:
         if not available:
-            return self._default_tools
+            return _NO_TOOLS
         key = orjson.dumps(available)  # key order as written: a reordered copy only costs a rebuild
         tools = self._tool_sets.get(key)
         if tools is None:
             case_defs = {d.name: d for d in (definition_from(item) for item in available) if d is not None}
-            tools = _tool_set(case_defs, self._config_tools)
+            tools = ToolSet(case_defs or None)
             if len(self._tool_sets) >= self._max_tool_sets:
                 self._tool_sets.clear()  # bounded: a dataset with ever-new tool lists just rebuilds them
             self._tool_sets[key] = tools
         return tools
-
-
-def _tool_set(case_defs: dict[str, ToolDefinition], config_defs: dict[str, ToolDefinition]) -> ToolSet:
-    definitions = dict(config_defs)
-    for name, definition in case_defs.items():
-        if definition.parameters is not None or name not in definitions:
-            definitions[name] = definition
-    known = frozenset(case_defs) if case_defs else frozenset(config_defs) or None
-    single = {name: single_parameter(d.parameters) for name, d in definitions.items()}
-    return ToolSet(definitions, known, single)

@@ -40,6 +40,23 @@ class RunCase:
     tokens: float | None = None
     error: str | None = None
 
+    def turns(self) -> list[int | None] | None:
+        """The ``batch`` labels as 1-based model turns, in the order each label first appears (a call without
+        one: turn unknown, None), as the processor numbers the turns of a trace; None when no call has a batch."""
+        if self.batches is None:
+            return None
+        order: dict[int, int] = {}
+        out: list[int | None] = []
+        for b in self.batches:
+            if b is None:
+                out.append(None)
+                continue
+            turn = order.get(b)
+            if turn is None:
+                turn = order[b] = len(order) + 1
+            out.append(turn)
+        return out
+
 
 def iter_run_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """The non-blank lines of a run file with their line numbers, unparsed."""
@@ -91,6 +108,12 @@ def parse_run_line(path: str | Path, number: int, text: bytes | str) -> RunCase:
         entry.latency_ms = _number(path, number, "latency_ms", obj.get("latency_ms"))
         entry.tokens = _tokens(path, number, obj.get("tokens"))
         entry.error = _error(obj.get("error"))
+        if entry.error is not None:
+            # the line does not say which call failed: each counts as failed (fail closed), so none is a
+            # prerequisite or a confirmation for the policies
+            evidence = ErrorEvidence(status_error=True, status_description=entry.error)
+            for record in calls:
+                record.error = evidence
     return entry
 
 

@@ -1,10 +1,10 @@
 """Score one case: the agent's calls against the expected list and each acceptable alternative.
 
-Per call, the online checks run unchanged on the same ``ToolCallRecord`` (``checks.parse``,
-``checks.unknown_tool``, ``checks.schema``, ``checks.must_not_call``; ``checks.normalize`` for duplicates), and
-the config's trajectory policies when it has any (``offline.policies``). Per reference list,
-``checks.selection``, ``checks.argument_match`` and ``checks.order`` compare. The case is scored against the
-reference that fits best (a passing one wins at once), and it passes when, against that reference:
+Per call, the engine scores the run line's calls exactly as the processor scores a trace's tool spans
+(``engine.Scorer.score``: parse, known tool, schema, outcome, duplicate, repeated failure, must-not-call with
+the case's own list added, every configured policy), one ``CallHistory`` per line. What needs ground truth is
+added here, per reference list: ``checks.selection``, ``checks.argument_match`` and ``checks.order``. The case
+is scored against the reference that fits best (a passing one wins at once), and it passes when, against that reference:
 
 - the called names equal the expected names as a multiset (precision = recall = 1),
 - every matched call passes all three argument layers (so it also parsed),
@@ -17,35 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from otel_toolcall_eval.checks.argument_match import PASSED, ArgumentVerdict, match_arguments
-from otel_toolcall_eval.checks.must_not_call import must_not_call_violation
+from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
-from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.order import EXACT, OrderScore, order_score
-from otel_toolcall_eval.checks.parse import parse_arguments
-from otel_toolcall_eval.checks.schema import validate_arguments
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
-from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.dataset.models import ExpectedCall
-from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons
-from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet
+from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons, policy_violations_of
+from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference
 from otel_toolcall_eval.offline.runs import RunCase
-from otel_toolcall_eval.records import ToolCallRecord
-
-
-@dataclass(slots=True)
-class CallCheck:
-    """The per-call verdicts that do not depend on which reference the call is compared with."""
-
-    name: str
-    args: dict[str, Any] | None
-    parse_ok: bool | None
-    schema_valid: bool | None
-    schema_error: str | None
-    known: bool | None
-    raw: Any
+from otel_toolcall_eval.records import CallHistory, CallScore
 
 
 @dataclass(slots=True)
@@ -74,7 +56,7 @@ class CaseResult:
     policy_violations: Sequence[PolicyViolation] | None = None  # None: the config has no trajectory policies
     pair_verdicts: Sequence[tuple[str, ArgumentVerdict, int]] = ()  # (tool, verdict, index of the call)
     passed: bool = False
-    checks: Sequence[CallCheck] = ()  # the per-call verdicts, kept for wording the reasons
+    checks: Sequence[CallScore] = ()  # the engine's per-call scores, kept for wording the reasons
     core_ok: bool = False  # matched its reference (before must-not-call, policies, errors and missing runs)
     _reasons: list[str] | None = None
     latency_ms: float | None = None
@@ -144,48 +126,23 @@ class CaseResult:
         return unnecessary_calls(len(self.actual), self.selection.tp)
 
 
-def check_call(record: ToolCallRecord, tools: ToolSet, prep: Preparer) -> CallCheck:
-    """Parse, schema and unknown-tool verdicts of one call: the online checks, on the same record."""
-    name = record.name
-    raw = record.raw_arguments
-    parse_ok: bool | None
-    if type(raw) is dict:  # already an object (Anthropic input, object arguments): the verdict checks.parse
-        # gives (OK, the object itself), without its call and defensive copy on the hot path
-        value: dict[str, Any] | None = raw
-        parse_ok = True
-    else:
-        single, is_string = tools.single.get(name, _NO_SINGLE)
-        parsed = parse_arguments(raw, single_param=single, string_param=is_string, max_bytes=prep.max_bytes)
-        value = parsed.value
-        parse_ok = parsed.status.parsed
-    valid: bool | None = None
-    error: str | None = None
-    if value is not None:
-        validator = tools.validator(name, prep.cache)
-        if validator is not None:
-            valid = bool(validator.is_valid(value))
-            if not valid:  # the check itself words the error
-                verdict = validate_arguments(value, tools.definitions[name], prep.cache, max_errors=1)
-                error = verdict.errors[0] if verdict is not None and verdict.errors else None
-    known = None if tools.known is None else tool_known(name, tools.known)
-    return CallCheck(name, value, parse_ok, valid, error, known, raw)
-
-
-_NO_SINGLE: tuple[str | None, bool] = (None, False)
-
-
 def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseResult:
     """Every per-case metric of one run of ``case`` (``run`` None: the run file has no line for it)."""
-    tools = case.tools
-    checks: list[CallCheck] = []
+    checks: list[CallScore] = []
     names: list[str] = []
     by_name: dict[str, list[int]] = {}
-    parse_failures = schema_checked = schema_invalid = unknown_checked = unknown = 0
+    parse_failures = schema_checked = schema_invalid = unknown_checked = unknown = duplicates = 0
     violations: list[str] = []
-    forbidden = case.forbidden
-    if run is not None:
+    if run is not None and run.calls:
+        scorer = prep.scorer
+        offered = case.tools.offered
+        forbidden = case.forbidden
+        history = CallHistory()
+        turns = run.turns()
         for i, record in enumerate(run.calls):
-            c = check_call(record, tools, prep)
+            c = scorer.score(
+                record, history, trace_tools=offered, batch=None if turns is None else turns[i], forbidden=forbidden
+            )
             checks.append(c)
             name = c.name
             names.append(name)
@@ -199,10 +156,11 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
             if c.schema_valid is not None:
                 schema_checked += 1
                 schema_invalid += not c.schema_valid
-            if c.known is not None:
+            if c.tool_known is not None:
                 unknown_checked += 1
-                unknown += not c.known
-            if forbidden and must_not_call_violation(name, forbidden):
+                unknown += not c.tool_known
+            duplicates += c.duplicate
+            if c.violations and MUST_NOT_CALL in c.violations:
                 violations.append(name)
 
     best: CaseResult | None = None
@@ -224,13 +182,13 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     result.schema_invalid = schema_invalid
     result.unknown_checked = unknown_checked
     result.unknown_tools = unknown
+    result.duplicate_calls = duplicates
     result.must_not_call_violations = violations
-    policies = prep.policies
     broken = None
-    if policies is not None:
-        broken = result.policy_violations = policies.check(checks, run.batches, run.error) if run is not None else []
-    if len(by_name) < len(names):
-        result.duplicate_calls = _duplicates(checks)
+    if prep.has_policies:
+        broken = result.policy_violations = (
+            policy_violations_of(checks, prep.policy.step_budget) if run is not None else []
+        )
     if run is not None:
         result.latency_ms, result.tokens, result.error = run.latency_ms, run.tokens, run.error
     else:
@@ -245,7 +203,7 @@ def _against(
     case: PreparedCase,
     ref: Reference,
     index: int,
-    checks: list[CallCheck],
+    checks: list[CallScore],
     names: list[str],
     batches: list[int | None] | None,
     by_name: dict[str, list[int]],
@@ -320,12 +278,12 @@ def _against(
     return result, ok
 
 
-def _verdict(spec: ExpectedCall, check: CallCheck, prep: Preparer) -> ArgumentVerdict:
+def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer) -> ArgumentVerdict:
     args = spec.args
     required_only = spec.required_args_only
     return match_arguments(
         args,
-        check.args,
+        check.arguments,
         prep.normalizer,
         parse_ok=check.parse_ok,
         schema_valid=check.schema_valid,
@@ -336,18 +294,7 @@ def _verdict(spec: ExpectedCall, check: CallCheck, prep: Preparer) -> ArgumentVe
     )
 
 
-def _duplicates(checks: list[CallCheck]) -> int:
-    seen: set[str] = set()
-    repeats = 0
-    for c in checks:
-        key = arguments_key(c.name, c.args, c.raw)
-        if key in seen:
-            repeats += 1
-        seen.add(key)
-    return repeats
-
-
-def _reasons(result: CaseResult, case: PreparedCase, checks: Sequence[CallCheck], core_ok: bool) -> list[str]:
+def _reasons(result: CaseResult, case: PreparedCase, checks: Sequence[CallScore], core_ok: bool) -> list[str]:
     """Why the case failed, most actionable first; computed only for failing cases."""
     out: list[str] = []
     if result.missing_run:
@@ -377,13 +324,14 @@ def _reasons(result: CaseResult, case: PreparedCase, checks: Sequence[CallCheck]
     return out
 
 
-def _argument_reasons(checks: Sequence[CallCheck], result: CaseResult) -> list[str]:
+def _argument_reasons(checks: Sequence[CallScore], result: CaseResult) -> list[str]:
     out = []
     for tool, verdict, j in result.pair_verdicts:
         if verdict.failed == "parse":
             out.append(f"{tool} arguments did not parse")
         elif verdict.failed == "schema":
-            out.append(f"{tool} arguments fail the schema ({checks[j].schema_error})")
+            errors = checks[j].schema_errors
+            out.append(f"{tool} arguments fail the schema ({errors[0] if errors else 'invalid'})")
         elif verdict.failed == "required":
             out.append(f"{tool} arguments differ: {', '.join(verdict.mismatched)}")
         elif verdict.failed == "free_text":

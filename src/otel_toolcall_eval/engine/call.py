@@ -1,11 +1,21 @@
-"""Score one tool call with every deterministic check, in the one order the online and offline paths share."""
+"""Score one tool call with every deterministic check, in the one order every adapter shares.
+
+The processor (spans), replay (recorded spans, through the processor) and the offline runner (run-file lines)
+all call ``Scorer.score`` on a ``ToolCallRecord`` with the trace's (or the case's) ``CallHistory``: per-call
+scoring (parse, known tool, schema, outcome, duplicate, repeated failure, step budget, every policy) exists
+only here. The offline runner adds only what needs ground truth (selection, argument match, order, necessity).
+
+"Known tool", decided once (``checks.unknown_tool``): the tool is among the tools offered in the trace (or listed in the
+dataset case's ``available_tools``) OR among the configured tools. Both are the agent's tools: instrumentations
+record definitions per chat span and not every chat span records them (sub-agents, tools an MCP server lists
+at run time), and the config is the application's own declaration of what it registered. A call of a tool
+neither offered nor configured is the hallucinated-tool decision; with no tool list at all there is no verdict.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from otel_toolcall_eval.checks.argument_rules import argument_rule_violations
 from otel_toolcall_eval.checks.destructive import unconfirmed_destructive
@@ -13,7 +23,7 @@ from otel_toolcall_eval.checks.duplicate import is_duplicate
 from otel_toolcall_eval.checks.must_not_call import must_not_call_violation
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.outcome import classify_outcome
-from otel_toolcall_eval.checks.parse import parse_arguments, single_parameter
+from otel_toolcall_eval.checks.parse import object_or_none, parse_arguments, single_parameter
 from otel_toolcall_eval.checks.repeated_failure import failure_key, is_repeated_failure
 from otel_toolcall_eval.checks.required_steps import missing_required_steps
 from otel_toolcall_eval.checks.schema import (
@@ -25,7 +35,7 @@ from otel_toolcall_eval.checks.schema import (
 )
 from otel_toolcall_eval.checks.step_budget import over_budget
 from otel_toolcall_eval.checks.unknown_tool import tool_known
-from otel_toolcall_eval.config import ArgumentRule, DestructiveTool, EvalConfig, RequiredStep
+from otel_toolcall_eval.policy import ArgumentRule, DestructiveTool, Policy, RequiredStep
 from otel_toolcall_eval.records import CallHistory, CallScore, ParseStatus, ToolCallRecord, ToolDefinition
 
 # the schema to use, its single parameter, whether that is a string, the schema's compiled validator
@@ -42,17 +52,16 @@ class PolicyIndex:
     rules: dict[str, list[ArgumentRule]]
 
     @classmethod
-    def from_config(cls, config: EvalConfig) -> PolicyIndex:
-        policies = config.policies
+    def from_policy(cls, policy: Policy) -> PolicyIndex:
         required: dict[str, list[RequiredStep]] = {}
-        for step in policies.required_steps:
+        for step in policy.required_steps:
             for before in dict.fromkeys(step.before):
                 required.setdefault(before, []).append(step)
         destructive: dict[str, list[DestructiveTool]] = {}
-        for tool in policies.destructive_tools:
+        for tool in policy.destructive_tools:
             destructive.setdefault(tool.tool, []).append(tool)
         rules: dict[str, list[ArgumentRule]] = {}
-        for rule in policies.argument_rules:
+        for rule in policy.argument_rules:
             rules.setdefault(rule.tool, []).append(rule)
         return cls(required, destructive, rules)
 
@@ -88,38 +97,27 @@ def policy_violations(
     return weight
 
 
-@dataclass(slots=True)
 class Scorer:
-    """Holds what is built once (config lookups, the validator cache); ``score`` itself keeps no state.
+    """Holds what is built once (policy lookups, the validator cache); ``score`` itself keeps no state.
 
-    Config-derived lookups (the configured schemas, rules indexed by tool) are computed here once, because
+    Policy-derived lookups (the configured schemas, rules indexed by tool) are computed here once, because
     ``score`` runs on the application's thread for every tool span and each rule list is usually empty for
     the tool at hand.
     """
 
-    config: EvalConfig
-    cache: ValidatorCache
-    _tools: dict[str, ToolDefinition] = field(init=False, repr=False)
-    _forbidden: frozenset[str] = field(init=False, repr=False)
-    _policies: PolicyIndex = field(init=False, repr=False)
-    _input_errors: frozenset[str] = field(init=False, repr=False)
-    _empty_results: frozenset[str] = field(init=False, repr=False)
-    # (tool name, id of the trace's definition) -> (that definition, its resolution, its single parameter)
-    _resolved: dict[tuple[str, int], tuple[ToolDefinition | None, _Resolution]] = field(init=False, repr=False)
+    __slots__ = ("_empty_results", "_forbidden", "_input_errors", "_policies", "_resolved", "_tools", "cache", "policy")
 
-    def __post_init__(self) -> None:
-        config = self.config
-        policies = config.policies
-        self._tools = config.tool_definitions()
-        self._forbidden = frozenset(policies.must_not_call)
-        self._policies = PolicyIndex.from_config(config)
-        self._input_errors = frozenset(config.errors.input_error_types)
-        self._empty_results = frozenset(config.errors.empty_results)
-        self._resolved = {}
-
-    @classmethod
-    def from_config(cls, config: EvalConfig) -> Scorer:
-        return cls(config, ValidatorCache(config.limits.validator_cache_size))
+    def __init__(self, policy: Policy | None = None, cache: ValidatorCache | None = None) -> None:
+        policy = policy if policy is not None else Policy()
+        self.policy = policy
+        self.cache = cache if cache is not None else ValidatorCache(policy.limits.validator_cache_size)
+        self._tools = policy.tools
+        self._forbidden = policy.must_not_call
+        self._policies = PolicyIndex.from_policy(policy)
+        self._input_errors = policy.errors.input_error_types
+        self._empty_results = policy.errors.empty_results
+        # (tool name, id of the trace's definition) -> (that definition, its resolution, its single parameter)
+        self._resolved: dict[tuple[str, int], tuple[ToolDefinition | None, _Resolution]] = {}
 
     def score(
         self,
@@ -128,15 +126,21 @@ class Scorer:
         *,
         trace_tools: dict[str, ToolDefinition] | None = None,
         batch: int | None = None,
+        forbidden: frozenset[str] | None = None,
     ) -> CallScore:
-        """Score ``record`` against the trace's earlier calls, then add it to ``history``."""
-        limits = self.config.limits
+        """Score ``record`` against the trace's earlier calls, then add it to ``history``.
+
+        ``trace_tools``: the tools offered in the trace (or the dataset case); ``batch``: the model turn that
+        issued the call; ``forbidden``: the must-not-call set when it is not the policy's own (a dataset case adds
+        its ``must_not_call`` to the config's).
+        """
+        limits = self.policy.limits
         config_tools = self._tools
         name = record.name
 
         resolved, single, is_string, validator = self._resolve(name, trace_tools, record.span_schema)
         raw = record.raw_arguments
-        arguments = _object_or_none(raw, limits.max_argument_bytes) if not record.arguments_unparseable else None
+        arguments = object_or_none(raw, limits.max_argument_bytes) if not record.arguments_unparseable else None
         if arguments is not None:  # the common case, a JSON object: what parse_arguments returns, without its record
             status = ParseStatus.OK
         else:
@@ -148,7 +152,7 @@ class Scorer:
                 unparseable=record.arguments_unparseable,
             )
             arguments, status = parsed.value, parsed.status
-        known = _known(name, trace_tools, config_tools)
+        known = tool_known(name, trace_tools, config_tools)
 
         schema_verdict = None
         if arguments is not None and validator is not None:
@@ -172,9 +176,10 @@ class Scorer:
         step = history.calls + 1
         violations: list[str] = []
         weight = 0
-        forbidden = must_not_call_violation(name, self._forbidden) if self._forbidden else None
-        if forbidden:
-            violations.append(forbidden)
+        forbidden_set = self._forbidden if forbidden is None else forbidden
+        banned = must_not_call_violation(name, forbidden_set) if forbidden_set else None
+        if banned:
+            violations.append(banned)
             weight += 1
         policies = self._policies
         if name in policies.required or name in policies.destructive or name in policies.rules:
@@ -201,7 +206,7 @@ class Scorer:
             # so neither is called a repeat of the other
             status is not ParseStatus.ABSENT and is_duplicate(history, args_key),
             status is not ParseStatus.ABSENT and is_repeated_failure(history, fkey),
-            over_budget(step, self.config.policies.step_budget),
+            over_budget(step, self.policy.step_budget),
             violations,
             weight,
             arguments,
@@ -229,7 +234,7 @@ class Scorer:
         if hit is not None and hit[0] is seen:
             return hit[1]
         value = self._resolution(resolve_schema(name, trace_tools, None, self._tools))
-        if len(self._resolved) >= self.config.limits.validator_cache_size:
+        if len(self._resolved) >= self.policy.limits.validator_cache_size:
             self._resolved.clear()
         self._resolved[key] = (seen, value)
         return value
@@ -242,25 +247,4 @@ class Scorer:
         return resolved, single, is_string, validator_for(definition, self.cache)
 
 
-def _object_or_none(raw: Any, max_bytes: int) -> dict[str, Any] | None:
-    """The arguments when they are a JSON object string within the size limit, else None (``parse_arguments``
-    then decides). Same result as ``parse_arguments`` for that case, without building its record."""
-    if type(raw) is not str or not raw or len(raw) > max_bytes:
-        return None
-    try:
-        value = orjson.loads(raw)
-    except (orjson.JSONDecodeError, RecursionError):
-        return None
-    return value if type(value) is dict else None
-
-
 _PARSE_OK = {status: status.parsed for status in ParseStatus}  # a dict lookup instead of a property call
-
-
-def _known(
-    name: str, trace_tools: dict[str, ToolDefinition] | None, config_tools: dict[str, ToolDefinition]
-) -> bool | None:
-    """``tool_known`` against the union of the trace's and the config's tools, without building the union."""
-    if trace_tools and config_tools:
-        return name in trace_tools or name in config_tools  # ``tool_known`` on each, inlined (hot path)
-    return tool_known(name, trace_tools or config_tools or None)

@@ -323,7 +323,7 @@ def test_hot_path_records_keep_their_field_order() -> None:
     assert [f.name for f in fields(CallScore)] == [
         "name", "step", "outcome", "parse_ok", "parse_status", "tool_known", "schema_valid", "schema_errors",
         "schema_source", "schema_drift", "error_source", "batch", "duplicate", "repeated_failure", "over_budget",
-        "violations", "violation_weight", "arguments", "arguments_key",
+        "violations", "violation_weight", "arguments", "arguments_key", "raw_arguments", "error_name",
     ]  # fmt: skip
 
 

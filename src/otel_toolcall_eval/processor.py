@@ -35,7 +35,7 @@ from otel_toolcall_eval.conventions.llm_spans import (
     requested_calls,
     tool_definitions,
 )
-from otel_toolcall_eval.engine import Scorer
+from otel_toolcall_eval.engine import Scorer, call_key
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
 from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, TraceVerdict
@@ -306,9 +306,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 batch = state.batch_for(record.call_id, record.name)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if parent is not None:
-                    state.note_tool_child(
-                        parent.span_id, record.name, score.arguments_key, ctx.span_id, self._max_calls
-                    )
+                    state.note_tool_child(parent.span_id, record.name, call_key(score), ctx.span_id, self._max_calls)
         if score is None:
             assert inner is not None
             same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner[2]:016x}"}

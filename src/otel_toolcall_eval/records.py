@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from hashlib import blake2b
 from typing import Any
 
 
@@ -122,7 +123,9 @@ class CallScore:
     violations: list[str] = field(default_factory=list)
     violation_weight: int = 0
     arguments: dict[str, Any] | None = None
-    arguments_key: str | None = None  # the normalised call (``checks.normalize``): what duplicates compare
+    arguments_key: str | None = None  # the normalised call (``checks.normalize``); None until asked (``engine``)
+    raw_arguments: Any = None  # as recorded: the normalised call of arguments that did not parse
+    error_name: str | None = None  # the exception or error type, part of what makes two failures the same
 
     @property
     def correct(self) -> bool:
@@ -137,21 +140,46 @@ class CallScore:
         )
 
 
+def call_digest(key: str) -> bytes:
+    """What a trace's history keeps of a normalised call: 16 bytes, whatever the size of its arguments."""
+    return blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @dataclass(slots=True)
 class CallHistory:
-    """What the trajectory checks need to remember of a trace's earlier calls (bounded by the caller)."""
+    """What the trajectory checks need to remember of a trace's earlier calls, bounded by the caller in entries
+    (``max_calls_per_trace``) and in bytes: a call is remembered as a 16-byte digest of its normalised form.
+
+    Keys are computed lazily: a call can only repeat an earlier call of the same tool, so the first call of each
+    tool waits in ``pending`` (its score) until a second call of that tool arrives; the engine then digests it.
+    Most traces call each tool once and never normalise any arguments.
+    """
 
     calls: int = 0
     errors: int = 0
     violations: int = 0
     violation_weight: int = 0
     all_correct: bool = True
-    seen_calls: set[str] = field(default_factory=set)
-    failures: set[str] = field(default_factory=set)
+    seen_calls: set[bytes] = field(default_factory=set)  # digests of earlier calls' normalised forms
+    failures: set[bytes] = field(default_factory=set)  # digests of earlier failures (call, outcome, error)
     succeeded: dict[str, list[int | None]] = field(default_factory=dict)
-    remembered: int = 0  # entries in the sets above, for the bound
+    pending: dict[str, CallScore | None] = field(default_factory=dict)  # tool -> its first call, until keyed
+    remembered: int = 0  # calls remembered, for the bound
 
-    def add(self, score: CallScore, args_key: str, failure_key: str | None, max_remembered: int) -> None:
+    def first_call_of(self, name: str) -> bool:
+        """No earlier call of ``name``: this call cannot repeat one."""
+        return name not in self.pending
+
+    def take_pending(self, name: str) -> CallScore | None:
+        """The first call of ``name`` if it still waits to be remembered (the caller then ``remember``s it)."""
+        first = self.pending.get(name)
+        if first is not None:
+            self.pending[name] = None
+        return first
+
+    def add(self, score: CallScore, call: bytes | None, failure: bytes | None, max_remembered: int) -> None:
+        """Count ``score`` and remember it by the digests of its normalised form and failure (``call_digest``);
+        ``call`` None: the first call of its tool, kept pending instead."""
         self.calls += 1
         if score.outcome is not Outcome.SUCCESS:
             self.errors += 1
@@ -161,11 +189,17 @@ class CallHistory:
         if self.remembered >= max_remembered:
             return
         self.remembered += 1
-        self.seen_calls.add(args_key)
-        if failure_key is not None:
-            self.failures.add(failure_key)
         if score.outcome is Outcome.SUCCESS:
             self.succeeded.setdefault(score.name, []).append(score.batch)
+        if call is None:
+            self.pending[score.name] = score
+        else:
+            self.remember(call, failure)
+
+    def remember(self, call: bytes, failure: bytes | None) -> None:
+        self.seen_calls.add(call)
+        if failure is not None:
+            self.failures.add(failure)
 
 
 @dataclass(slots=True, frozen=True)

@@ -8,5 +8,6 @@ from __future__ import annotations
 from otel_toolcall_eval.records import CallHistory
 
 
-def is_duplicate(history: CallHistory, args_key: str) -> bool:
-    return args_key in history.seen_calls
+def is_duplicate(history: CallHistory, call: bytes) -> bool:
+    """``call``: the digest (``records.call_digest``) of this call's ``checks.normalize.arguments_key``."""
+    return call in history.seen_calls

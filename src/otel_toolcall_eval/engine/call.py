@@ -24,7 +24,7 @@ from otel_toolcall_eval.checks.must_not_call import must_not_call_violation
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.outcome import classify_outcome
 from otel_toolcall_eval.checks.parse import object_or_none, parse_arguments, single_parameter
-from otel_toolcall_eval.checks.repeated_failure import failure_key, is_repeated_failure
+from otel_toolcall_eval.checks.repeated_failure import failure_digest, is_repeated_failure
 from otel_toolcall_eval.checks.required_steps import missing_required_steps
 from otel_toolcall_eval.checks.schema import (
     ResolvedSchema,
@@ -36,7 +36,14 @@ from otel_toolcall_eval.checks.schema import (
 from otel_toolcall_eval.checks.step_budget import over_budget
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.policy import ArgumentRule, DestructiveTool, Policy, RequiredStep
-from otel_toolcall_eval.records import CallHistory, CallScore, ParseStatus, ToolCallRecord, ToolDefinition
+from otel_toolcall_eval.records import (
+    CallHistory,
+    CallScore,
+    ParseStatus,
+    ToolCallRecord,
+    ToolDefinition,
+    call_digest,
+)
 
 # the schema to use, its single parameter, whether that is a string, the schema's compiled validator
 _Resolution = tuple[ResolvedSchema, str | None, bool, Any]
@@ -185,10 +192,8 @@ class Scorer:
         if name in policies.required or name in policies.destructive or name in policies.rules:
             weight += policy_violations(policies, history, name, batch, arguments, self.cache, violations)
 
-        args_key = arguments_key(name, arguments, raw)
-        error_name = error.exception_type or error.error_type or error.retry_cause
-        fkey = failure_key(args_key, outcome, source, error_name)
-        # positional: keyword arguments double the cost of this 18-field construction (order: see ``CallScore``)
+        # positional: keyword arguments double the cost of this construction (order: ``records.CallScore``, pinned
+        # by a test); duplicate and repeated failure are set below, when an earlier call of the tool exists
         score = CallScore(
             name,
             step,
@@ -202,17 +207,31 @@ class Scorer:
             resolved.drift,
             source,
             batch,
-            # arguments not recorded (GenAI content capture is opt-in): two such calls cannot be told apart,
-            # so neither is called a repeat of the other
-            status is not ParseStatus.ABSENT and is_duplicate(history, args_key),
-            status is not ParseStatus.ABSENT and is_repeated_failure(history, fkey),
+            False,
+            False,
             over_budget(step, self.policy.step_budget),
             violations,
             weight,
             arguments,
-            args_key,
+            None,
+            raw,
+            error.exception_type or error.error_type or error.retry_cause,
         )
-        history.add(score, args_key, fkey, limits.max_calls_per_trace)
+        if history.first_call_of(name):  # nothing to repeat: its normalised form is computed only if needed
+            history.add(score, None, None, limits.max_calls_per_trace)
+            return score
+        first = history.take_pending(name)
+        if first is not None:
+            first_key = call_key(first)
+            history.remember(call_digest(first_key), failure_digest(first, first_key))
+        args_key = call_key(score)
+        call, failure = call_digest(args_key), failure_digest(score, args_key)
+        # arguments not recorded (GenAI content capture is opt-in): two such calls cannot be told apart,
+        # so neither is called a repeat of the other
+        if status is not ParseStatus.ABSENT:
+            score.duplicate = is_duplicate(history, call)
+            score.repeated_failure = is_repeated_failure(history, failure)
+        history.add(score, call, failure, limits.max_calls_per_trace)
         return score
 
     def _resolve(
@@ -248,3 +267,12 @@ class Scorer:
 
 
 _PARSE_OK = {status: status.parsed for status in ParseStatus}  # a dict lookup instead of a property call
+
+
+def call_key(score: CallScore) -> str:
+    """The call's normalised form (``checks.normalize.arguments_key``), computed on first use and kept on the
+    score: the engine needs it only when a second call of the same tool arrives."""
+    key = score.arguments_key
+    if key is None:
+        key = score.arguments_key = arguments_key(score.name, score.arguments, score.raw_arguments)
+    return key

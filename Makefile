@@ -28,10 +28,19 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
-# The peers (Ragas, DeepEval) are an optional extra: installed here, not for `make test`.
-bench: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[bench]'
-	$(BIN)/python -m benchmarks
+# The peers (Ragas, DeepEval) are an optional extra in a venv of their own: their pins (openai<2, rich<14)
+# conflict with the test extras, so installing them into .venv would break `make test`.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.stamp-installed
+
+$(BENCH_STAMP): pyproject.toml
+	$(PY) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .ruff_cache .pytest_cache

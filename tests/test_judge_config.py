@@ -14,9 +14,10 @@ from otel_toolcall_eval import ConfigError, EvalConfig
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.commands import judge as judge_command
+from otel_toolcall_eval.config.judge import BUILTIN
 from otel_toolcall_eval.judge import JudgeConfig
 from otel_toolcall_eval.judge.emit import JUDGE_METRICS
-from otel_toolcall_eval.judge.questions import BUILTIN, Redactor
+from otel_toolcall_eval.judge.questions import Redactor
 
 from .helpers import make_pipeline
 

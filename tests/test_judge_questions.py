@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from otel_toolcall_eval.judge.config import JudgeConfig
+from otel_toolcall_eval.config.judge import BUILTIN, JudgeConfig
 from otel_toolcall_eval.judge.context import (
     JudgeItem,
     Reaction,
@@ -16,7 +16,6 @@ from otel_toolcall_eval.judge.context import (
     user_request,
 )
 from otel_toolcall_eval.judge.questions import (
-    BUILTIN,
     AnswerError,
     Redactor,
     applies,

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from otel_toolcall_eval import __version__
+from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 
 

@@ -20,7 +20,7 @@ from typing import Any, Final, NamedTuple
 from opentelemetry import metrics as metrics_api
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
-from otel_toolcall_eval import __version__
+from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
 
 MAX_TOOL_LABELS: Final = 200

@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.config.judge import BUILTIN
 from otel_toolcall_eval.judge import Judge, JudgeConfig
 from otel_toolcall_eval.judge.context import JudgeItem
-from otel_toolcall_eval.judge.questions import BUILTIN
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord
 
 from .judge_server import ANTHROPIC_KEY, OPENAI_KEY, Content, FakeJudgeServer, Hold, Raw, Status, fake_judge_server

@@ -23,7 +23,8 @@ from otel_toolcall_eval.offline.reports.json_report import write_json
 from otel_toolcall_eval.offline.reports.junit import write_junit
 from otel_toolcall_eval.offline.reports.markdown import render_markdown
 from otel_toolcall_eval.offline.reports.terminal import print_report
-from otel_toolcall_eval.offline.runner import EvalResult, auto_jobs, evaluate
+from otel_toolcall_eval.offline.result import EvalResult
+from otel_toolcall_eval.offline.runner import auto_jobs, evaluate
 
 PROGRESS_FROM_BYTES = 2_000_000  # show a progress bar for datasets larger than this (on a terminal)
 

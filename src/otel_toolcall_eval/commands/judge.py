@@ -18,7 +18,7 @@ from rich.table import Table
 
 from otel_toolcall_eval.cli import UsageError
 from otel_toolcall_eval.config import EvalConfig
-from otel_toolcall_eval.judge.config import JudgeConfig
+from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.judge.ledger import period_bounds
 from otel_toolcall_eval.judge.sampler import CLASSES, solve_rate, weights_of
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from otel_toolcall_eval.judge.config import JudgeConfig
+from otel_toolcall_eval.config.judge import JudgeConfig
 
 if TYPE_CHECKING:
     from otel_toolcall_eval.judge.judge import Judge

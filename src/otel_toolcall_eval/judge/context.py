@@ -15,8 +15,8 @@ from typing import Any, Final
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.config.judge import QuestionConfig
 from otel_toolcall_eval.conventions.llm_spans import input_messages
-from otel_toolcall_eval.judge.config import QuestionConfig
 from otel_toolcall_eval.records import CallScore, ToolCallRecord
 
 MAX_LATER_CALLS: Final = 3

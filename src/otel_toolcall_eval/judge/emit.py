@@ -19,8 +19,8 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from otel_toolcall_eval import __version__
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.metrics import MetricDoc
 
 SCOPE: Final = "otel_toolcall_eval.judge"

@@ -18,8 +18,8 @@ from opentelemetry import _logs as logs_api
 from opentelemetry import trace as trace_api
 from opentelemetry.metrics import MeterProvider
 
+from otel_toolcall_eval.config.judge import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge import providers
-from otel_toolcall_eval.judge.config import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge.context import (
     MAX_LATER_CALLS,
     JudgeItem,

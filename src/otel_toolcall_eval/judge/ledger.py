@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from otel_toolcall_eval.judge.config import Budget, Period
+from otel_toolcall_eval.config.judge import Budget, Period
 
 logger = logging.getLogger("otel_toolcall_eval.judge")
 

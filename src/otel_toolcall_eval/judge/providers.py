@@ -24,7 +24,7 @@ from opentelemetry import context as otel_context
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from otel_toolcall_eval.config import ConfigError
-from otel_toolcall_eval.judge.config import JudgeConfig, QuestionConfig
+from otel_toolcall_eval.config.judge import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge.questions import Prompt, answer_schema
 
 ANTHROPIC_VERSION = "2023-06-01"

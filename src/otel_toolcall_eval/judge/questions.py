@@ -16,78 +16,9 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from otel_toolcall_eval import _json
-from otel_toolcall_eval.judge.config import QuestionConfig, Redaction, ScaleItem
+from otel_toolcall_eval.config.judge import QuestionConfig, Redaction
 from otel_toolcall_eval.judge.context import JudgeItem
 from otel_toolcall_eval.records import Outcome
-
-
-def _scale(*items: tuple[str, float, str]) -> list[ScaleItem]:
-    return [ScaleItem(label=label, score=score, meaning=meaning) for label, score, meaning in items]
-
-
-BUILTIN: Final[dict[str, QuestionConfig]] = {
-    q.name: q
-    for q in (
-        QuestionConfig(
-            name="tool_appropriateness",
-            prompt=(
-                "Was the tool the assistant called the right tool for the user's request, given the tools it had? "
-                "Judge only the choice of tool, not its arguments or its result."
-            ),
-            fields=["request", "tool_name", "available_tools"],
-            scale=_scale(
-                ("appropriate", 1.0, "the best tool available for the request"),
-                ("acceptable", 0.5, "it can serve the request, but another available tool fits better"),
-                ("inappropriate", 0.0, "it does not serve the request"),
-            ),
-        ),
-        QuestionConfig(
-            name="argument_quality",
-            prompt=(
-                "Do the free-text arguments of this call (queries, message bodies, titles) express what the user "
-                "asked for, precisely and faithfully? Penalise lost constraints, invented facts, wrong people, "
-                "dates or places, and content the user did not ask for."
-            ),
-            fields=["request", "tool_name", "free_text_arguments"],
-            scale=_scale(
-                ("good", 1.0, "faithful and precise"),
-                ("partial", 0.5, "usable, but vague, incomplete or with minor additions"),
-                ("poor", 0.0, "misrepresents the request or invents content"),
-            ),
-            when="free_text",
-        ),
-        QuestionConfig(
-            name="error_handling",
-            prompt=(
-                "This tool call failed. What did the assistant do next? Classify its reaction from its next output "
-                "and the tool calls that followed."
-            ),
-            fields=["tool_name", "arguments", "error", "reaction"],
-            scale=_scale(
-                ("corrected_retry", 1.0, "called the same tool again with arguments that address the error"),
-                ("switched_tool", 1.0, "used another tool that can achieve the goal"),
-                ("handed_back", 1.0, "told the user about the failure or asked the user for what was missing"),
-                ("unchanged_retry", 0.25, "called the same tool again without fixing the cause"),
-                ("carried_on", 0.0, "continued or answered as if the call had returned data"),
-            ),
-            when="failed",
-        ),
-        QuestionConfig(
-            name="tool_necessity",
-            prompt=(
-                "Did answering the user's request need a tool call at all, or could the assistant have answered "
-                "well from the conversation and general knowledge alone?"
-            ),
-            fields=["request", "tool_name"],
-            scale=_scale(
-                ("necessary", 1.0, "the request needs data or an action only a tool provides"),
-                ("optional", 0.5, "a tool helps, but a good answer was possible without one"),
-                ("unnecessary", 0.0, "the assistant should have answered directly"),
-            ),
-            when="first_call",
-        ),
-    )
-}
 
 # Fields that come from somewhere other than the tool span; without them a question is skipped, not asked.
 NEEDS_CONTEXT: Final = {"request": "missing_request", "reaction": "missing_reaction"}

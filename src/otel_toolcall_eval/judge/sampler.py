@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from otel_toolcall_eval.judge.config import JudgeConfig, RiskWeights
+from otel_toolcall_eval.config.judge import JudgeConfig, RiskWeights
 from otel_toolcall_eval.judge.ledger import Ledger
 from otel_toolcall_eval.records import CallScore, Outcome
 

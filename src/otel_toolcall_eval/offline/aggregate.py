@@ -14,7 +14,7 @@ from typing import Any
 
 from otel_toolcall_eval.checks.necessity import made_unnecessary_call, missed_all_calls, rate
 from otel_toolcall_eval.checks.selection import NONE, Selection, confusion_label, per_tool_correct
-from otel_toolcall_eval.offline.catalog import DIFFICULTIES, SLICES
+from otel_toolcall_eval.config.catalog import DIFFICULTIES, SLICES
 from otel_toolcall_eval.offline.score import CaseResult
 
 OTHER = "_other"  # names past the cap share one row, as the online metrics do

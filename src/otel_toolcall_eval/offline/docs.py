@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from otel_toolcall_eval.config.catalog import SUMMARY_METRICS, TOOL_METRICS
+from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig, SimilarityConfig
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall
-from otel_toolcall_eval.offline.catalog import SUMMARY_METRICS, TOOL_METRICS
-from otel_toolcall_eval.offline.config import ArgumentMatchConfig, GateConfig, SimilarityConfig
 
 
 def _type(annotation: Any) -> str:

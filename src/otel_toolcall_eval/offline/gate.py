@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from otel_toolcall_eval.offline import catalog
-from otel_toolcall_eval.offline.config import GateConfig
+from otel_toolcall_eval.config import catalog
+from otel_toolcall_eval.config.offline import GateConfig
 
 HARD_KINDS = ("must_not_call", "policy", "missing_runs")  # checks that allow none, whatever the thresholds
 

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from otel_toolcall_eval import __version__
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.offline.aggregate import combine
-from otel_toolcall_eval.offline.cases import CaseStore
-from otel_toolcall_eval.offline.gate import GateResult, evaluate_gate
+from otel_toolcall_eval.offline.gate import evaluate_gate
 from otel_toolcall_eval.offline.pipeline import run_pipeline
 from otel_toolcall_eval.offline.prepare import Preparer
+from otel_toolcall_eval.offline.result import EvalResult
 
 PARALLEL_FROM_BYTES = 16_000_000  # below this, starting worker processes costs more than it saves
 
@@ -33,54 +29,6 @@ def auto_jobs(dataset: str | Path) -> int:
     if size < PARALLEL_FROM_BYTES:
         return 1
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-
-
-@dataclass
-class EvalResult:
-    dataset: str
-    runs: list[str]
-    per_run: list[dict[str, Any]]  # each run's report blocks (summary, slices, difficulty, per_tool, ...)
-    report: dict[str, Any]  # the mean over runs (the run itself when there is one)
-    spread: dict[str, Any] | None  # max - min over runs, when there are several
-    cases: CaseStore
-    gate: GateResult
-    config: EvalConfig
-    generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-
-    def head(self) -> dict[str, Any]:
-        """The JSON report without ``cases``."""
-        out: dict[str, Any] = {
-            "meta": {
-                "tool": "otel-toolcall-eval",
-                "version": __version__,
-                "generated_at": self.generated_at,
-                "dataset": self.dataset,
-                "runs": self.runs,
-                "cases": self.cases.count,
-            },
-            "summary": self.report["summary"],
-            "slices": self.report["slices"],
-            "difficulty": self.report["difficulty"],
-            "per_tool": self.report["per_tool"],
-            "confusion_matrix": self.report["confusion_matrix"],
-            "gate": self.gate.to_json(),
-        }
-        if len(self.runs) > 1:
-            out["spread"] = {k: self.spread[k] for k in ("summary", "slices", "per_tool")} if self.spread else None
-            out["runs_detail"] = [
-                {"run": path, "summary": r["summary"]} for path, r in zip(self.runs, self.per_run, strict=True)
-            ]
-        return out
-
-    def close(self) -> None:
-        """Remove the spooled case rows (``with evaluate(...) as result:`` does it on leaving)."""
-        self.cases.close()
-
-    def __enter__(self) -> EvalResult:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def evaluate(

@@ -14,7 +14,7 @@ import orjson
 
 from otel_toolcall_eval.dataset.errors import LocatedError
 from otel_toolcall_eval.offline.reports.format import CASE_METRICS, SHOWN, metric
-from otel_toolcall_eval.offline.runner import EvalResult
+from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_LISTED = 100
 MOVE = 0.005  # a per-case metric change smaller than this is noise in a diff

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_toolcall_eval.offline.catalog import SUMMARY_METRICS
+from otel_toolcall_eval.config.catalog import SUMMARY_METRICS
 from otel_toolcall_eval.offline.gate import lookup
 
 # The metrics shown in summary tables, by catalog path (the same key the gate config uses).

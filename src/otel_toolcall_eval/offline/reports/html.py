@@ -11,9 +11,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from otel_toolcall_eval.offline.catalog import SLICES
+from otel_toolcall_eval.config.catalog import SLICES
 from otel_toolcall_eval.offline.reports.format import metric, num, pct, shown
-from otel_toolcall_eval.offline.runner import EvalResult
+from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_ROWS = 2000
 CARDS: tuple[tuple[str, str], ...] = (

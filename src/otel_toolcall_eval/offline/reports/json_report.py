@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from otel_toolcall_eval.offline.runner import EvalResult
+from otel_toolcall_eval.offline.result import EvalResult
 
 
 def write_json(result: EvalResult, path: str | Path) -> None:

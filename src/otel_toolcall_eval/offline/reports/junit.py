@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from xml.sax.saxutils import escape as _escape
 from xml.sax.saxutils import quoteattr as _quoteattr
 
 from otel_toolcall_eval.offline.reports.format import num
-
-if TYPE_CHECKING:  # the pipeline imports testcase_xml; the runner imports the pipeline
-    from otel_toolcall_eval.offline.runner import EvalResult
+from otel_toolcall_eval.offline.result import EvalResult
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _SPECIAL = re.compile("[<>&\"'\x00-\x1f\ud800-\udfff\ufffe\uffff]")  # anything escaping could touch

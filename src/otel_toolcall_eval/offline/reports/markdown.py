@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_toolcall_eval.offline.catalog import SLICES
+from otel_toolcall_eval.config.catalog import SLICES
 from otel_toolcall_eval.offline.gate import HARD_KINDS
 from otel_toolcall_eval.offline.reports.baseline import BaselineDiff, Flip
 from otel_toolcall_eval.offline.reports.format import SHOWN, delta, is_count, metric, num, pct, shown
-from otel_toolcall_eval.offline.runner import EvalResult
+from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_FAILING = 50
 

@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from otel_toolcall_eval.offline.catalog import SLICES
+from otel_toolcall_eval.config.catalog import SLICES
 from otel_toolcall_eval.offline.reports.format import SHOWN, metric, num, pct, shown
-from otel_toolcall_eval.offline.runner import EvalResult
+from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_CASES = 20
 

@@ -17,7 +17,7 @@ from otel_toolcall_eval.checks.argument_match import (
     RapidfuzzSimilarity,
     TextSimilarity,
 )
-from otel_toolcall_eval.offline import catalog
+from otel_toolcall_eval.config import catalog
 
 
 class _Strict(BaseModel):

@@ -6,7 +6,6 @@ Unknown keys and invalid rules fail fast with a pydantic error that names the fi
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -27,8 +26,9 @@ from pydantic import (
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import policy as P
-from otel_toolcall_eval.judge.config import JudgeConfig
-from otel_toolcall_eval.offline.config import ArgumentMatchConfig, GateConfig
+from otel_toolcall_eval.config.imports import import_object
+from otel_toolcall_eval.config.judge import JudgeConfig
+from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig
 from otel_toolcall_eval.records import ToolDefinition
 
 
@@ -47,21 +47,6 @@ def _check_schema(schema: dict[str, Any], where: str) -> dict[str, Any]:
         path = "/".join(str(p) for p in exc.absolute_path)
         raise ValueError(f"{where} is not a valid JSON Schema at '{path}': {exc.message}") from None
     return schema
-
-
-def _import(ref: str) -> Any:
-    module, _, attr = ref.partition(":")
-    if not attr:
-        raise ValueError(f"'{ref}' must look like 'package.module:name'")
-    try:
-        obj: Any = importlib.import_module(module)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module '{module}': {exc}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"module '{module}' has no attribute '{attr}'")
-        obj = getattr(obj, part)
-    return obj
 
 
 def schema_from_model(model: type[BaseModel]) -> dict[str, Any]:
@@ -115,7 +100,7 @@ class ToolSchema(_Strict):
     def definition(self) -> ToolDefinition:
         params = self.parameters
         if params is None:
-            target = _import(self.model or self.function or "")
+            target = import_object(self.model or self.function or "")
             if self.model is not None:
                 if not (isinstance(target, type) and issubclass(target, BaseModel)):
                     raise ValueError(f"'{self.model}' is not a pydantic model")

@@ -1,0 +1,135 @@
+"""The layout shows the architecture, one way: records and policy objects <- pure checks <- engine <- adapters <- CLI.
+
+Checked on the import graph grimp builds from the source (every import, including function-level and
+``TYPE_CHECKING`` ones): no module imports a layer above its own, no two modules import each other (directly or
+around a cycle), and the checks and the engine load neither OpenTelemetry nor pydantic nor the config.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import cache
+
+import grimp
+import pytest
+
+PACKAGE = "otel_toolcall_eval"
+
+# top to bottom; a unit (a top-level module or package of the project) may import its own layer or any below it
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cli", "commands", "_docs", "demo"),  # the command line and what only it uses
+    ("replay", "harvest"),  # adapters built on the processor
+    ("processor", "offline"),  # the online and the offline adapter
+    ("background", "enrich", "trace_state", "judge", "metrics", "summary", "exporters"),  # the processor's parts
+    ("config",),  # the file format (pydantic), compiled to policy objects
+    ("conventions", "dataset"),  # reading spans and dataset rows into records
+    ("engine",),  # per-call scoring, once for every adapter
+    ("checks",),  # pure checks
+    ("records", "policy", "attributes", "_json", "_version"),  # plain records, policy objects, names
+)
+LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+PURE = ("checks", "engine", "records", "policy")
+NOT_IN_PURE = ("opentelemetry", "pydantic", "yaml")
+
+
+@cache
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph(PACKAGE, include_external_packages=True)
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _own_modules() -> list[str]:
+    return sorted(m for m in graph().modules if m == PACKAGE or m.startswith(PACKAGE + "."))
+
+
+def test_every_unit_has_a_layer() -> None:
+    units = {_unit(m) for m in _own_modules()} - {""}
+    assert sorted(units - set(LAYER_OF)) == [], "add the new module to LAYERS (and to the README layout table)"
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = []
+    for module in _own_modules():
+        unit = _unit(module)
+        for imported in graph().find_modules_directly_imported_by(module):
+            target = _unit(imported) if imported.startswith(PACKAGE + ".") else None
+            if target is None or unit == "" or target == unit:
+                continue
+            if LAYER_OF[target] < LAYER_OF[unit]:
+                upward.append(f"{module} -> {imported}")
+    assert upward == []
+
+
+def test_no_import_cycles() -> None:
+    """Strongly connected components of the module graph (Tarjan, iteratively): each must be one module."""
+    g = graph()
+    nodes = _own_modules()
+    edges = {m: sorted(d for d in g.find_modules_directly_imported_by(m) if d.startswith(PACKAGE)) for m in nodes}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            targets = edges.get(node, [])
+            if i < len(targets):
+                work.append((node, i + 1))
+                nxt = targets[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    assert cycles == []
+
+
+@pytest.mark.parametrize("unit", PURE)
+def test_checks_and_engine_import_no_sdk_no_pydantic_no_config(unit: str) -> None:
+    g = graph()
+    found = []
+    for module in _own_modules():
+        if _unit(module) != unit:
+            continue
+        for imported in g.find_modules_directly_imported_by(module):
+            if imported.split(".")[0] in NOT_IN_PURE or _unit(imported) == "config":
+                found.append(f"{module} -> {imported}")
+    assert found == []
+
+
+def test_importing_a_check_loads_only_what_it_needs() -> None:
+    """At run time too (the top level imports lazily): a check loads a handful of the project's modules."""
+    code = (
+        "import sys, otel_toolcall_eval.checks.selection, otel_toolcall_eval.engine\n"
+        "own = [m for m in sys.modules if m.startswith('otel_toolcall_eval')]\n"
+        "heavy = [m for m in ('pydantic', 'yaml', 'opentelemetry.sdk') if m in sys.modules]\n"
+        "print(len(own), heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
+    assert int(out[0]) < 25 and out[1].strip() == "[]"

@@ -27,6 +27,7 @@ from pydantic import (
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import policy as P
+from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
 from otel_toolcall_eval.judge.config import JudgeConfig
 from otel_toolcall_eval.offline.config import ArgumentMatchConfig, GateConfig
 from otel_toolcall_eval.records import ToolDefinition
@@ -46,6 +47,10 @@ def _check_schema(schema: dict[str, Any], where: str) -> dict[str, Any]:
     except jsonschema.SchemaError as exc:
         path = "/".join(str(p) for p in exc.absolute_path)
         raise ValueError(f"{where} is not a valid JSON Schema at '{path}': {exc.message}") from None
+    try:  # the hot path compiles it without fetching anything: a reference outside the document cannot work
+        compile_schema(schema)
+    except SchemaCompileError as exc:
+        raise ValueError(f"{where} cannot be used: {exc}") from None
     return schema
 
 

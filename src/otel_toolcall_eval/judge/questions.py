@@ -249,22 +249,31 @@ class AnswerError(ValueError):
         self.kind = kind
 
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+# The longest answer text read. An answer is one JSON object with a label and one or two sentences (a few hundred
+# characters); the cap leaves room for a long explanation (``Answer.explanation`` allows 100,000) and bounds the
+# work spent on anything bigger.
+MAX_ANSWER_CHARS: Final = 131_072
 
 
 def parse_answer(question: QuestionConfig, text: str | None, structured: dict[str, Any] | None) -> Answer:
-    """Validate a structured answer, or the first JSON object in a text answer (code fences tolerated)."""
+    """Validate a structured answer, or the first JSON object in a text answer (code fences tolerated).
+
+    Model output is untrusted, so no regular expression touches it: the object is the span from the first
+    ``{`` to the last ``}`` (which also skips code fences and any prose around the object), found with two
+    linear ``str`` scans, then decoded by orjson. An answer over ``MAX_ANSWER_CHARS`` is rejected unread.
+    """
     labels = [s.label for s in question.scale]
     payload: Any = structured
     if payload is None:
+        if text is not None and len(text) > MAX_ANSWER_CHARS:
+            raise AnswerError("answer_too_large", f"the answer has {len(text)} characters (at most {MAX_ANSWER_CHARS})")
         if not text or not text.strip():
             raise AnswerError("empty_answer", "the judge returned no text")
-        body = _FENCE.sub("", text.strip())
-        start, end = body.find("{"), body.rfind("}")
+        start, end = text.find("{"), text.rfind("}")
         if start < 0 or end <= start:
             raise AnswerError("non_json_answer", f"no JSON object in the answer: {text[:200]!r}")
         try:
-            payload = _json.loads(body[start : end + 1])
+            payload = _json.loads(text[start : end + 1])
         except (_json.JSONDecodeError, RecursionError):
             raise AnswerError("non_json_answer", f"the answer is not valid JSON: {text[:200]!r}") from None
     if not isinstance(payload, dict):

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
+import threading
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from otel_toolcall_eval.judge.questions import BUILTIN, MAX_ANSWER_CHARS, AnswerError, parse_answer
+from otel_toolcall_eval.conventions.base import error_evidence
+from otel_toolcall_eval.judge import Judge, JudgeConfig
+from otel_toolcall_eval.judge.context import JudgeItem, Reaction
+from otel_toolcall_eval.judge.questions import (
+    BUILTIN,
+    MAX_ANSWER_CHARS,
+    AnswerError,
+    Redactor,
+    parse_answer,
+    question_data,
+)
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord
+from tests.helpers import make_pipeline, tool_span
 
 APPROPRIATE = BUILTIN["tool_appropriateness"]
 
@@ -53,3 +69,92 @@ def test_the_cap_is_on_the_answer_text() -> None:
     with pytest.raises(AnswerError) as info:
         parse_answer(APPROPRIATE, fits + " ", None)
     assert info.value.kind == "answer_too_large"
+
+
+# --- redaction comes before every cut (item 5) ------------------------------------------------------------
+API_KEY = "sk-live-abcdefghijklmnopqrstuvwxyz0123"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
+CARD = 4111111111111111
+
+
+def _judge(**section: Any) -> Judge:
+    config = {
+        "provider": "openai",
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "price": {"input_per_million": 0, "output_per_million": 0},
+        "questions": ["tool_appropriateness", "error_handling"],
+        **section,
+    }
+    return Judge(JudgeConfig.model_validate(config))
+
+
+def _messages(text: str) -> dict[str, Any]:
+    return {"gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}])}
+
+
+def _leaks(text: str, secret: str) -> bool:
+    """Whether any 8-character piece of ``secret`` appears in ``text`` (a cut secret leaks its start)."""
+    return any(secret[i : i + 8] in text for i in range(len(secret) - 7))
+
+
+def test_a_request_cut_at_max_request_chars_never_keeps_the_start_of_a_secret() -> None:
+    judge = _judge(max_request_chars=100)
+    for secret in (API_KEY, JWT):
+        for offset in range(80, 100):  # the cut falls at every position inside the secret
+            state = SimpleNamespace(judge_request=None, judge_pending=None, lock=threading.Lock())
+            judge.observe_llm_span(_messages("x" * offset + " " + secret + " and more text after it"), state)
+            assert state.judge_request.startswith("x" * offset) and len(state.judge_request) <= 100
+            assert not _leaks(state.judge_request, secret), (offset, state.judge_request)
+
+
+def test_the_models_reaction_cut_at_max_field_chars_never_keeps_the_start_of_a_secret() -> None:
+    judge = _judge(max_field_chars=64)
+    for offset in range(40, 64):
+        pending = JudgeItem(
+            ToolCallRecord(name="search"),
+            CallScore(name="search", step=1, outcome=Outcome.SUCCESS),
+            (),
+            reaction=Reaction(),
+        )
+        state = SimpleNamespace(judge_request="r", judge_pending=[pending], lock=threading.Lock())
+        output = [{"role": "assistant", "parts": [{"type": "text", "content": "y" * offset + " " + API_KEY + " z"}]}]
+        judge.worker.submit = lambda item: True  # type: ignore[method-assign]  # only the reaction is under test
+        judge.observe_llm_span({"gen_ai.output.messages": json.dumps(output)}, state)
+        assert pending.reaction is not None and pending.reaction.model_output is not None
+        assert not _leaks(pending.reaction.model_output, API_KEY), offset
+
+
+def test_an_exception_message_past_512_characters_is_redacted_before_it_is_cut() -> None:
+    p = make_pipeline()
+    tool_span(p.tracer, "search", {"q": "x"}, error=RuntimeError("e" * 490 + " " + JWT + " " + API_KEY))
+    span = p.one("execute_tool search")
+    record = ToolCallRecord(name="search", raw_arguments='{"q": "x"}')
+    record.error = error_evidence(span, span.attributes or {})
+    failed = JudgeItem(record, CallScore(name="search", step=1, outcome=Outcome.EXECUTION_FAILED), ())
+    redact = Redactor(JudgeConfig.model_validate(_config()).redact)
+    data = json.dumps(question_data(BUILTIN["error_handling"], failed, redact, 4000))
+    assert "e" * 490 in data and not _leaks(data, JWT) and not _leaks(data, API_KEY)
+
+
+def test_numbers_that_match_a_pattern_are_redacted() -> None:
+    record = ToolCallRecord(name="pay", raw_arguments=json.dumps({"card": CARD, "amount": 12.5}))
+    score = CallScore(
+        name="pay", step=1, outcome=Outcome.EXECUTION_FAILED, arguments={"card": CARD, "amount": 12.5, "n": [CARD]}
+    )
+    failed = JudgeItem(record, score, ())
+    redact = Redactor(JudgeConfig.model_validate(_config()).redact)
+    data = question_data(BUILTIN["error_handling"], failed, redact, 4000)
+    assert str(CARD) not in json.dumps(data)
+    assert data["arguments"] == {"card": "[REDACTED]", "amount": 12.5, "n": ["[REDACTED]"]}
+
+
+def test_a_private_key_is_redacted_with_or_without_its_end_line() -> None:
+    redact = Redactor(JudgeConfig.model_validate(_config()).redact)
+    block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA+/abc=\n"
+    assert redact(f"a {block}-----END RSA PRIVATE KEY----- b") == "a [REDACTED] b"
+    assert "MIIE" not in redact(f"cut off: {block[:45]}")
+
+
+def _config() -> dict[str, Any]:
+    return {"provider": "openai", "model": "m", "price": {"input_per_million": 0, "output_per_million": 0}}

@@ -32,6 +32,7 @@ from otel_toolcall_eval.judge.context import (
 from otel_toolcall_eval.judge.emit import JudgeTelemetry, Verdict
 from otel_toolcall_eval.judge.ledger import Ledger
 from otel_toolcall_eval.judge.questions import (
+    REDACT_LOOKAHEAD,
     AnswerError,
     Redactor,
     applies,
@@ -120,11 +121,16 @@ class Judge:
 
     def observe_llm_span(self, attrs: Mapping[str, Any], state: Any) -> None:
         """An LLM span of the trace: the user's request (once per trace) and the reaction to pending failures."""
+        config = self.config
         if self._needs_request and state.judge_request is None:
-            state.judge_request = user_request(attrs, self.config.max_request_chars)
+            # Kept redacted and cut: redaction first, so a cut through a secret cannot keep its start.
+            request = user_request(attrs, config.max_request_chars + REDACT_LOOKAHEAD)
+            state.judge_request = self._redact.cut(request, config.max_request_chars) if request else request
         if state.judge_pending:
-            reaction = model_reaction(attrs, self.config.max_field_chars)
+            reaction = model_reaction(attrs, config.max_field_chars + REDACT_LOOKAHEAD)
             if reaction is not None:
+                if reaction.model_output:
+                    reaction.model_output = self._redact.cut(reaction.model_output, config.max_field_chars)
                 with state.lock:
                     pending, state.judge_pending = state.judge_pending, None
                 for item in pending or ():

@@ -209,7 +209,12 @@ class JudgeConfig(_Strict):
     sampling: Sampling = Field(default_factory=Sampling)
     concurrency: int = Field(default=4, ge=1, le=256, description="judge calls in flight at once")
     queue_size: int = Field(default=1000, ge=1, description="sampled calls waiting; overflow is dropped and counted")
-    request_timeout_seconds: float = Field(default=30.0, gt=0)
+    request_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="each attempt's whole deadline: connect, send, wait and read the answer"
+    )
+    max_response_bytes: int = Field(
+        default=1 << 20, ge=1024, description="a longer answer is not read: a response_too_large error verdict"
+    )
     max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429, 5xx, timeouts and connection errors")
     retry_backoff_seconds: float = Field(default=0.5, gt=0, description="first backoff; doubles, with jitter")
     max_retry_wait_seconds: float = Field(default=30.0, gt=0, description="a longer Retry-After gives up instead")

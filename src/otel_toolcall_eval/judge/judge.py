@@ -240,7 +240,14 @@ class Judge:
                     if reservation is None:
                         raise BudgetExhausted
                     try:
-                        completion = await providers.send(client, self._api, question, prompt)
+                        completion = await providers.send(
+                            client,
+                            self._api,
+                            question,
+                            prompt,
+                            max_bytes=config.max_response_bytes,
+                            deadline=config.request_timeout_seconds,
+                        )
                     except providers.JudgeCallError as exc:
                         self.ledger.settle(reservation, worst if exc.billed else 0.0)
                         verdict.cost += worst if exc.billed else 0.0

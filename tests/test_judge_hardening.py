@@ -7,10 +7,14 @@ import subprocess
 import sys
 import textwrap
 import threading
+from datetime import datetime, timezone
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otel_toolcall_eval.conventions.base import error_evidence
 from otel_toolcall_eval.judge import Judge, JudgeConfig
@@ -158,3 +162,75 @@ def test_a_private_key_is_redacted_with_or_without_its_end_line() -> None:
 
 def _config() -> dict[str, Any]:
     return {"provider": "openai", "model": "m", "price": {"input_per_million": 0, "output_per_million": 0}}
+
+
+# --- the spend ceiling holds when the server ignores max_tokens (item 6) --------------------------------------
+def test_a_server_that_ignores_max_tokens_cannot_take_spend_past_the_ceiling() -> None:
+    """Red before: reported usage was settled uncapped (one answer took spend to 30x the ceiling)."""
+    sent: list[bytes] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        body = {
+            "id": "r",
+            "model": "m",
+            "choices": [{"message": {"role": "assistant", "content": '{"label": "appropriate", "explanation": "x"}'}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 30_000},  # max_tokens was 300
+        }
+        return httpx.Response(200, json=body)
+
+    reader = InMemoryMetricReader()
+    config = JudgeConfig.model_validate(
+        {
+            **_config(),
+            "base_url": "http://127.0.0.1:9/v1",
+            "price": {"input_per_million": 0, "output_per_million": 1000},  # 0.001 per output token
+            "budget": {"amount": 1.0},  # three worst cases (300 output tokens: 0.3 each)
+            "max_output_tokens": 300,
+            "concurrency": 1,  # one call in flight: the answers settle in turn
+            "questions": ["tool_appropriateness"],
+        }
+    )
+    now = [datetime(2026, 12, 10, tzinfo=timezone.utc).timestamp()]
+    judge = Judge(
+        config,
+        meter_provider=MeterProvider(metric_readers=[reader]),
+        transport=httpx.MockTransport(answer),
+        clock=lambda: now[0],
+    )
+    try:
+        for n in range(1, 4):
+            record = ToolCallRecord(name="search", raw_arguments="{}", trace_id=f"{n:032x}", span_id=f"{n:016x}")
+            score = CallScore(name="search", step=1, outcome=Outcome.SUCCESS, arguments={})
+            assert judge.worker.submit(JudgeItem(record, score, (BUILTIN["tool_appropriateness"],), request="r"))
+        assert judge.force_flush(20_000)
+    finally:
+        judge.shutdown(5_000)
+    assert len(sent) == 1  # the first answer reached the ceiling: nothing more was sent
+    assert judge.ledger.spent() == pytest.approx(1.0)  # recorded spend is the ceiling, never past it
+    assert judge.ledger.remaining() == 0.0
+    over = _metric(reader, "toolcall_eval.judge.over_reported")
+    assert over == pytest.approx(30.0 - 0.3)  # what the server reported beyond the reservation, counted
+    assert judge.sampler.tokens_out <= 300  # the pacing learnt at most the worst case, not 30,000 tokens
+    judge.sampler.update()
+    for _ in range(100):
+        judge.sampler.decide(0, 0)
+    now[0] += 60
+    assert judge.sampler.update() == 0.0  # at the ceiling: nothing is sampled for the rest of the period
+    now[0] = datetime(2027, 1, 1, 0, 1, tzinfo=timezone.utc).timestamp()
+    assert judge.ledger.remaining() == 1.0  # the next period starts from zero
+    for _ in range(100):
+        judge.sampler.decide(0, 0)
+    now[0] += 60
+    assert 0.0 < judge.sampler.update() <= config.sampling.max_rate  # paced again, and bounded
+
+
+def _metric(reader: InMemoryMetricReader, name: str) -> float:
+    data = reader.get_metrics_data()
+    total = 0.0
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == name:
+                    total += sum(p.value for p in metric.data.data_points)
+    return total

@@ -222,8 +222,8 @@ class Judge:
             except BudgetExhausted:
                 self.telemetry.dropped("budget", 1)
                 break
-            tokens_in += verdict.input_tokens
-            tokens_out += verdict.output_tokens
+            tokens_in += verdict.paced_input_tokens
+            tokens_out += verdict.paced_output_tokens
             self.telemetry.emit(verdict, trace_id, span_id)
         self.sampler.record_eval(tokens_in, tokens_out)
 
@@ -258,10 +258,16 @@ class Judge:
                     cost = (
                         worst if tokens_in is None or tokens_out is None else config.price.cost(tokens_in, tokens_out)
                     )
-                    self.ledger.settle(reservation, cost)
+                    over = self.ledger.settle(reservation, cost)
+                    if over > 0:
+                        self.telemetry.over_reported(question.name, over)
                     verdict.cost += cost
                     verdict.input_tokens += tokens_in or 0
                     verdict.output_tokens += tokens_out or 0
+                    # The pacing learns a call's cost within its worst case: one absurd usage report must not
+                    # starve (or, reported as zero, flood) the sampling of the periods after it.
+                    verdict.paced_input_tokens = min(tokens_in or 0, prompt.size_bytes + PROMPT_OVERHEAD_TOKENS)
+                    verdict.paced_output_tokens = min(tokens_out or 0, config.max_output_tokens)
         except providers.JudgeCallError as exc:
             verdict.error, verdict.error_message = exc.kind, str(exc)
         verdict.end_ns = time.time_ns()

@@ -8,14 +8,18 @@ import sys
 import textwrap
 import threading
 from datetime import datetime, timezone
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from otel_toolcall_eval.cli import build_parser, main
+from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.conventions.base import error_evidence
 from otel_toolcall_eval.judge import Judge, JudgeConfig
 from otel_toolcall_eval.judge.context import JudgeItem, Reaction
@@ -234,3 +238,79 @@ def _metric(reader: InMemoryMetricReader, name: str) -> float:
                 if metric.name == name:
                     total += sum(p.value for p in metric.data.data_points)
     return total
+
+
+# --- non-finite numbers are refused, on the command line and in the config (item 7) --------------------------
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "Infinity"])
+@pytest.mark.parametrize("option", ["--traffic", "--flagged"])
+def test_judge_check_rejects_non_finite_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    """Red before: ``--traffic nan`` printed "no budget (free model)" for a budgeted config."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "judge": {
+                    **_config(),
+                    "price": {"input_per_million": 1, "output_per_million": 1},
+                    "budget": {"amount": 5},
+                }
+            }
+        )
+    )
+    with pytest.raises(SystemExit) as exit_:
+        main(["judge", "check", str(path), f"{option}={value}"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and "finite" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+@pytest.mark.parametrize("option", ["--traces-per-second", "--duration", "--failure-rate"])
+def test_demo_rejects_non_finite_numbers(capsys: pytest.CaptureFixture[str], option: str, value: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["demo", option, value])  # parsed only: the demo itself never starts
+    assert exit_.value.code == 2 and option in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("section", "field"),
+    [
+        ({"budget": {"amount": float("inf")}}, "judge.budget.amount"),
+        ({"price": {"input_per_million": float("nan"), "output_per_million": 1}}, "judge.price.input_per_million"),
+        ({"request_timeout_seconds": float("inf")}, "judge.request_timeout_seconds"),
+        ({"sampling": {"max_catchup": float("inf")}}, "judge.sampling.max_catchup"),
+        (
+            {
+                "questions": [
+                    {
+                        "name": "q",
+                        "prompt": "p",
+                        "fields": ["tool_name"],
+                        "scale": [{"label": "a", "score": float("nan")}, {"label": "b", "score": 0}],
+                    }
+                ]
+            },
+            "judge.questions.0.scale.0.score",
+        ),
+    ],
+)
+def test_config_rejects_non_finite_numbers(section: dict[str, Any], field: str) -> None:
+    base = {**_config(), "price": {"input_per_million": 1, "output_per_million": 1}, "budget": {"amount": 5}}
+    with pytest.raises(ConfigError) as err:
+        EvalConfig.from_dict({"judge": {**base, **section}})
+    assert field in str(err.value) and "finite" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"limits": {"trace_ttl_seconds": float("inf")}}, "limits.trace_ttl_seconds"),
+        ({"arguments": {"similarity": {"threshold": float("nan")}}}, "arguments.similarity.threshold"),
+    ],
+)
+def test_eval_config_rejects_non_finite_numbers(data: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        EvalConfig.from_dict(data)
+    assert field in str(err.value)

@@ -38,7 +38,7 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no option means nan or inf
 
 
 def _check_schema(schema: dict[str, Any], where: str) -> dict[str, Any]:
@@ -160,7 +160,7 @@ class ArgumentRule(_Strict):
     name: str = Field(default="argument_rule", min_length=1, description="the violation it reports")
     schema_: dict[str, Any] = Field(alias="schema")
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False)
 
     @field_validator("schema_")
     @classmethod

@@ -49,7 +49,7 @@ _NAME = r"^[a-z][a-z0-9_]{0,62}$"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no option means nan or inf
 
 
 class Price(_Strict):

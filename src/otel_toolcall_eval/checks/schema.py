@@ -52,7 +52,7 @@ def compile_schema(schema: dict[str, Any]) -> Any:
     """A jsonschema-rs validator that never leaves the document; ``SchemaCompileError`` when it cannot be built."""
     try:
         return jsonschema_rs.validator_for(schema, retriever=_refuse)
-    except (jsonschema_rs.ValidationError, ValueError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the compiler raises, the schema is the problem
         first = str(exc).strip().splitlines()
         raise SchemaCompileError(first[0] if first else type(exc).__name__) from None
 

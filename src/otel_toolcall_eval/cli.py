@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +23,19 @@ class UsageError(ValueError):
     """Bad input or usage: exit code 2 with a message naming the file, line and field."""
 
 
+def finite(text: str) -> float:
+    """An argparse type: a finite number. ``float()`` also reads ``nan`` and ``inf``, which no option means."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
 def _rate(text: str) -> float:
-    value = float(text)
+    value = finite(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text} is not a rate between 0 and 1")
     return value
@@ -62,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--otlp-protocol", choices=["grpc", "http"], default="grpc")
     demo.add_argument("--prometheus-port", type=int, help="expose the processor's metrics for Prometheus on this port")
     demo.add_argument("--prometheus-host", default="127.0.0.1")
-    demo.add_argument("--traces-per-second", type=float, help="steady load: conversations per second")
-    demo.add_argument("--duration", type=float, help="steady load: seconds to run (live summary)")
+    demo.add_argument("--traces-per-second", type=finite, help="steady load: conversations per second")
+    demo.add_argument("--duration", type=finite, help="steady load: seconds to run (live summary)")
     demo.add_argument("--show", type=int, default=3, help="scored traces to print as trees (default 3)")
 
     config = sub.add_parser("config", help="configuration commands")

@@ -447,6 +447,7 @@ def test_prometheus_names_are_the_documented_ones(server: FakeJudgeServer) -> No
     )
     telemetry.emit(emit.Verdict("q", error="timeout"), trace_id=1, span_id=1)
     telemetry.dropped("queue_full")
+    telemetry.over_reported("q", 0.5)
     telemetry.skipped("q", "missing_request")
     text = generate_latest(registry).decode()
     names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if not line.startswith("#")}

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -317,3 +318,82 @@ def test_the_judges_http_calls_are_not_traced_by_an_httpx_instrumentation(server
         http_spans = [n for n in names if n in ("GET", "POST")]
     assert http_spans == ["GET"], names  # the application's call, not the judge's POST
     assert len(server.requests) == 1 and server.requests[0].path == "/v1/chat/completions"
+
+
+# --- answers too big or too slow (issue 15, items 3 and 4) ----------------------------------------------
+class Streamer:
+    """A server on 127.0.0.1 answering every POST with 200 and a body of ``total`` bytes written ``piece`` bytes
+    at a time, ``pause`` seconds apart; ``sent`` counts what it managed to write before the client went away."""
+
+    def __init__(self, total: int, piece: int, pause: float = 0.0, declare_length: bool = True) -> None:
+        self.sent = 0
+        self.finished = threading.Event()
+        streamer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                if declare_length:
+                    self.send_header("content-length", str(total))
+                else:
+                    self.send_header("connection", "close")  # the body ends where the connection does
+                self.end_headers()
+                chunk = b" " * piece
+                try:
+                    while streamer.sent < total:
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                        streamer.sent += piece
+                        if pause:
+                            time.sleep(pause)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    streamer.finished.set()
+                    self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.mark.parametrize("declare_length", [True, False], ids=["content-length", "until-close"])
+def test_an_answer_over_the_size_cap_is_an_error_verdict_not_a_read(keys: None, declare_length: bool) -> None:
+    """Red before: the client read 100 MB answers whole (two of them: +957 MiB)."""
+    big = Streamer(total=100 * 2**20, piece=64 * 2**10, declare_length=declare_length)
+    try:
+        rig = make_rig(FakeJudgeServer(), "openai", base_url=big.url + "/v1", max_retries=0)
+        rig.submit(item())
+        attrs = rig.one()
+        assert attrs[A.ERROR_TYPE] == "response_too_large"
+        assert A.GEN_AI_EVALUATION_SCORE_LABEL not in attrs
+        assert big.finished.wait(10)
+        assert big.sent < 16 * 2**20  # the cap (1 MiB) plus what the sockets buffered, never the 100 MB
+        assert rig.judge.ledger.spent() > 0  # an answer this big was generated, so it may have been billed
+    finally:
+        big.stop()
+
+
+def test_a_drip_fed_answer_ends_at_the_attempts_deadline(keys: None) -> None:
+    """Red before: the timeout applied per read, and a byte a second never trips a 2 s read timeout."""
+    drip = Streamer(total=30, piece=1, pause=1.0)
+    try:
+        rig = make_rig(FakeJudgeServer(), "openai", base_url=drip.url + "/v1", max_retries=0)
+        rig.submit(item())
+        attrs = rig.one()
+        assert attrs[A.ERROR_TYPE] == "timeout"
+        assert drip.sent < 30  # returned while the server was still dripping (about 2 bytes in, at 1 byte/s)
+    finally:
+        drip.stop()

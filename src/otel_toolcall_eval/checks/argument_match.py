@@ -78,7 +78,7 @@ class RapidfuzzSimilarity:
 
 @dataclass(slots=True, frozen=True)
 class Normalizer:
-    """The normalisation options, made plain once (``offline.config.ArgumentMatchConfig.normalizer()``)."""
+    """The normalisation options, made plain once (``config.offline.ArgumentMatchConfig.normalizer()``)."""
 
     case_insensitive: bool = True
     strip_whitespace: bool = True

@@ -2,6 +2,12 @@
 
 jsonschema-rs is the hot-path validator (measured ~40x faster than a prebuilt ``jsonschema`` validator,
 same verdicts with format checking off, the Draft 2020-12 default of both).
+
+Schemas come from trace data and datasets, so they are untrusted: every validator is compiled with a retriever
+that resolves nothing. jsonschema-rs's default retriever follows a ``$ref`` to any URL or ``file://`` path
+(blocking ``span.end()`` on a slow server, and quoting a local file's content back in validation errors);
+here such a schema does not compile, which makes it a broken schema: no verdict. References inside the
+document (``#/$defs/...``, anchors, the built-in meta-schemas of the known drafts) resolve as before.
 """
 
 from __future__ import annotations
@@ -33,8 +39,33 @@ class ResolvedSchema:
     drift: bool | None  # both known and different; None when only one is known
 
 
+class SchemaCompileError(ValueError):
+    """The schema does not compile: invalid, or it refers outside its own document."""
+
+
+def _refuse(uri: str) -> Any:
+    """The retriever of every validator: nothing outside the document is ever fetched or read."""
+    raise ValueError(f"external reference refused: {uri}")
+
+
+def compile_schema(schema: dict[str, Any]) -> Any:
+    """A jsonschema-rs validator that never leaves the document; ``SchemaCompileError`` when it cannot be built."""
+    try:
+        return jsonschema_rs.validator_for(schema, retriever=_refuse)
+    except Exception as exc:  # noqa: BLE001 - whatever the compiler raises, the schema is the problem
+        first = str(exc).strip().splitlines()
+        raise SchemaCompileError(first[0] if first else type(exc).__name__) from None
+
+
+_BROKEN = object()  # cached in place of a validator for a schema that does not compile
+
+
 class ValidatorCache:
-    """Compiled validators keyed by the schema's canonical JSON. Thread-safe; building happens outside the lock."""
+    """Compiled validators keyed by the schema's canonical JSON. Thread-safe; building happens outside the lock.
+
+    A schema that does not compile is remembered too (bounded like the rest), so a trace that repeats a broken
+    or externally referencing schema pays the failed compilation once, not on every call.
+    """
 
     def __init__(self, maxsize: int = 512) -> None:
         self._maxsize = maxsize
@@ -49,13 +80,22 @@ class ValidatorCache:
             validator = self._items.get(key)
             if validator is not None:
                 self._items.move_to_end(key)
+                if validator is _BROKEN:
+                    raise SchemaCompileError("the schema does not compile")
                 return validator
-        validator = jsonschema_rs.validator_for(schema)  # raises ValidationError/ValueError on a broken schema
+        try:
+            validator = compile_schema(schema)
+        except SchemaCompileError:
+            self._remember(key, _BROKEN)
+            raise
+        self._remember(key, validator)
+        return validator
+
+    def _remember(self, key: str, value: Any) -> None:
         with self._lock:
-            self._items[key] = validator
+            self._items[key] = value
             if len(self._items) > self._maxsize:
                 self._items.popitem(last=False)
-        return validator
 
 
 def validate_arguments(

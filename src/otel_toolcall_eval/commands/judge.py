@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval.cli import UsageError, finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.judge.ledger import period_bounds
@@ -27,14 +27,14 @@ clock: Callable[[], float] = time.time
 
 
 def _positive(text: str) -> float:
-    value = float(text)
+    value = finite(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative")
     return value
 
 
 def _share(text: str) -> float:
-    value = float(text)
+    value = finite(text)
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text} is not a share between 0 and 1")
     return value

@@ -26,6 +26,7 @@ from pydantic import (
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import policy as P
+from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
 from otel_toolcall_eval.config.imports import import_object
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig
@@ -37,7 +38,7 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no option means nan or inf
 
 
 def _check_schema(schema: dict[str, Any], where: str) -> dict[str, Any]:
@@ -46,6 +47,10 @@ def _check_schema(schema: dict[str, Any], where: str) -> dict[str, Any]:
     except jsonschema.SchemaError as exc:
         path = "/".join(str(p) for p in exc.absolute_path)
         raise ValueError(f"{where} is not a valid JSON Schema at '{path}': {exc.message}") from None
+    try:  # the hot path compiles it without fetching anything: a reference outside the document cannot work
+        compile_schema(schema)
+    except SchemaCompileError as exc:
+        raise ValueError(f"{where} cannot be used: {exc}") from None
     return schema
 
 
@@ -140,7 +145,7 @@ class ArgumentRule(_Strict):
     name: str = Field(default="argument_rule", min_length=1, description="the violation it reports")
     schema_: dict[str, Any] = Field(alias="schema")
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False)
 
     @field_validator("schema_")
     @classmethod

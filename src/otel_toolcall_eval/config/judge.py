@@ -41,7 +41,9 @@ DEFAULT_REDACTIONS: tuple[str, ...] = (
     r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}",
     r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # A key block, up to its END line or, cut or not, to the end of the text. No lazy scan for the END line: with
+    # many BEGIN lines and no END that was quadratic (a 116 KB text held the GIL for 4 s).
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[^-]|-(?!----END))*(?:-----END [A-Z ]*PRIVATE KEY-----)?",
     r"\b(?:\d[ -]?){12,18}\d\b",  # card-number-like digit runs
 )
 
@@ -49,7 +51,7 @@ _NAME = r"^[a-z][a-z0-9_]{0,62}$"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no option means nan or inf
 
 
 class Price(_Strict):
@@ -273,7 +275,12 @@ class JudgeConfig(_Strict):
     sampling: Sampling = Field(default_factory=Sampling)
     concurrency: int = Field(default=4, ge=1, le=256, description="judge calls in flight at once")
     queue_size: int = Field(default=1000, ge=1, description="sampled calls waiting; overflow is dropped and counted")
-    request_timeout_seconds: float = Field(default=30.0, gt=0)
+    request_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="each attempt's whole deadline: connect, send, wait and read the answer"
+    )
+    max_response_bytes: int = Field(
+        default=1 << 20, ge=1024, description="a longer answer is not read: a response_too_large error verdict"
+    )
     max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429, 5xx, timeouts and connection errors")
     retry_backoff_seconds: float = Field(default=0.5, gt=0, description="first backoff; doubles, with jitter")
     max_retry_wait_seconds: float = Field(default=30.0, gt=0, description="a longer Retry-After gives up instead")

@@ -21,7 +21,7 @@ from otel_toolcall_eval.config import catalog
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no option means nan or inf
 
 
 class SimilarityConfig(_Strict):

@@ -19,6 +19,10 @@ from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
 
+# An exception message is kept up to this many characters: the judge shows at most 512 of them and redacts 4 KiB
+# past that cut first (judge.questions.REDACT_LOOKAHEAD), so a secret that straddles 512 is replaced whole.
+MAX_EXCEPTION_MESSAGE = 512 + 4096
+
 Attrs = Mapping[str, Any]
 
 
@@ -95,7 +99,8 @@ def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
             ev = event.attributes or {}
             evidence.exception_type = str(ev.get("exception.type") or "Exception")
             message = ev.get("exception.message")
-            evidence.exception_message = None if message is None else str(message)[:512]
+            # Bounded, and long enough that the judge redacts before it cuts to 512 (a cut secret leaks its start)
+            evidence.exception_message = None if message is None else str(message)[:MAX_EXCEPTION_MESSAGE]
             break
     error_type = attrs.get(A.ERROR_TYPE)
     if error_type is not None:

@@ -40,6 +40,7 @@ ERRORS: Final = "toolcall_eval.judge.errors"
 COST: Final = "toolcall_eval.judge.cost"
 TOKENS: Final = "toolcall_eval.judge.tokens"
 DROPPED: Final = "toolcall_eval.judge.dropped"
+OVER_REPORTED: Final = "toolcall_eval.judge.over_reported"
 SKIPPED: Final = "toolcall_eval.judge.skipped"
 DURATION: Final = "toolcall_eval.judge.duration"
 QUEUE_SIZE: Final = "toolcall_eval.judge.queue.size"
@@ -61,7 +62,7 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         "`question`, `error_type`",
         "toolcall_eval_judge_errors_total",
         "judge calls that gave no verdict: `timeout`, `http_<status>`, `connection_error`, `invalid_response`, "
-        "`non_json_answer`, `invalid_answer`, `empty_answer`, `refused`",
+        "`response_too_large`, `non_json_answer`, `answer_too_large`, `invalid_answer`, `empty_answer`, `refused`",
     ),
     MetricDoc(
         COST,
@@ -78,6 +79,14 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         "`type` (`input`/`output`)",
         "toolcall_eval_judge_tokens_total",
         "tokens the judge's calls used",
+    ),
+    MetricDoc(
+        OVER_REPORTED,
+        "counter",
+        "{currency}",
+        "`question`",
+        "toolcall_eval_judge_over_reported_total",
+        "cost the provider reported beyond a call's reservation (it ignored `max_tokens`); spend stops at the ceiling",
     ),
     MetricDoc(
         DROPPED,
@@ -130,6 +139,8 @@ class Verdict:
     model: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    paced_input_tokens: int = 0  # the usage the pacing learns from: as reported, within the reserved worst case
+    paced_output_tokens: int = 0
     cost: float = 0.0
     start_ns: int = 0
     end_ns: int = 0
@@ -164,6 +175,7 @@ class JudgeTelemetry:
         self._cost = meter.create_counter(COST, unit="{currency}", description=docs[COST].meaning)
         self._tokens = meter.create_counter(TOKENS, unit="{token}", description=docs[TOKENS].meaning)
         self._dropped = meter.create_counter(DROPPED, unit="{call}", description=docs[DROPPED].meaning)
+        self._over = meter.create_counter(OVER_REPORTED, unit="{currency}", description=docs[OVER_REPORTED].meaning)
         self._skipped = meter.create_counter(SKIPPED, unit="{question}", description=docs[SKIPPED].meaning)
         self._duration = meter.create_histogram(
             DURATION,
@@ -186,6 +198,9 @@ class JudgeTelemetry:
     def dropped(self, reason: str, count: int = 1) -> None:
         if count:
             self._dropped.add(count, {"reason": reason})
+
+    def over_reported(self, question: str, amount: float) -> None:
+        self._over.add(amount, {"question": question})
 
     def skipped(self, question: str, reason: str) -> None:
         self._skipped.add(1, {"question": question, "reason": reason})

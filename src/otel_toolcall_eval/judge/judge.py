@@ -32,6 +32,7 @@ from otel_toolcall_eval.judge.context import (
 from otel_toolcall_eval.judge.emit import JudgeTelemetry, Verdict
 from otel_toolcall_eval.judge.ledger import Ledger
 from otel_toolcall_eval.judge.questions import (
+    REDACT_LOOKAHEAD,
     AnswerError,
     Redactor,
     applies,
@@ -120,11 +121,16 @@ class Judge:
 
     def observe_llm_span(self, attrs: Mapping[str, Any], state: Any) -> None:
         """An LLM span of the trace: the user's request (once per trace) and the reaction to pending failures."""
+        config = self.config
         if self._needs_request and state.judge_request is None:
-            state.judge_request = user_request(attrs, self.config.max_request_chars)
+            # Kept redacted and cut: redaction first, so a cut through a secret cannot keep its start.
+            request = user_request(attrs, config.max_request_chars + REDACT_LOOKAHEAD)
+            state.judge_request = self._redact.cut(request, config.max_request_chars) if request else request
         if state.judge_pending:
-            reaction = model_reaction(attrs, self.config.max_field_chars)
+            reaction = model_reaction(attrs, config.max_field_chars + REDACT_LOOKAHEAD)
             if reaction is not None:
+                if reaction.model_output:
+                    reaction.model_output = self._redact.cut(reaction.model_output, config.max_field_chars)
                 with state.lock:
                     pending, state.judge_pending = state.judge_pending, None
                 for item in pending or ():
@@ -216,8 +222,8 @@ class Judge:
             except BudgetExhausted:
                 self.telemetry.dropped("budget", 1)
                 break
-            tokens_in += verdict.input_tokens
-            tokens_out += verdict.output_tokens
+            tokens_in += verdict.paced_input_tokens
+            tokens_out += verdict.paced_output_tokens
             self.telemetry.emit(verdict, trace_id, span_id)
         self.sampler.record_eval(tokens_in, tokens_out)
 
@@ -234,7 +240,14 @@ class Judge:
                     if reservation is None:
                         raise BudgetExhausted
                     try:
-                        completion = await providers.send(client, self._api, question, prompt)
+                        completion = await providers.send(
+                            client,
+                            self._api,
+                            question,
+                            prompt,
+                            max_bytes=config.max_response_bytes,
+                            deadline=config.request_timeout_seconds,
+                        )
                     except providers.JudgeCallError as exc:
                         self.ledger.settle(reservation, worst if exc.billed else 0.0)
                         verdict.cost += worst if exc.billed else 0.0
@@ -245,10 +258,16 @@ class Judge:
                     cost = (
                         worst if tokens_in is None or tokens_out is None else config.price.cost(tokens_in, tokens_out)
                     )
-                    self.ledger.settle(reservation, cost)
+                    over = self.ledger.settle(reservation, cost)
+                    if over > 0:
+                        self.telemetry.over_reported(question.name, over)
                     verdict.cost += cost
                     verdict.input_tokens += tokens_in or 0
                     verdict.output_tokens += tokens_out or 0
+                    # The pacing learns a call's cost within its worst case: one absurd usage report must not
+                    # starve (or, reported as zero, flood) the sampling of the periods after it.
+                    verdict.paced_input_tokens = min(tokens_in or 0, prompt.size_bytes + PROMPT_OVERHEAD_TOKENS)
+                    verdict.paced_output_tokens = min(tokens_out or 0, config.max_output_tokens)
         except providers.JudgeCallError as exc:
             verdict.error, verdict.error_message = exc.kind, str(exc)
         verdict.end_ns = time.time_ns()

@@ -3,7 +3,9 @@
 Every judge call reserves its worst-case cost before it is sent (its prompt's UTF-8 bytes as input tokens,
 which no byte-level BPE tokenizer exceeds, plus a fixed overhead, and ``max_output_tokens``) and settles the
 real cost afterwards. A call whose reservation does not fit under the period's budget is not sent, so the
-ceiling holds even when the pacing's estimates are wrong.
+ceiling holds even when the pacing's estimates are wrong. A provider that reports more than the reservation
+(it ignored ``max_tokens``) fills the period up to the ceiling and no further: sampling stops for the rest of
+the period, the excess is returned to the judge (which counts it), and the next period starts from zero.
 
 With ``ledger_file`` the spend lives in a small JSON file updated under ``flock``, so processes on one host and
 restarts share one ceiling; a process that dies mid-call leaves its reservation charged (conservative).
@@ -88,13 +90,23 @@ class Ledger:
             state[1] = spent + amount
             return Reservation(start, amount)
 
-    def settle(self, reservation: Reservation, actual: float) -> None:
-        """Replace a reservation by what the call really cost (charged to the current period if it rolled)."""
+    def settle(self, reservation: Reservation, actual: float) -> float:
+        """Replace a reservation by what the call really cost (charged to the current period if it rolled).
+
+        Returns the over-report: what the provider reported beyond the reservation (a server that ignores
+        ``max_tokens``). The recorded spend never passes the ceiling: reaching it stops every later call of the
+        period, and a spend far past it would only make ledgers, files and pacing carry absurd numbers.
+        """
+        over = max(0.0, actual - reservation.amount)
         with self._session(None, write=True) as state:
             if state[0] == reservation.period_start:
-                state[1] = max(0.0, state[1] - reservation.amount + actual)
+                spent = state[1] - reservation.amount + actual
             else:
-                state[1] += actual
+                spent = state[1] + actual
+            if self.budget is not None:
+                spent = min(spent, max(self.budget.amount, state[1]))
+            state[1] = max(0.0, spent)
+        return over
 
     # --- storage -------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -11,6 +11,7 @@ application never records them as spans of the application's traces.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import email.utils
 import os
@@ -23,6 +24,7 @@ import httpx
 from opentelemetry import context as otel_context
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from otel_toolcall_eval import _json
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.config.judge import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge.questions import Prompt, answer_schema
@@ -30,6 +32,8 @@ from otel_toolcall_eval.judge.questions import Prompt, answer_schema
 ANTHROPIC_VERSION = "2023-06-01"
 VERDICT_TOOL = "record_verdict"
 _RETRY_STATUS = frozenset({408, 409, 429})
+DEFAULT_MAX_RESPONSE_BYTES = 1 << 20
+_ERROR_BODY_BYTES = 4096  # of an error answer, only the start is quoted
 
 
 class JudgeCallError(Exception):
@@ -202,7 +206,8 @@ def new_client(
     timeout = config.request_timeout_seconds
     return httpx.AsyncClient(
         base_url=config.url,
-        headers=auth_headers(config, key),
+        # uncompressed: the size cap counts decoded bytes, and a compressed answer could inflate far past it
+        headers={"accept-encoding": "identity", **auth_headers(config, key)},
         timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
         limits=httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency),
         transport=transport,
@@ -240,34 +245,79 @@ def retry_after(headers: httpx.Headers, now: float | None = None) -> float | Non
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-async def send(client: httpx.AsyncClient, api: ProviderAPI, question: QuestionConfig, prompt: Prompt) -> Completion:
-    """One attempt. Raises ``JudgeCallError``; never anything else for network or protocol trouble."""
+async def send(
+    client: httpx.AsyncClient,
+    api: ProviderAPI,
+    question: QuestionConfig,
+    prompt: Prompt,
+    *,
+    max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    deadline: float | None = None,
+) -> Completion:
+    """One attempt. Raises ``JudgeCallError``; never anything else for network or protocol trouble.
+
+    The answer is streamed and read up to ``max_bytes`` (a longer one is ``response_too_large``, unread), and
+    the whole attempt (connect, send, wait, read) ends after ``deadline`` seconds: httpx's timeouts apply per
+    read, so a server that drips a byte a second would otherwise hold an attempt open for as long as it drips.
+    """
     path, body = api.request(question, prompt)
     try:
         with _uninstrumented():
-            response = await client.post(path, json=body)
+            status, headers, payload = await asyncio.wait_for(_exchange(client, path, body, max_bytes), deadline)
+    except (asyncio.TimeoutError, TimeoutError):
+        raise JudgeCallError(
+            "timeout", f"no complete answer within {deadline:g} s", retryable=True, billed=True
+        ) from None
     except httpx.TimeoutException as exc:
         sent = not isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
         raise JudgeCallError("timeout", f"{type(exc).__name__}", retryable=True, billed=sent) from None
     except httpx.TransportError as exc:
         sent = not isinstance(exc, httpx.ConnectError)
         raise JudgeCallError("connection_error", f"{type(exc).__name__}: {exc}", retryable=True, billed=sent) from None
-    status = response.status_code
+    text = payload[:200].decode("utf-8", "replace")
     if status != 200:
         retryable = status in _RETRY_STATUS or status >= 500
         raise JudgeCallError(
             f"http_{status}",
-            f"HTTP {status}: {response.text[:200]}",
+            f"HTTP {status}: {text}",
             retryable=retryable,
-            retry_after=retry_after(response.headers) if retryable else None,
+            retry_after=retry_after(headers) if retryable else None,
         )
     try:
-        payload = response.json()
-    except ValueError:
-        raise JudgeCallError("invalid_response", f"not JSON: {response.text[:200]!r}", billed=True) from None
-    if not isinstance(payload, dict):
+        data = _json.loads(payload)
+    except (_json.JSONDecodeError, RecursionError):
+        raise JudgeCallError("invalid_response", f"not JSON: {text!r}", billed=True) from None
+    if not isinstance(data, dict):
         raise JudgeCallError("invalid_response", "the response is not a JSON object", billed=True)
-    return api.parse(payload)
+    return api.parse(data)
+
+
+async def _exchange(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], max_bytes: int
+) -> tuple[int, httpx.Headers, bytes]:
+    """POST and read the answer, at most ``max_bytes`` of it (an error answer: at most ``_ERROR_BODY_BYTES``)."""
+    async with client.stream("POST", path, json=body) as response:
+        status = response.status_code
+        limit = max_bytes if status == 200 else _ERROR_BODY_BYTES
+        declared = response.headers.get("content-length", "")
+        if status == 200 and declared.isdigit() and int(declared) > limit:
+            raise _too_large(f"the answer declares {int(declared)} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                if status != 200:  # an error's body is only quoted: its start is enough
+                    chunks.append(chunk[: limit - size + len(chunk)])
+                    break
+                raise _too_large(f"the answer exceeds {limit} bytes")
+            chunks.append(chunk)
+        return status, response.headers, b"".join(chunks)
+
+
+def _too_large(message: str) -> JudgeCallError:
+    # The model generated it, so it may have been billed; not retried (the same question would answer the same).
+    return JudgeCallError("response_too_large", message, billed=True)
 
 
 def retrying(config: JudgeConfig) -> AsyncRetrying:

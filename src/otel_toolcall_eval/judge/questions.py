@@ -48,6 +48,14 @@ def missing(question: QuestionConfig, item: JudgeItem) -> str | None:
     return None
 
 
+# Every text is redacted before it is cut, never after: a cut through a secret leaves a prefix no pattern matches
+# (``sk-live-abcd``, two segments of a JWT). A text cut for memory is redacted over this many characters past the
+# cut, so a secret up to 4 KiB long that straddles the cut is still seen whole and replaced.
+REDACT_LOOKAHEAD: Final = 4096
+# An exception message shown to the judge is cut to this, after redaction.
+MAX_ERROR_MESSAGE_CHARS: Final = 512
+
+
 class Redactor:
     """Regexes from the config, then an optional function: applied to every string sent to the judge."""
 
@@ -62,6 +70,14 @@ class Redactor:
         if self._function is not None:
             text = str(self._function(text))
         return text
+
+    def cut(self, text: str, max_chars: int) -> str:
+        """Redact, then cut to ``max_chars``: the redaction reads ``REDACT_LOOKAHEAD`` characters past the cut.
+
+        Bounded work whatever the text's length (the caller may pass the whole text or a prefix of at least
+        ``max_chars + REDACT_LOOKAHEAD`` characters: the result is the same).
+        """
+        return self(text[: max_chars + REDACT_LOOKAHEAD])[:max_chars]
 
 
 def _field_value(name: str, item: JudgeItem) -> Any:
@@ -108,16 +124,22 @@ def _scrub(value: Any, redact: Redactor, depth: int = 0) -> Any:
         return {redact(str(k)): _scrub(v, redact, depth + 1) for k, v in list(value.items())[:100]}
     if isinstance(value, (list, tuple)):
         return [_scrub(v, redact, depth + 1) for v in list(value)[:100]]
-    if value is None or isinstance(value, (bool, int, float)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, (int, float)):  # a card number recorded as a JSON number is still a card number
+        text = str(value)
+        redacted = redact(text)
+        return value if redacted == text else redacted
     return redact(str(value))
 
 
 def question_data(question: QuestionConfig, item: JudgeItem, redact: Redactor, max_chars: int) -> dict[str, Any]:
-    """The fields this question receives: redacted, each cut to ``max_chars`` of JSON."""
+    """The fields this question receives: redacted, then each cut to ``max_chars`` of JSON."""
     data: dict[str, Any] = {}
     for name in question.fields:
         value = _scrub(_field_value(name, item), redact)
+        if name == "error" and isinstance(value.get("message"), str):
+            value["message"] = value["message"][:MAX_ERROR_MESSAGE_CHARS]
         text = value if isinstance(value, str) else _json.dumps(value)
         if len(text) > max_chars:
             value = f"{text[:max_chars]}... [cut: {len(text) - max_chars} more characters]"
@@ -180,22 +202,31 @@ class AnswerError(ValueError):
         self.kind = kind
 
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+# The longest answer text read. An answer is one JSON object with a label and one or two sentences (a few hundred
+# characters); the cap leaves room for a long explanation (``Answer.explanation`` allows 100,000) and bounds the
+# work spent on anything bigger.
+MAX_ANSWER_CHARS: Final = 131_072
 
 
 def parse_answer(question: QuestionConfig, text: str | None, structured: dict[str, Any] | None) -> Answer:
-    """Validate a structured answer, or the first JSON object in a text answer (code fences tolerated)."""
+    """Validate a structured answer, or the first JSON object in a text answer (code fences tolerated).
+
+    Model output is untrusted, so no regular expression touches it: the object is the span from the first
+    ``{`` to the last ``}`` (which also skips code fences and any prose around the object), found with two
+    linear ``str`` scans, then decoded by orjson. An answer over ``MAX_ANSWER_CHARS`` is rejected unread.
+    """
     labels = [s.label for s in question.scale]
     payload: Any = structured
     if payload is None:
+        if text is not None and len(text) > MAX_ANSWER_CHARS:
+            raise AnswerError("answer_too_large", f"the answer has {len(text)} characters (at most {MAX_ANSWER_CHARS})")
         if not text or not text.strip():
             raise AnswerError("empty_answer", "the judge returned no text")
-        body = _FENCE.sub("", text.strip())
-        start, end = body.find("{"), body.rfind("}")
+        start, end = text.find("{"), text.rfind("}")
         if start < 0 or end <= start:
             raise AnswerError("non_json_answer", f"no JSON object in the answer: {text[:200]!r}")
         try:
-            payload = _json.loads(body[start : end + 1])
+            payload = _json.loads(text[start : end + 1])
         except (_json.JSONDecodeError, RecursionError):
             raise AnswerError("non_json_answer", f"the answer is not valid JSON: {text[:200]!r}") from None
     if not isinstance(payload, dict):

@@ -15,4 +15,5 @@ SUITES: tuple[str, ...] = (
     "benchmarks.memory",
     "benchmarks.offline_eval",
     "benchmarks.replay",
+    "benchmarks.instructions",  # callgrind children: minutes, so last (and not in --quick)
 )

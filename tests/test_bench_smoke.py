@@ -93,3 +93,12 @@ def test_optional_figures_are_measured_or_say_why(report: dict[str, Any]) -> Non
             assert f["note"], f"{fid} is unavailable without saying why"
             continue
         assert f["ratio"] < GROSS[fid], f"{fid}: {f['ratio']:.3f}x (gross limit {GROSS[fid]}x)"
+
+
+@pytest.mark.parametrize("kind", ["plain", "valid", "invalid"])
+def test_the_callgrind_child_runs_each_kind(kind: str) -> None:
+    """``make bench`` counts this child's instructions under callgrind; here it just has to run, both ways."""
+    from benchmarks.instructions import _child
+
+    _child(kind, True, 3)
+    _child(kind, False, 3)

@@ -80,7 +80,7 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         TOOL_KNOWN,
         "bool",
         "tool span",
-        "the name is among the tools available in the trace or config (absent when none are known)",
+        "the tool was offered in the trace (or the dataset case) or is configured: the agent has it (absent when neither list is known)",
     ),
     AttributeDoc(
         SCHEMA_VALID,

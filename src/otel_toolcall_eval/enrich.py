@@ -146,7 +146,8 @@ def call_attributes(score: CallScore, convention: str) -> dict[str, Any]:
 
 
 def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
-    return {
+    """The trace verdict as root-span attributes; the requested-call counts only when requests were recorded."""
+    out: dict[str, Any] = {
         A.TRACE_TOOL_CALLS: verdict.tool_calls,
         A.TRACE_ERRORS: verdict.errors,
         A.TRACE_OVER_BUDGET: verdict.over_budget,
@@ -155,6 +156,10 @@ def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
         A.TRACE_CORRECT: verdict.correct,
         A.TRACE_COMPOSITE_OK: verdict.composite_ok,
     }
+    if verdict.unexecuted_calls is not None:
+        out[A.TRACE_UNEXECUTED_CALLS] = verdict.unexecuted_calls
+        out[A.TRACE_UNKNOWN_TOOL_REQUESTS] = verdict.unknown_tool_requests
+    return out
 
 
 def with_attributes(span: ReadableSpan, attributes: dict[str, Any]) -> ReadableSpan:

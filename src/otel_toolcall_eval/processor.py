@@ -345,16 +345,16 @@ class ToolCallEvalProcessor(SpanProcessor):
         verdict = self._verdict(state)
         self.metrics.record_trace(verdict, "root")
         extra.update(verdict_attributes(verdict))
-        if state.turns:
-            extra[A.TRACE_UNEXECUTED_CALLS] = state.unexecuted_calls
-            extra[A.TRACE_UNKNOWN_TOOL_REQUESTS] = verdict.unknown_tool_requests
         return EnrichedSpan(span, extra, attrs)
 
     def _verdict(self, state: TraceState) -> TraceVerdict:
+        if not state.turns:
+            return trace_verdict(state.history, self.config.policies.step_budget)
         return trace_verdict(
             state.history,
             self.config.policies.step_budget,
-            state.unknown_tool_requests(self._config_tools) if state.turns else 0,
+            state.unknown_tool_requests(self._config_tools),
+            state.unexecuted_calls,
         )
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:

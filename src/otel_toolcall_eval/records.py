@@ -211,6 +211,7 @@ class TraceVerdict:
     violation_weight: int
     correct: bool
     unknown_tool_requests: int = 0  # requested calls of tools not offered that no tool span answered
+    unexecuted_calls: int | None = None  # requested calls no tool span answered; None: no requests were recorded
 
     @property
     def composite_ok(self) -> bool:

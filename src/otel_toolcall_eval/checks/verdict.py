@@ -5,9 +5,18 @@ from __future__ import annotations
 from otel_toolcall_eval.records import CallHistory, TraceVerdict
 
 
-def trace_verdict(history: CallHistory, step_budget: int | None, unknown_tool_requests: int = 0) -> TraceVerdict:
-    """``unknown_tool_requests``: calls the model asked for, of tools it was not offered, that never ran as a tool
-    span (a framework that refuses them runs none): the wrong-tool decision is the model's all the same."""
+def trace_verdict(
+    history: CallHistory,
+    step_budget: int | None,
+    unknown_tool_requests: int = 0,
+    unexecuted_calls: int | None = None,
+) -> TraceVerdict:
+    """The whole verdict of a trace, in one place (``enrich.verdict_attributes`` writes exactly this).
+
+    ``unknown_tool_requests``: calls the model asked for, of tools it was not offered, that never ran as a tool
+    span (a framework that refuses them runs none): the wrong-tool decision is the model's all the same.
+    ``unexecuted_calls``: every requested call no tool span answered (informational); None when the trace
+    recorded no requested calls at all."""
     return TraceVerdict(
         tool_calls=history.calls,
         errors=history.errors,
@@ -16,4 +25,5 @@ def trace_verdict(history: CallHistory, step_budget: int | None, unknown_tool_re
         violation_weight=history.violation_weight,
         correct=history.all_correct and not unknown_tool_requests,
         unknown_tool_requests=unknown_tool_requests,
+        unexecuted_calls=unexecuted_calls,
     )

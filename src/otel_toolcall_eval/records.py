@@ -183,9 +183,12 @@ class CallHistory:
         self.calls += 1
         if score.outcome is not Outcome.SUCCESS:
             self.errors += 1
-        self.violations += len(score.violations)
-        self.violation_weight += score.violation_weight
-        self.all_correct = self.all_correct and score.correct
+        violations = score.violations
+        if violations:
+            self.violations += len(violations)
+            self.violation_weight += score.violation_weight
+        if self.all_correct and not score.correct:
+            self.all_correct = False
         if self.remembered >= max_remembered:
             return
         self.remembered += 1

@@ -8,6 +8,13 @@ import orjson
 
 JSONDecodeError = orjson.JSONDecodeError
 
+# How deep untrusted JSON (arguments, tool definitions, messages, dataset cells) may nest. orjson parses up to
+# 1024 levels, but jsonschema-rs stops at 255 ("Recursion limit reached"), orjson.dumps at 254, and every
+# recursive walk in Python costs frames: anything deeper is refused where it is parsed, so no later walk
+# can fail on it. Real tool arguments nest a handful of levels.
+MAX_DEPTH = 128
+_CONTAINERS = (dict, list, tuple)
+
 
 def loads(text: str | bytes) -> Any:
     return orjson.loads(text)
@@ -23,10 +30,38 @@ def canonical(value: Any) -> str:
 
 
 def try_loads(value: Any) -> Any:
-    """Decode a JSON string; return anything else (or an undecodable string) unchanged."""
+    """Decode a JSON string; return anything else (or an undecodable or too deeply nested string) unchanged."""
     if isinstance(value, (str, bytes)):
         try:
-            return orjson.loads(value)
+            decoded = orjson.loads(value)
         except (orjson.JSONDecodeError, RecursionError, TypeError):
             return value
+        return value if text_too_deep(value, decoded) else decoded
     return value
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether containers nest more than ``limit`` levels (``{"a": 1}`` is one level). Iterative: any depth."""
+    if type(value) not in _CONTAINERS:
+        return False
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        current, depth = pop()
+        if depth > limit:
+            return True
+        for item in current.values() if type(current) is dict else current:
+            if type(item) in _CONTAINERS:
+                push((item, depth + 1))
+    return False
+
+
+def text_too_deep(text: str | bytes, value: Any, limit: int = MAX_DEPTH) -> bool:
+    """``too_deep`` for a value decoded from ``text``: fewer brackets than levels allowed (the usual case,
+    one C-level count) means it cannot be, and only then is the value walked."""
+    if isinstance(text, bytes):
+        if text.count(b"{") + text.count(b"[") <= limit:
+            return False
+    elif text.count("{") + text.count("[") <= limit:
+        return False
+    return too_deep(value, limit)

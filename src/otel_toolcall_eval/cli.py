@@ -1,13 +1,13 @@
 """The ``otel-toolcall-eval`` command line: a thin adapter over the library.
 
-Exit codes: 0 success, 1 a gate failed, 2 bad input or usage (the message names the file and field).
+Exit codes (``errors.ExitCode``, mapped here and nowhere else): 0 success, 1 a gate failed, 2 bad input, config
+or usage, or an output that cannot be written (the message names the file and field), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,23 +15,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval._version import __version__
+from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import ConfigError, EvalConfig
+from otel_toolcall_eval.errors import ExitCode, ToolcallEvalError, UsageError
 
-
-class UsageError(ValueError):
-    """Bad input or usage: exit code 2 with a message naming the file, line and field."""
-
-
-def finite(text: str) -> float:
-    """An argparse type: a finite number. ``float()`` also reads ``nan`` and ``inf``, which no option means."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
+__all__ = ["ExitCode", "UsageError", "build_parser", "main"]  # UsageError: where it was defined before errors.py
 
 
 def _rate(text: str) -> float:
@@ -100,26 +90,40 @@ COMMANDS: tuple[str, ...] = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the only place exceptions become exit codes."""
     args = build_parser().parse_args(argv)
     console = Console()
-    err = Console(stderr=True)
     try:
-        if args.command == "demo":
-            return _demo(args, console)
-        if args.command == "config":
-            config = EvalConfig.load(args.file)
-            console.print(f"[green]{args.file}: valid[/]")
-            console.print_json(config.model_dump_json(exclude_defaults=True, by_alias=True))
-            return 0
-        handler = getattr(args, "func", None)
-        if handler is not None:
-            return int(handler(args, console))
-    except (ConfigError, UsageError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
+        return int(_dispatch(args, console))
+    except ToolcallEvalError as exc:
+        return _fail(str(exc))
+    except OSError as exc:  # a file the command opened itself, outside the readers (which name the file)
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}")
+    except RecursionError:  # a last guard: every walk over input is depth-bounded, so this is a bug
+        return _fail("input nested too deeply to process")
     except KeyboardInterrupt:
-        return 130
-    return 2
+        return ExitCode.INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace, console: Console) -> int:
+    if args.command == "demo":
+        return _demo(args, console)
+    if args.command == "config":
+        config = EvalConfig.load(args.file)
+        console.print(f"[green]{escape(str(args.file))}: valid[/]")
+        console.print_json(config.model_dump_json(exclude_defaults=True, by_alias=True))
+        return ExitCode.OK
+    handler = getattr(args, "func", None)
+    if handler is None:
+        return ExitCode.BAD_INPUT
+    return int(handler(args, console))
+
+
+def _fail(message: str) -> int:
+    err = Console(stderr=True)
+    err.print(f"[red]error:[/] {escape(terminal_safe(message))}", highlight=False, soft_wrap=True)
+    return ExitCode.BAD_INPUT
 
 
 def _demo(args: argparse.Namespace, console: Console) -> int:
@@ -144,7 +148,7 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
         show_traces=args.show,
     )
     run_demo(options, console)
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

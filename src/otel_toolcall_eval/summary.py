@@ -10,11 +10,12 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from rich.console import Group
-from rich.markup import escape
+from rich.markup import escape as _escape
 from rich.table import Table
 from rich.tree import Tree
 
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._text import terminal_safe
 
 
 class SummaryExporter(SpanExporter):
@@ -73,17 +74,22 @@ class SummaryExporter(SpanExporter):
         for k in kinds:
             per_tool.add_column(k, justify="right")
         for tool in sorted(outcomes):
-            per_tool.add_row(tool, *(str(outcomes[tool].get(k, 0)) for k in kinds))
+            per_tool.add_row(escape(tool), *(str(outcomes[tool].get(k, 0)) for k in kinds))
         viol = Table(title="Violations and trajectory findings", title_justify="left")
         viol.add_column("kind")
         viol.add_column("count", justify="right")
         for kind, n in violations.most_common():
-            viol.add_row(kind, str(n))
+            viol.add_row(escape(kind), str(n))
         rate = ok / traces if traces else 0.0
         colour = "green" if rate >= 0.9 else "yellow" if rate >= 0.7 else "red"
         verdict = Table.grid()
         verdict.add_row(f"traces: {traces}   composite ok: {ok}   [bold {colour}]composite ok-rate: {rate:.1%}[/]")
         return Group(per_tool, viol, verdict)
+
+
+def escape(text: object) -> str:
+    """Text from a trace (span and tool names, findings) for rich: markup escaped, escape sequences removed."""
+    return _escape(terminal_safe(text))
 
 
 def _tree(spans: list[ReadableSpan]) -> Tree:
@@ -132,7 +138,13 @@ def _fmt(value: Any) -> str:
 
 
 def _add_node(tree: Tree, span: ReadableSpan, by_parent: dict[int | None, list[ReadableSpan]]) -> None:
-    node = tree.add(_label(span))
-    if span.context is not None:
-        for child in by_parent.get(span.context.span_id, []):
-            _add_node(node, child, by_parent)
+    """Iterative: a recorded trace may nest thousands of spans deep (each span is added once: ids are unique)."""
+    stack = [(tree, span)]
+    seen: set[int] = set()
+    while stack:
+        parent, current = stack.pop()
+        node = parent.add(_label(current))
+        context = current.context
+        if context is not None and context.span_id not in seen:
+            seen.add(context.span_id)
+            stack.extend((node, child) for child in reversed(by_parent.get(context.span_id, [])))

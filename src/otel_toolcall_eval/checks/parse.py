@@ -11,7 +11,13 @@ from typing import Any
 
 import orjson
 
+from otel_toolcall_eval import _json
 from otel_toolcall_eval.records import ParsedArguments, ParseStatus
+
+
+def _too_deep_verdict() -> ParsedArguments:
+    """A parse verdict, not an evaluation error: no later walk (normaliser, validator) sees such arguments."""
+    return ParsedArguments(ParseStatus.TOO_DEEP, error=f"arguments nest deeper than {_json.MAX_DEPTH} levels")
 
 
 def _too_deep(exc: Exception) -> bool:
@@ -35,7 +41,10 @@ def parse_arguments(
         return ParsedArguments(ParseStatus.ABSENT)
     if type(raw) is not str:  # the common case, a JSON string, skips the ABC checks
         if isinstance(raw, Mapping):
-            return ParsedArguments(ParseStatus.OK, dict(raw))
+            arguments = dict(raw)
+            return _too_deep_verdict() if _json.too_deep(arguments) else ParsedArguments(ParseStatus.OK, arguments)
+        if isinstance(raw, (list, tuple)) and _json.too_deep(raw):
+            return _too_deep_verdict()
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", errors="replace")
         if not isinstance(raw, str):
@@ -50,11 +59,13 @@ def parse_arguments(
         value = orjson.loads(raw)
     except (orjson.JSONDecodeError, RecursionError) as exc:
         if _too_deep(exc):
-            return ParsedArguments(ParseStatus.TOO_DEEP, error="arguments nest deeper than the parser allows")
+            return _too_deep_verdict()
         # text that starts like JSON and does not parse is broken JSON, never a bare value
         if single_param is not None and not raw.lstrip().startswith(("{", "[")):
             return ParsedArguments(ParseStatus.BARE_VALUE, {single_param: raw})
         return ParsedArguments(ParseStatus.INVALID_JSON, error=f"invalid JSON: {str(exc)[:120]}")
+    if _json.text_too_deep(raw, value):
+        return _too_deep_verdict()
     if isinstance(value, dict):
         return ParsedArguments(ParseStatus.OK, value)
     if single_param is not None and string_param and not isinstance(value, (str, list)):
@@ -92,12 +103,12 @@ def object_or_none(raw: Any, max_bytes: int) -> dict[str, Any] | None:
     engine never mutates arguments).
     """
     kind = type(raw)
-    if kind is dict:
-        return raw  # type: ignore[no-any-return]
+    if kind is dict:  # nested too deeply: ``parse_arguments`` says TOO_DEEP
+        return None if _json.too_deep(raw) else raw
     if kind is not str or not raw or len(raw) > max_bytes:
         return None
     try:
         value = orjson.loads(raw)
     except (orjson.JSONDecodeError, RecursionError):
         return None
-    return value if type(value) is dict else None
+    return value if type(value) is dict and not _json.text_too_deep(raw, value) else None

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,12 +12,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval._files import write_atomically
 from otel_toolcall_eval.dataset.errors import DatasetError, LocatedError
-from otel_toolcall_eval.dataset.io import detect_format, dump_cases, iter_rows, write_cases
+from otel_toolcall_eval.dataset.io import detect_format, dump_cases, iter_rows
 from otel_toolcall_eval.dataset.models import Slice
 from otel_toolcall_eval.dataset.schema import dataset_json_schema
 from otel_toolcall_eval.dataset.template import template_cases
+from otel_toolcall_eval.errors import UsageError
 
 MAX_ERRORS_SHOWN = 50
 
@@ -73,7 +72,7 @@ def run_validate(args: argparse.Namespace, console: Console) -> int:
             first_line[case.id] = row.line
             slices[case.effective_slice.value] += 1
             difficulty[case.difficulty.value] += 1
-    except DatasetError as exc:
+    except DatasetError as exc:  # unreadable file or bad header: no row can be checked
         raise UsageError(str(exc)) from None
     errors = sorted([*collected, *errors], key=lambda e: e.line or 0)
     err = Console(stderr=True)
@@ -104,21 +103,12 @@ def run_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_convert(args: argparse.Namespace, console: Console) -> int:
-    try:
-        source = detect_format(args.input, args.from_format)
-        target = detect_format(args.output, args.to_format)
-        rows = iter_rows(args.input, source)
-        # write next to the target and rename, so a bad row never leaves half a file behind
-        fd, tmp = tempfile.mkstemp(dir=args.output.resolve().parent, prefix=".convert-", suffix=args.output.suffix)
-        os.close(fd)
-        try:
-            count = write_cases(tmp, (row.case for row in rows), target)
-            os.replace(tmp, args.output)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except LocatedError as exc:
-        raise UsageError(str(exc)) from None
+    source = detect_format(args.input, args.from_format)
+    target = detect_format(args.output, args.to_format)
+    rows = iter_rows(args.input, source)
+    # written next to the target and renamed, so a bad row never leaves half a file behind
+    with write_atomically(args.output) as handle:
+        count = dump_cases(handle, (row.case for row in rows), target)
     console.print(
         f"{escape(str(args.input))} ({source}) -> {escape(str(args.output))} ({target}): {count} cases", highlight=False
     )
@@ -127,14 +117,12 @@ def run_convert(args: argparse.Namespace, console: Console) -> int:
 
 def run_template(args: argparse.Namespace, console: Console) -> int:
     cases = template_cases()
-    try:
-        fmt = args.format or (detect_format(args.out) if args.out else "jsonl")
-    except DatasetError as exc:
-        raise UsageError(str(exc)) from None
+    fmt = detect_format(args.out, args.format) if args.out else detect_format("-", args.format or "jsonl")
     if args.out is None:
         dump_cases(sys.stdout, cases, fmt)
         return 0
-    write_cases(args.out, cases, fmt)
+    with write_atomically(args.out) as handle:
+        dump_cases(handle, cases, fmt)
     console.print(
         f"{escape(str(args.out))}: {len(cases)} template cases, one per slice ({', '.join(s.value for s in Slice)})",
         highlight=False,
@@ -148,6 +136,7 @@ def run_schema(args: argparse.Namespace, console: Console) -> int:
     if args.out is None:
         sys.stdout.write(text)
     else:
-        args.out.write_text(text, encoding="utf-8")
+        with write_atomically(args.out) as handle:
+            handle.write(text)
         console.print(f"{escape(str(args.out))}: JSON Schema of one dataset case", highlight=False, soft_wrap=True)
     return 0

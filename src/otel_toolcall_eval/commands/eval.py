@@ -14,9 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval._files import write_atomically, write_via
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.errors import LocatedError
+from otel_toolcall_eval.errors import UsageError
 from otel_toolcall_eval.offline.reports.baseline import Baseline, compare, load_baseline
 from otel_toolcall_eval.offline.reports.html import write_html
 from otel_toolcall_eval.offline.reports.json_report import write_json
@@ -92,21 +93,23 @@ def _evaluate(args: argparse.Namespace, config: EvalConfig, console: Console) ->
 
 
 def _write_reports(args: argparse.Namespace, result: EvalResult, baseline: Baseline | None, console: Console) -> None:
+    # Each report is written beside its target and renamed over it: one that fails keeps the previous file.
     written = []
     if args.json:
-        write_json(result, args.json)
+        write_via(args.json, lambda tmp: write_json(result, tmp))
         written.append(args.json)
     if args.markdown:
         diff = compare(result, baseline) if baseline is not None else None
-        args.markdown.write_text(render_markdown(result, diff), encoding="utf-8")
+        with write_atomically(args.markdown) as handle:
+            handle.write(render_markdown(result, diff))
         written.append(args.markdown)
     elif baseline is not None:
         console.print("[yellow]note:[/] --baseline only adds to the Markdown report: pass --markdown FILE")
     if args.junit:
-        write_junit(result, args.junit)
+        write_via(args.junit, lambda tmp: write_junit(result, tmp))
         written.append(args.junit)
     if args.html:
-        write_html(result, args.html)
+        write_via(args.html, lambda tmp: write_html(result, tmp))
         written.append(args.html)
     if written:
         console.print("reports: " + ", ".join(escape(str(p)) for p in written), highlight=False, soft_wrap=True)

@@ -9,12 +9,14 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval._files import StagedFile
 from otel_toolcall_eval.commands.replay import add_source_arguments, load_spans
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache
-from otel_toolcall_eval.dataset.io import DatasetError, read_cases, write_cases
+from otel_toolcall_eval.dataset.io import DatasetError, Format, detect_format, dump_cases, read_cases
+from otel_toolcall_eval.dataset.models import DatasetCase
+from otel_toolcall_eval.errors import OutputError, UsageError
 from otel_toolcall_eval.harvest import WhereError, case_from_trace, matches, parse_where, run_line
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 
@@ -36,6 +38,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         conditions = parse_where(args.where)
     except WhereError as exc:
         raise UsageError(str(exc)) from None
+    out_format = detect_format(args.out)  # before any work: a wrong extension is a usage error, not a traceback
+    for target in (args.out, args.runs_out):
+        if target is not None and target.is_dir():
+            raise UsageError(f"{target}: cannot write: is a directory")
     config = EvalConfig.load(args.config) if args.config else EvalConfig()
     spans = load_spans(args, console)
     scored = replay_spans(spans, config).spans  # select on the same scores the online processor would write
@@ -61,15 +67,39 @@ def run(args: argparse.Namespace, console: Console) -> int:
         known.add(case.id)
         new.append(case)
         runs.append(run_line(group, registry))
-    if new or not args.out.exists():
-        write_cases(args.out, [*existing, *new])
-    if args.runs_out:
-        with args.runs_out.open("ab") as fh:
-            for line in runs:
-                fh.write(orjson.dumps(line) + b"\n")
+    _write_both(args.out, out_format, [*existing, *new] if new or not args.out.exists() else None, args.runs_out, runs)
     console.print(
         f"{selected} traces matched '{args.where}': {len(new)} new rows, "
         f"{selected - len(new)} already in {args.out} ({len(existing) + len(new)} rows in all)",
         highlight=False,
     )
     return 0
+
+
+def _write_both(
+    out: Path, fmt: Format, cases: list[DatasetCase] | None, runs_out: Path | None, runs: list[dict[str, Any]]
+) -> None:
+    """The dataset and the run file are written in full beside their targets first, then renamed: a failure
+    before the renames changes neither file (a dataset whose new rows have no run lines would mislead ``eval``)."""
+    staged: list[StagedFile] = []
+    try:
+        if runs_out is not None:
+            run_file = StagedFile(runs_out)
+            staged.append(run_file)
+            run_file.copy_existing()  # the run file is appended to
+            with run_file.open("ab") as fh:
+                for line in runs:
+                    fh.write(orjson.dumps(line) + b"\n")
+        if cases is not None:
+            dataset = StagedFile(out)
+            staged.append(dataset)
+            with dataset.open("w") as handle:
+                dump_cases(handle, cases, fmt)
+    except BaseException as exc:
+        for file in staged:
+            file.discard()
+        if isinstance(exc, OSError):  # writing the staged file (a full disk): named by its target
+            raise OutputError(staged[-1].path, exc) from None
+        raise
+    for file in staged:
+        file.commit()

@@ -16,9 +16,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from otel_toolcall_eval.cli import UsageError, finite
+from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import JudgeConfig
+from otel_toolcall_eval.errors import UsageError
 from otel_toolcall_eval.judge.ledger import period_bounds
 from otel_toolcall_eval.judge.sampler import CLASSES, solve_rate, weights_of
 

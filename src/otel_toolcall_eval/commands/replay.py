@@ -12,10 +12,13 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
-from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval._files import write_atomically
+from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.errors import UsageError
 from otel_toolcall_eval.exporters import otlp_exporters
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 from otel_toolcall_eval.replay.formats import ReplayInputError, read_file
@@ -70,12 +73,14 @@ def load_spans(args: argparse.Namespace, console: Console) -> list[ReadableSpan]
         except ReplayInputError as exc:
             raise UsageError(str(exc)) from None
         for message in report.errors:
-            err.print(f"[yellow]skipped[/] {message}", highlight=False)
+            err.print(f"[yellow]skipped[/] {escape(terminal_safe(message))}", highlight=False, soft_wrap=True)
         spans.extend(report.spans)
     for fetched in _remote(args, console):
         for message in fetched.errors:
             err.print(
-                f"[yellow]warning:[/] {message} (kept {len(fetched.trace_ids)} traces fetched so far)", highlight=False
+                f"[yellow]warning:[/] {escape(terminal_safe(message))} "
+                f"(kept {len(fetched.trace_ids)} traces fetched so far)",
+                highlight=False,
             )
         spans.extend(fetched.spans)
     return unique(spans)
@@ -118,7 +123,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         downstream.append(BatchSpanProcessor(span_exporter))
     result = replay_spans(spans, config, downstream=downstream)
     if args.out:
-        with args.out.open("wb") as fh:
+        with write_atomically(args.out, "wb") as fh:
             for group in end_order(result.spans):
                 fh.write(orjson.dumps(encode_json(group)) + b"\n")
     for tree in summary.span_trees():

@@ -30,10 +30,11 @@ from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
 from otel_toolcall_eval.config.imports import import_object
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig
+from otel_toolcall_eval.errors import ToolcallEvalError
 from otel_toolcall_eval.records import ToolDefinition
 
 
-class ConfigError(ValueError):
+class ConfigError(ToolcallEvalError, ValueError):
     """The configuration is invalid; the message names the field."""
 
 

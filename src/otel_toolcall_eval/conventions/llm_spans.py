@@ -56,13 +56,18 @@ def definition_from(item: Any) -> ToolDefinition | None:
     params = item.get("parameters", item.get("input_schema", item.get("inputSchema")))
     params = _json.try_loads(params)
     params = dict(params) if isinstance(params, Mapping) else None
+    key = None
+    if params is not None:
+        # A schema nested too deeply to compare or compile is this tool's problem only: the tool stays
+        # known, without a schema, and the span's other definitions are kept.
+        try:
+            key = None if _json.too_deep(params) else _json.canonical(params)
+        except (TypeError, ValueError, RecursionError):  # orjson.JSONEncodeError is a TypeError
+            key = None
+        if key is None:
+            params = None
     description = item.get("description")
-    return ToolDefinition(
-        name,
-        params,
-        description if isinstance(description, str) else None,
-        None if params is None else _json.canonical(params),
-    )
+    return ToolDefinition(name, params, description if isinstance(description, str) else None, key)
 
 
 class DefinitionCache:
@@ -79,7 +84,10 @@ class DefinitionCache:
             if hit is not None:
                 self._items.move_to_end(raw)
                 return hit
-        value = _json.try_loads(raw)
+        try:  # not ``try_loads``: one definition nested too deeply must not take the others with it
+            value: Any = _json.loads(raw)
+        except (_json.JSONDecodeError, RecursionError):
+            value = None
         if isinstance(value, Mapping):
             value = [value]
         defs = tuple(d for d in (definition_from(v) for v in value) if d is not None) if isinstance(value, list) else ()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from otel_toolcall_eval.errors import ToolcallEvalError
 
-class LocatedError(ValueError):
+
+class LocatedError(ToolcallEvalError, ValueError):
     """Bad input at a place: the CLI prints it and exits with code 2."""
 
     def __init__(

@@ -15,11 +15,12 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import IO, Any, Literal
 
 import orjson
 from pydantic import ValidationError
 
+from otel_toolcall_eval import _json
 from otel_toolcall_eval.dataset.errors import DatasetError
 from otel_toolcall_eval.dataset.models import COLUMNS, JSON_COLUMNS, ColumnError, DatasetCase, ExpectedCall
 
@@ -163,12 +164,21 @@ def parse_jsonl_line(path: str | Path, number: int, text: str | bytes) -> Datase
     """One JSONL line to a case, errors mapped onto ``file:line: column``."""
     try:
         data = loads_strict(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise DatasetError(path, number, None, f"not valid JSON: {exc}") from None
+    if _json.text_too_deep(text, data):
+        items = data.items() if isinstance(data, dict) else ()
+        column = next((str(k) for k, v in items if _json.too_deep(v, _json.MAX_DEPTH - 1)), None)
+        raise DatasetError(path, number, column, _TOO_DEEP)
     try:
         return DatasetCase.model_validate(data)
     except ValidationError as exc:
         raise _row_error(path, number, exc) from None
+
+
+# Ground truth nested deeper than arguments may be could never match a call (and would exhaust the recursive
+# walks of validation and matching): the row is refused with its line and column.
+_TOO_DEEP = f"nested deeper than {_json.MAX_DEPTH} levels"
 
 
 def _reject_constant(name: str) -> Any:
@@ -245,8 +255,10 @@ def _csv_case(path: str | Path, line: int, number: int, header: list[str], cells
         if column in JSON_COLUMNS:
             try:
                 data[column] = loads_strict(cell)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise DatasetError(path, line, column, f"not valid JSON text: {exc}", number) from None
+            if _json.text_too_deep(cell, data[column], _json.MAX_DEPTH - 1):
+                raise DatasetError(path, line, column, _TOO_DEEP, number)
         else:
             data[column] = cell
     try:
@@ -293,7 +305,7 @@ def write_cases(path: str | Path, cases: Iterable[DatasetCase], fmt: str | None 
         return dump_cases(handle, cases, kind)
 
 
-def dump_cases(handle: TextIO, cases: Iterable[DatasetCase], fmt: Format) -> int:
+def dump_cases(handle: IO[str], cases: Iterable[DatasetCase], fmt: Format) -> int:
     """Write ``cases`` to an open text stream. CSV leaves a column empty when it holds the default empty list."""
     count = 0
     if fmt == "jsonl":

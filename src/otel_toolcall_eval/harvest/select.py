@@ -19,6 +19,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.errors import ToolcallEvalError
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "tool": (A.GEN_AI_TOOL_NAME, A.OPENINFERENCE_TOOL_NAME, A.TRACELOOP_ENTITY_NAME),
@@ -28,7 +29,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 _OPS = ("=~", "!=", ">=", "<=", "=", ">", "<")
 
 
-class WhereError(ValueError):
+class WhereError(ToolcallEvalError, ValueError):
     pass
 
 

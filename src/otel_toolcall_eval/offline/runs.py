@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from otel_toolcall_eval._json import MAX_DEPTH
 from otel_toolcall_eval.dataset.errors import LocatedError
 from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
 
@@ -79,7 +80,7 @@ def iter_run(path: str | Path) -> Iterator[RunCase]:
 def parse_run_line(path: str | Path, number: int, text: bytes | str) -> RunCase:
     try:
         obj = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+    except orjson.JSONDecodeError as exc:  # also JSON nested deeper than orjson's 1,024 levels
         raise RunFileError(path, number, None, f"not valid JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise RunFileError(path, number, None, "a run line must be a JSON object")
@@ -186,4 +187,7 @@ def _error(value: Any) -> str | None:
         for key in ("message", "type", "code"):
             if isinstance(value.get(key), str):
                 return str(value[key])
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError: nested deeper than it writes
+        return f"an error value nested deeper than {MAX_DEPTH} levels"

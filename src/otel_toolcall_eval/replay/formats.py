@@ -20,6 +20,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_toolcall_eval.errors import ToolcallEvalError
 from otel_toolcall_eval.replay.jaeger import JaegerFormatError, spans_from_jaeger
 from otel_toolcall_eval.replay.otlp import (
     decode_length_prefixed,
@@ -29,7 +30,7 @@ from otel_toolcall_eval.replay.otlp import (
 )
 
 
-class ReplayInputError(ValueError):
+class ReplayInputError(ToolcallEvalError, ValueError):
     """A recorded-trace file that cannot be read; the message names the file and line."""
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_toolcall_eval._text import markdown_code, markdown_text
 from otel_toolcall_eval.config.catalog import SLICES
 from otel_toolcall_eval.offline.gate import HARD_KINDS
 from otel_toolcall_eval.offline.reports.baseline import BaselineDiff, Flip
@@ -23,7 +24,7 @@ def render_markdown(result: EvalResult, diff: BaselineDiff | None = None, *, max
     out.append(f"## {'✅' if passed else '❌'} Tool-call evaluation {'passed' if passed else 'failed'}")
     out.append("")
     cases, failed = result.cases.count, result.cases.failed
-    runs = ", ".join(f"`{_md(r)}`" for r in result.runs)
+    runs = ", ".join(f"`{markdown_code(r)}`" for r in result.runs)
     sample_note = f" ({len(result.runs)} runs: means, spread guarded)" if len(result.runs) > 1 else ""
     if len(result.runs) > 1:
         passed_text = (
@@ -32,7 +33,7 @@ def render_markdown(result: EvalResult, diff: BaselineDiff | None = None, *, max
     else:
         passed_text = f"{cases - failed:,} passed ({pct(cases - failed, cases)})"
     out.append(
-        f"Dataset `{_md(result.dataset)}` · run{'s' if len(result.runs) > 1 else ''} {runs}{sample_note} · "
+        f"Dataset `{markdown_code(result.dataset)}` · run{'s' if len(result.runs) > 1 else ''} {runs}{sample_note} · "
         f"**{cases:,} cases**, {passed_text}"
     )
     out.append("")
@@ -65,7 +66,7 @@ def _gate(result: EvalResult) -> list[str]:
 
 
 def _diff(diff: BaselineDiff) -> list[str]:
-    out = [f"### Changes since baseline (`{_md(diff.baseline.path)}`)", ""]
+    out = [f"### Changes since baseline (`{markdown_code(diff.baseline.path)}`)", ""]
     out.append(
         f"**{diff.regressed} regressed** · {diff.fixed} fixed · {diff.moved_count} moved · "
         f"{diff.added_count} added · {diff.removed_count} removed"
@@ -73,22 +74,25 @@ def _diff(diff: BaselineDiff) -> list[str]:
     out.append("")
     if diff.regressions:
         out += ["#### Regressed (passed → failed)", "", "| case | why it fails now | metrics moved |", "|---|---|---|"]
-        out += [f"| `{_md(f.id)}` | {_md('; '.join(f.reasons[:4]))} | {_changes(f)} |" for f in diff.regressions]
+        out += [f"| `{markdown_code(f.id)}` | {_why(f.reasons)} | {_changes(f)} |" for f in diff.regressions]
         out += _more(diff.regressed, len(diff.regressions))
     if diff.fixes:
         out += ["#### Fixed (failed → passed)", "", "| case | metrics moved |", "|---|---|"]
-        out += [f"| `{_md(f.id)}` | {_changes(f)} |" for f in diff.fixes]
+        out += [f"| `{markdown_code(f.id)}` | {_changes(f)} |" for f in diff.fixes]
         out += _more(diff.fixed, len(diff.fixes))
     if diff.moved:
         out += ["<details><summary>Metrics moved without flipping</summary>", ""]
         out += ["| case | passed | metrics moved |", "|---|---|---|"]
-        out += [f"| `{_md(f.id)}` | {'✅' if not f.reasons else '❌'} | {_changes(f)} |" for f in diff.moved]
+        out += [f"| `{markdown_code(f.id)}` | {'✅' if not f.reasons else '❌'} | {_changes(f)} |" for f in diff.moved]
         out += _more(diff.moved_count, len(diff.moved))
         out += ["</details>", ""]
     if diff.added:
-        out += [f"Added cases: {', '.join(f'`{_md(i)}`' for i in diff.added[:20])}" + _etc(diff.added_count, 20), ""]
+        out += [
+            f"Added cases: {', '.join(f'`{markdown_code(i)}`' for i in diff.added[:20])}" + _etc(diff.added_count, 20),
+            "",
+        ]
     if diff.removed:
-        removed = ", ".join(f"`{_md(i)}`" for i in diff.removed[:20])
+        removed = ", ".join(f"`{markdown_code(i)}`" for i in diff.removed[:20])
         out += [f"Removed cases: {removed}" + _etc(diff.removed_count, 20), ""]
     return out
 
@@ -161,7 +165,7 @@ def _tools(result: EvalResult) -> list[str]:
     ]
     for name, t in tools.items():
         out.append(
-            f"| `{_md(name)}` | {num(t['expected'], count=True)} | {num(t['correct'], count=True)} | "
+            f"| `{markdown_code(name)}` | {num(t['expected'], count=True)} | {num(t['correct'], count=True)} | "
             f"{num(t['recall'])} | {num(t['called'], count=True)} | {num(t['precision'])} | "
             f"{num(t['argument_accuracy'])} |"
         )
@@ -179,7 +183,7 @@ def _failing(result: EvalResult, limit: int) -> list[str]:
     for row in result.cases:
         if row["passed"]:
             continue
-        out.append(f"| `{_md(row['id'])}` | {row['slice']} | {_md('; '.join(row['reasons'][:4]))} |")
+        out.append(f"| `{markdown_code(row['id'])}` | {markdown_text(row['slice'])} | {_why(row['reasons'])} |")
         listed += 1
         if listed >= limit:
             break
@@ -187,6 +191,6 @@ def _failing(result: EvalResult, limit: int) -> list[str]:
     return out
 
 
-def _md(text: str) -> str:
-    """Safe inside a table cell or inline code."""
-    return str(text).replace("|", "\\|").replace("`", "'").replace("\n", " ").replace("\r", " ")
+def _why(reasons: list[str]) -> str:
+    """The first reasons a case fails: text from run files (tool names, error messages), shown as plain text."""
+    return markdown_text("; ".join(reasons[:4]))

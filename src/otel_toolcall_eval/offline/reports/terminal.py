@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _escape
 from rich.table import Table
 
+from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.config.catalog import SLICES
 from otel_toolcall_eval.offline.reports.format import SHOWN, metric, num, pct, shown
 from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_CASES = 20
+
+
+def escape(text: str) -> str:
+    """Untrusted text (ids, tool names, reasons from run files) for rich: markup escaped, escape sequences gone."""
+    return _escape(terminal_safe(text))
 
 
 def print_report(result: EvalResult, console: Console, *, max_cases: int = MAX_CASES) -> None:

@@ -1,0 +1,35 @@
+"""The project's user-facing errors and the command line's exit codes, each defined once.
+
+Every error a person can fix (a bad input file, config or argument, a report that cannot be written) derives
+from ``ToolcallEvalError``; the CLI maps it to ``ExitCode.BAD_INPUT`` in one place, so CI can tell "the gate
+failed" (1) from "the run could not be judged" (2). This module imports nothing of the package: the command
+modules, the readers and the config import their error base from here, never from ``cli``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from pathlib import Path
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    GATE_FAILED = 1
+    BAD_INPUT = 2  # bad input, config or usage, or an output that cannot be written
+    INTERRUPTED = 130  # Ctrl-C: the shell's 128 + SIGINT
+
+
+class ToolcallEvalError(Exception):
+    """An error in what the user gave (files, config, arguments): printed without a traceback, exit 2."""
+
+
+class UsageError(ToolcallEvalError, ValueError):
+    """Bad input or usage: exit code 2 with a message naming the file, line and field."""
+
+
+class OutputError(ToolcallEvalError):
+    """A file the user asked for cannot be written (a missing or read-only directory, a full disk)."""
+
+    def __init__(self, path: str | Path, exc: OSError) -> None:
+        self.path = str(path)
+        super().__init__(f"{path}: cannot write: {exc.strerror or exc}")

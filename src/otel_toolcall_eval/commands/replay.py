@@ -21,7 +21,7 @@ from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.errors import UsageError
 from otel_toolcall_eval.exporters import otlp_exporters
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
-from otel_toolcall_eval.replay.formats import ReplayInputError, read_file
+from otel_toolcall_eval.replay.formats import ReadLimits, ReplayInputError, read_file
 from otel_toolcall_eval.replay.otlp import encode_json
 from otel_toolcall_eval.replay.remote import FetchResult, fetch_jaeger, fetch_tempo, unique
 from otel_toolcall_eval.summary import SummaryExporter
@@ -36,6 +36,17 @@ def duration(text: str) -> float:
     return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
+_SIZE = re.compile(r"^(\d+)\s*([kmg]?)(?:i?b)?$", re.IGNORECASE)
+
+
+def byte_size(text: str) -> int:
+    """``512M``, ``2G``, ``64k`` or plain bytes (binary units)."""
+    m = _SIZE.match(text.strip())
+    if not m or int(m.group(1)) == 0:
+        raise argparse.ArgumentTypeError(f"'{text}': expected a size like 256M or 2G")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """Where recorded traces come from; shared with ``harvest``."""
     parser.add_argument("files", nargs="*", type=Path, help="OTLP JSON(L)/protobuf or Jaeger JSON files")
@@ -45,7 +56,16 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--query", default="{}", help="with --tempo-url: a TraceQL query (default all traces)")
     parser.add_argument("--lookback", type=duration, default=3600.0, help="how far back to fetch (default 1h)")
     parser.add_argument("--limit", type=int, default=100, help="most traces to fetch (default 100)")
-    parser.add_argument("--lenient", action="store_true", help="skip unreadable lines instead of stopping")
+    parser.add_argument("--lenient", action="store_true", help="skip unreadable records instead of stopping")
+    defaults = ReadLimits()
+    parser.add_argument(
+        "--max-record-size", type=byte_size, default=defaults.max_record_bytes, metavar="SIZE",
+        help="largest JSON line, protobuf message or whole-file JSON document held at once (default 256M)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-decompressed", type=byte_size, default=defaults.max_decompressed_bytes, metavar="SIZE",
+        help="most bytes a zstd-compressed file may inflate to (default 1G)",
+    )  # fmt: skip
 
 
 def register(sub: Any) -> None:
@@ -67,9 +87,10 @@ def load_spans(args: argparse.Namespace, console: Console) -> list[ReadableSpan]
         raise UsageError("--jaeger-url needs --service")
     err = Console(stderr=True)
     spans: list[ReadableSpan] = []
+    limits = ReadLimits(max_record_bytes=args.max_record_size, max_decompressed_bytes=args.max_decompressed)
     for path in args.files:
         try:
-            report = read_file(path, strict=not args.lenient)
+            report = read_file(path, strict=not args.lenient, limits=limits)
         except ReplayInputError as exc:
             raise UsageError(str(exc)) from None
         for message in report.errors:

@@ -5,33 +5,49 @@
   or the whole file one zstd stream (the ``exporter.file.nativeCompression`` feature gate);
 - plain OTLP JSON (an ``ExportTraceServiceRequest`` / ``TracesData`` object) and protobuf;
 - Jaeger's JSON (UI download, ``/api/traces`` response); Tempo's trace-by-id JSON.
-Errors name the file and line; a bad line does not lose the good ones before it (``strict=False``).
+
+Files are untrusted. Line-based layouts (JSON lines, length-prefixed messages, zstd streams) are read one
+record at a time, never whole; a whole-file document is read only up to ``ReadLimits.max_record_bytes``.
+Every record is validated as it is decoded (``otlp``, ``jaeger``), and a bad one is a ``ReplayInputError``
+naming the file, the line or message, the field and what is wrong; ``strict=False`` (``--lenient``) skips
+the record instead and keeps every other one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_toolcall_eval.errors import ToolcallEvalError
-from otel_toolcall_eval.replay.jaeger import JaegerFormatError, spans_from_jaeger
-from otel_toolcall_eval.replay.otlp import (
-    decode_length_prefixed,
-    length_prefixed,
-    request_from_json,
-    spans_from_request,
+from otel_toolcall_eval import _json
+from otel_toolcall_eval.replay.errors import RecordError, ReplayInputError
+from otel_toolcall_eval.replay.jaeger import spans_from_jaeger
+from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
+from otel_toolcall_eval.replay.streams import (
+    ZSTD_MAGIC,
+    Budget,
+    ReadLimits,
+    RecordTooLarge,
+    StreamError,
+    inflate,
+    inflating,
+    lines,
+    messages,
+    prefixed,
+    too_large,
 )
 
+__all__ = ["ReadLimits", "ReadReport", "RecordError", "ReplayInputError", "read_file", "spans_from_document"]
 
-class ReplayInputError(ToolcallEvalError, ValueError):
-    """A recorded-trace file that cannot be read; the message names the file and line."""
+DEFAULT_LIMITS = ReadLimits()
 
 
 @dataclass
@@ -41,101 +57,189 @@ class ReadReport:
     format: str = ""
 
 
-def spans_from_document(obj: Any) -> Iterator[ReadableSpan]:
-    """One parsed JSON document of any supported shape."""
-    if isinstance(obj, dict) and ("data" in obj or ("spans" in obj and "traceID" in obj)):
-        yield from spans_from_jaeger(obj)
-    elif isinstance(obj, dict) and ({"resourceSpans", "batches", "trace"} & set(obj)):
-        yield from spans_from_request(request_from_json(obj))
-    else:
-        keys = sorted(obj)[:5] if isinstance(obj, dict) else type(obj).__name__
-        raise ReplayInputError(f"not OTLP JSON or Jaeger JSON (top-level keys: {keys})")
-
-
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-def read_file(path: str | Path, *, strict: bool = True) -> ReadReport:
-    path = Path(path)
+def spans_from_document(obj: Any) -> list[ReadableSpan]:
+    """One parsed JSON document of any supported shape, all its spans or a ``RecordError``."""
+    if _json.too_deep(obj):  # every decoder below walks it recursively
+        raise RecordError("", f"nested deeper than {_json.MAX_DEPTH} levels")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReplayInputError(f"{path}: cannot read: {exc.strerror}") from None
-    report = ReadReport()
-    compression = ""
-    if data[:4] == ZSTD_MAGIC or data[4:8] == ZSTD_MAGIC:
-        data, compression = _decompress(path, data), "+zstd"
-    head = data.lstrip()[:1]
-    if head in (b"{", b"["):
-        _read_json(path, data, report, strict)
-    else:
-        _read_proto(path, data, report)
-    report.format += compression
-    return report
+        if isinstance(obj, dict) and ("data" in obj or ("spans" in obj and "traceID" in obj)):
+            return list(spans_from_jaeger(obj))
+        if isinstance(obj, dict) and ({"resourceSpans", "batches", "trace"} & set(obj)):
+            return list(spans_from_request(request_from_json(obj)))
+    except RecursionError:  # a last guard; the depth check above keeps the walks shallow
+        raise RecordError("", "nested too deeply to decode") from None
+    keys = sorted(obj)[:5] if isinstance(obj, dict) else type(obj).__name__
+    raise RecordError("", f"not OTLP JSON or Jaeger JSON (top-level keys: {keys})")
 
 
-def _decompress(path: Path, data: bytes) -> bytes:
-    """A zstd-compressed file exporter file, as the uncompressed file exporter would have written it."""
-    try:
-        import zstandard
-    except ImportError:
-        raise ReplayInputError(
-            f"{path}: zstd-compressed; reading it needs the zstandard package: pip install 'otel-toolcall-eval[zstd]'"
-        ) from None
-    try:
-        if data[:4] == ZSTD_MAGIC:  # native compression: one stream (possibly several frames) over the whole file
-            with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
-                return reader.read()
-        # the default layout: every message compressed on its own, each frame behind its 4-byte length
-        messages = [zstandard.ZstdDecompressor().decompressobj().decompress(frame) for frame in length_prefixed(data)]
-    except zstandard.ZstdError as exc:
-        raise ReplayInputError(f"{path}: corrupt zstd data: {exc}") from None
-    except ValueError as exc:
-        raise ReplayInputError(f"{path}: not a length-prefixed zstd file: {exc}") from None
-    if all(m.lstrip()[:1] in (b"{", b"[") for m in messages):
-        return b"\n".join(messages) + b"\n"  # JSON messages: the JSON lines the exporter writes uncompressed
-    return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
-
-
-def _read_json(path: Path, data: bytes, report: ReadReport, strict: bool) -> None:
-    try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        document = None
-    if document is not None:  # one JSON document
-        report.format = "jaeger-json" if isinstance(document, dict) and "data" in document else "otlp-json"
-        try:
-            report.spans.extend(spans_from_document(document))
-        except (ReplayInputError, JaegerFormatError, ValueError) as exc:
-            raise ReplayInputError(f"{path}: {exc}") from None
-        return
-    report.format = "otlp-jsonl"
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            report.spans.extend(spans_from_document(orjson.loads(line)))
-        except (orjson.JSONDecodeError, ReplayInputError, JaegerFormatError, ValueError) as exc:
-            message = f"{path}:{number}: {str(exc)[:200]}"
-            if strict:
-                raise ReplayInputError(message) from None
-            report.errors.append(message)
-
-
-def _read_proto(path: Path, data: bytes, report: ReadReport) -> None:
-    # A plain TracesData starts with field 1's tag (0x0A); the file exporter's frames with a length
-    # whose first byte is 0 for any message under 16 MiB.
-    if data[:1] != b"\x0a":
-        try:
-            report.spans.extend(s for m in decode_length_prefixed(data) for s in spans_from_request(m))
-            report.format = "otlp-proto-file"
-            return
-        except (ValueError, DecodeError) as exc:
-            raise ReplayInputError(f"{path}: not a length-prefixed OTLP protobuf file: {exc}") from None
+def _spans_from_message(body: bytes) -> list[ReadableSpan]:
     message = trace_pb2.TracesData()
     try:
-        message.ParseFromString(data)
-    except DecodeError as exc:
-        raise ReplayInputError(f"{path}: neither JSON nor OTLP protobuf: {exc}") from None
-    report.format = "otlp-proto"
-    report.spans.extend(spans_from_request(message))
+        message.ParseFromString(body)
+    except (DecodeError, RecursionError) as exc:
+        raise RecordError("", f"not an OTLP protobuf message: {exc}") from None
+    return list(spans_from_request(message))
+
+
+def read_file(path: str | Path, *, strict: bool = True, limits: ReadLimits = DEFAULT_LIMITS) -> ReadReport:
+    path = Path(path)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise ReplayInputError(f"{path}: cannot read: {exc.strerror}") from None
+    reader = _Reader(path, strict, limits)
+    try:
+        with handle:
+            reader.read(handle)
+    except StreamError as exc:
+        raise ReplayInputError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise ReplayInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return reader.report
+
+
+class _Reader:
+    def __init__(self, path: Path, strict: bool, limits: ReadLimits) -> None:
+        self.path = path
+        self.strict = strict
+        self.limits = limits
+        self.budget = Budget(limits.max_decompressed_bytes)
+        self.report = ReadReport()
+
+    def read(self, handle: IO[bytes]) -> None:
+        head = handle.read(8)
+        if head[:4] == ZSTD_MAGIC:  # native compression: one stream (possibly several frames) over the file
+            self._plain(inflating(prefixed(head, handle), self.budget))
+            self.report.format += "+zstd"
+        elif head[4:8] == ZSTD_MAGIC:  # the default layout: every message one zstd frame behind its length
+            self._framed_zstd(prefixed(head, handle))
+        else:
+            self._plain(prefixed(head, handle))
+
+    def _plain(self, stream: IO[bytes]) -> None:
+        head = stream.peek(64)[:64] if hasattr(stream, "peek") else b""
+        first = head.lstrip()[:1]
+        if first in (b"{", b"[") or not head.strip():
+            self._json(stream)
+        elif head[:1] == b"\x0a":  # a plain TracesData starts with field 1's tag; a framed file with a length
+            self.report.format = "otlp-proto"
+            body = stream.read(self.limits.max_record_bytes + 1)
+            if len(body) > self.limits.max_record_bytes:
+                raise StreamError(f"a protobuf message: {too_large(self.limits)}")
+            self._record("", partial(_spans_from_message, body))
+        else:
+            self.report.format = "otlp-proto-file"
+            try:
+                for index, offset, body in messages(stream, self.limits):
+                    self._record(f"message {index} (byte {offset})", partial(_spans_from_message, body))
+            except StreamError as exc:
+                if exc.framing:
+                    raise StreamError(f"not a length-prefixed OTLP protobuf file: {exc}") from None
+                raise
+
+    def _framed_zstd(self, stream: IO[bytes]) -> None:
+        kind = ""
+        try:
+            for index, offset, frame in messages(stream, self.limits):
+                where = f"message {index} (byte {offset})"
+                try:
+                    body = inflate(frame, self.budget, self.limits)
+                except RecordTooLarge as exc:
+                    self._bad(where, str(exc))
+                    continue
+                except StreamError as exc:
+                    if "inflates past" in str(exc):
+                        raise
+                    raise StreamError(f"{where}: {exc}") from None
+                is_json = body.lstrip()[:1] in (b"{", b"[")
+                kind = kind or ("otlp-jsonl+zstd" if is_json else "otlp-proto-file+zstd")
+                decode = partial(_json_record if is_json else _spans_from_message, body)
+                self._record(where, decode)
+        except StreamError as exc:
+            if exc.framing:
+                raise StreamError(f"not a length-prefixed zstd file: {exc}") from None
+            raise
+        self.report.format = kind or "otlp-proto-file+zstd"
+
+    def _json(self, stream: IO[bytes]) -> None:
+        """JSON lines, or one document over the whole file. Lines when the first or second non-blank line is
+        JSON by itself (a bad first line does not hide the good ones) and there are two; one document
+        otherwise (a pretty-printed one, or a file of one line)."""
+        numbered = lines(stream, self.limits)
+        peeked: list[tuple[int, bytes | None]] = []
+        for number, line in numbered:
+            if line is None or line.strip():
+                peeked.append((number, line))
+                if len(peeked) == 2:
+                    break
+        parsed = [_parses(line) for _, line in peeked]
+        single = len(peeked) == 1 and peeked[0][1] is not None
+        if single or (len(peeked) == 2 and not any(parsed) and None not in (line for _, line in peeked)):
+            self._document(peeked, stream)
+            return
+        self.report.format = "otlp-jsonl"
+        for number, line in chain(peeked, numbered):
+            if line is None:
+                self._bad(f"{number}", too_large(self.limits), line_number=True)
+            elif line.strip():
+                self._record(str(number), partial(_json_record, line), line_number=True)
+
+    def _document(self, peeked: list[tuple[int, bytes | None]], stream: IO[bytes]) -> None:
+        """The whole file as one document (bounded); when it is not one either, its lines, each reported."""
+        start = b"".join(line for _, line in peeked if line is not None)
+        rest = stream.read(self.limits.max_record_bytes + 1 - len(start))
+        data = start + rest
+        if len(data) > self.limits.max_record_bytes:
+            raise StreamError(f"a JSON document: {too_large(self.limits)}")
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            # not one document either: the lines of what was read, each reported on its own
+            self.report.format = "otlp-jsonl"
+            for number, line in enumerate(data.splitlines(), start=peeked[0][0]):
+                if line.strip():
+                    self._record(str(number), partial(_json_record, line), line_number=True)
+            return
+        self.report.format = "jaeger-json" if isinstance(document, dict) and "data" in document else "otlp-json"
+        self._record("", partial(spans_from_document, document))
+
+    def _record(self, where: str, decode: Callable[[], list[ReadableSpan]], *, line_number: bool = False) -> None:
+        """Decode one record: its spans all go in, or (a ``RecordError``) none do and the error is reported."""
+        try:
+            spans = decode()
+        except RecordError as exc:
+            self._bad(where, str(exc)[:300], line_number=line_number)
+            return
+        self.report.spans.extend(spans)
+
+    def _bad(self, where: str, what: str, *, line_number: bool = False) -> None:
+        if not where:
+            message = f"{self.path}: {what}"
+        elif line_number:
+            message = f"{self.path}:{where}: {what}"
+        else:
+            message = f"{self.path}: {where}: {what}"
+        if self.strict or not where:  # a whole-file document has nothing else to go on with
+            raise ReplayInputError(message)
+        self.report.errors.append(message)
+
+
+def _parses(line: bytes | None) -> bool:
+    if line is None:
+        return False
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _json_record(text: bytes) -> list[ReadableSpan]:
+    return spans_from_document(_loads(text))
+
+
+def _loads(text: bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:  # also JSON nested deeper than orjson's 1,024 levels
+        raise RecordError("", f"not valid JSON: {exc}") from None

@@ -236,3 +236,24 @@ def test_cli_decompression_limit_flag(tmp_path: Path, capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as info:
         main(["replay", str(path), "--max-decompressed", "lots"])
     assert info.value.code == 2
+
+
+def test_malformed_jaeger_answers_are_warnings_not_tracebacks() -> None:
+    import httpx
+
+    from otel_toolcall_eval.replay.remote import fetch_jaeger
+
+    good = copy.deepcopy(JAEGER_TRACE)
+    bad = _jaeger_with("spans.1.spanID", 12)["data"][0]
+    bad["traceID"] = "00000000000000000000000000000bad"
+    page = {"data": [5, bad, good]}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=page if "offset" not in str(request.url) else {"data": []})
+
+    result = fetch_jaeger(
+        "http://127.0.0.1:1", "svc", now=1_700_000_100, limit=5, transport=httpx.MockTransport(answer)
+    )
+    assert result.trace_ids == [JAEGER_TRACE["traceID"]] and len(result.spans) == 3
+    assert any("not an object" in e for e in result.errors)
+    assert f"trace {bad['traceID']}: spans[1].spanID: 12 is not an id of 1 to 16 hex digits" in result.errors

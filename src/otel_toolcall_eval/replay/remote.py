@@ -102,17 +102,20 @@ def fetch_jaeger(
                 break
             oldest = end_us
             new = 0
-            for trace in traces:
-                trace_id = str(trace.get("traceID", ""))
-                starts = [int(s.get("startTime", end_us)) for s in trace.get("spans") or ()]
-                oldest = min([oldest, *starts])
-                if trace_id in seen or len(seen) >= limit:
+            for trace in traces if isinstance(traces, list) else ():
+                if not isinstance(trace, dict):
+                    result.errors.append(f"GET {url}: a trace that is not an object")
                     continue
+                trace_id = str(trace.get("traceID", ""))
                 try:
-                    result.spans.extend(spans_from_jaeger(trace))
+                    spans = list(spans_from_jaeger(trace))  # validated: a bad trace adds no span
                 except (JaegerFormatError, ValueError, TypeError, AttributeError) as exc:
                     result.errors.append(f"trace {trace_id}: {exc}")
                     continue
+                oldest = min([oldest, *(s.start_time // 1000 for s in spans if s.start_time)])
+                if trace_id in seen or len(seen) >= limit:
+                    continue
+                result.spans.extend(spans)
                 seen.add(trace_id)
                 result.trace_ids.append(trace_id)
                 new += 1
@@ -158,8 +161,12 @@ def fetch_tempo(
             oldest_ns = end_s * 1_000_000_000
             new = 0
             for item in found:
+                if not isinstance(item, dict):
+                    continue
                 trace_id = str(item.get("traceID", ""))
-                oldest_ns = min(oldest_ns, int(item.get("startTimeUnixNano", oldest_ns)))
+                start = item.get("startTimeUnixNano", oldest_ns)
+                if isinstance(start, (int, str)) and str(start).isdigit():
+                    oldest_ns = min(oldest_ns, int(start))
                 if trace_id and trace_id not in ids and len(ids) < limit:
                     ids.append(trace_id)
                     new += 1
@@ -172,7 +179,7 @@ def fetch_tempo(
         for trace_id in ids:
             try:
                 document = _fetch_tempo_trace(client, base, trace_id, retries, backoff)
-                result.spans.extend(spans_from_request(request_from_json(document)))
+                result.spans.extend(list(spans_from_request(request_from_json(document))))
                 result.trace_ids.append(trace_id)
             except (FetchError, ValueError) as exc:
                 result.errors.append(f"trace {trace_id}: {exc}")

@@ -155,3 +155,21 @@ def test_harvest_writes_both_outputs_or_neither(tmp_path: Path, capsys: pytest.C
     assert main([*args, "--runs-out", str(runs)]) == 0
     assert len(out.read_text().splitlines()) == 2 and len(runs.read_text().splitlines()) == 3  # appended
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.jsonl", "runs-dir", "runs.jsonl", "traces.jsonl"]
+
+
+def test_harvest_on_a_malformed_trace_file_exits_2_and_lenient_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
+    failures["must_not_call"] = 1.0
+    traces = _record(tmp_path / "traces.jsonl", failures, traces=2)
+    traces.write_text(traces.read_text() + '{"data": [{"traceID": "ab", "spans": 5}]}\n')
+    out = tmp_path / "cases.jsonl"
+    args = ["harvest", str(traces), "--where", "violation = must_not_call", "--out", str(out)]
+    args += ["--config", str(default_config_path())]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "traces.jsonl:2: data[0].spans: expected a list, got int" in err and "Traceback" not in err
+    assert not out.exists()
+    assert main([*args, "--lenient"]) == 0
+    assert len(out.read_text().splitlines()) == 2

@@ -57,7 +57,10 @@ def test_hostile_tool_names_in_every_report(
     calls = dict(GOOD)
     calls["thanks"] = [{"name": name, "arguments": {}} for name in HOSTILE]
     run = tmp_path / "run.jsonl"
-    run.write_text("".join(json.dumps({"id": k, "tool_calls": v}) + "\n" for k, v in calls.items()))
+    errors = {"order-status": "</details><!-- @octocat ![e](http://198.51.100.7/e.png)"}  # a run's error text
+    run.write_text(
+        "".join(json.dumps({"id": k, "tool_calls": v, "error": errors.get(k)}) + "\n" for k, v in calls.items())
+    )
     md, html_report = tmp_path / "report.md", tmp_path / "report.html"
     code = main(
         ["eval", "--dataset", str(dataset), "--runs", str(run), "--markdown", str(md), "--html", str(html_report)]
@@ -69,6 +72,7 @@ def test_hostile_tool_names_in_every_report(
     assert rendered.count("<details>") == rendered.count("</details>") == source.count("<details>")
     assert "@octocat" not in re.sub(r"<code>.*?</code>", "", rendered)
     assert "unexpected" in rendered and "pixel" in rendered  # the names are still there, as text
+    assert "![e](http://198.51.100.7/e.png)" in rendered and "&lt;/details&gt;" in rendered  # as text
     out = capsys.readouterr()
     assert "\x1b]0;owned" not in out.out and "\x1b[2J" not in out.out
     page = html_report.read_text()

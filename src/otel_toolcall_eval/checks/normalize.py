@@ -58,5 +58,5 @@ def arguments_key(name: str, arguments: dict[str, Any] | None, raw: Any = None) 
         return name + "\x00raw\x00" + body
     try:
         return name + "\x00" + orjson.dumps(_fold(arguments), option=orjson.OPT_SORT_KEYS, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):  # non-string keys mixed with others, or nesting too deep
+    except (TypeError, orjson.JSONEncodeError, RecursionError):  # mixed key types, or nesting too deep
         return name + "\x00repr\x00" + repr(arguments)

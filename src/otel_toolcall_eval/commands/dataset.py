@@ -18,7 +18,7 @@ from otel_toolcall_eval.dataset.io import detect_format, dump_cases, iter_rows
 from otel_toolcall_eval.dataset.models import Slice
 from otel_toolcall_eval.dataset.schema import dataset_json_schema
 from otel_toolcall_eval.dataset.template import template_cases
-from otel_toolcall_eval.errors import UsageError
+from otel_toolcall_eval.errors import ExitCode, UsageError
 
 MAX_ERRORS_SHOWN = 50
 
@@ -86,7 +86,7 @@ def run_validate(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
             soft_wrap=True,
         )
-        return 2
+        return ExitCode.BAD_INPUT
     if not first_line:
         raise UsageError(f"{args.file}: no cases")
     console.print(f"[green]{escape(str(args.file))}: {len(first_line)} cases valid[/]", highlight=False, soft_wrap=True)
@@ -99,7 +99,7 @@ def run_validate(args: argparse.Namespace, console: Console) -> int:
     empty = [s.value for s in Slice if not slices.get(s.value)]
     if empty:
         console.print(f"[yellow]note:[/] no cases in slice(s) {', '.join(empty)}", highlight=False, soft_wrap=True)
-    return 0
+    return ExitCode.OK
 
 
 def run_convert(args: argparse.Namespace, console: Console) -> int:
@@ -112,7 +112,7 @@ def run_convert(args: argparse.Namespace, console: Console) -> int:
     console.print(
         f"{escape(str(args.input))} ({source}) -> {escape(str(args.output))} ({target}): {count} cases", highlight=False
     )
-    return 0
+    return ExitCode.OK
 
 
 def run_template(args: argparse.Namespace, console: Console) -> int:
@@ -120,7 +120,7 @@ def run_template(args: argparse.Namespace, console: Console) -> int:
     fmt = detect_format(args.out, args.format) if args.out else detect_format("-", args.format or "jsonl")
     if args.out is None:
         dump_cases(sys.stdout, cases, fmt)
-        return 0
+        return ExitCode.OK
     with write_atomically(args.out) as handle:
         dump_cases(handle, cases, fmt)
     console.print(
@@ -128,7 +128,7 @@ def run_template(args: argparse.Namespace, console: Console) -> int:
         highlight=False,
         soft_wrap=True,
     )
-    return 0
+    return ExitCode.OK
 
 
 def run_schema(args: argparse.Namespace, console: Console) -> int:
@@ -139,4 +139,4 @@ def run_schema(args: argparse.Namespace, console: Console) -> int:
         with write_atomically(args.out) as handle:
             handle.write(text)
         console.print(f"{escape(str(args.out))}: JSON Schema of one dataset case", highlight=False, soft_wrap=True)
-    return 0
+    return ExitCode.OK

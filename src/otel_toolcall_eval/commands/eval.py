@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from otel_toolcall_eval._files import write_atomically, write_via
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.errors import LocatedError
-from otel_toolcall_eval.errors import UsageError
+from otel_toolcall_eval.errors import ExitCode, UsageError
 from otel_toolcall_eval.offline.reports.baseline import Baseline, compare, load_baseline
 from otel_toolcall_eval.offline.reports.html import write_html
 from otel_toolcall_eval.offline.reports.json_report import write_json
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         print_report(result, console, max_cases=args.show)
     finally:
         result.close()
-    return 0 if result.gate.passed else 1
+    return ExitCode.OK if result.gate.passed else ExitCode.GATE_FAILED
 
 
 def _evaluate(args: argparse.Namespace, config: EvalConfig, console: Console) -> EvalResult:

@@ -16,7 +16,7 @@ from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache
 from otel_toolcall_eval.dataset.io import DatasetError, Format, detect_format, dump_cases, read_cases
 from otel_toolcall_eval.dataset.models import DatasetCase
-from otel_toolcall_eval.errors import OutputError, UsageError
+from otel_toolcall_eval.errors import ExitCode, OutputError, UsageError
 from otel_toolcall_eval.harvest import WhereError, case_from_trace, matches, parse_where, run_line
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"{selected - len(new)} already in {args.out} ({len(existing) + len(new)} rows in all)",
         highlight=False,
     )
-    return 0
+    return ExitCode.OK
 
 
 def _write_both(

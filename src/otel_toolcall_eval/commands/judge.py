@@ -19,7 +19,7 @@ from rich.table import Table
 from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import JudgeConfig
-from otel_toolcall_eval.errors import UsageError
+from otel_toolcall_eval.errors import ExitCode, UsageError
 from otel_toolcall_eval.judge.ledger import period_bounds
 from otel_toolcall_eval.judge.sampler import CLASSES, solve_rate, weights_of
 
@@ -91,7 +91,7 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
     )
     if judge.budget is None or rate is None:
         console.print(f"no budget (free model): every call is sampled at the max rate {judge.sampling.max_rate:g}")
-        return 0
+        return ExitCode.OK
     console.print(
         f"budget {judge.budget.amount:g} {currency} per {judge.budget.period} buys {per_period:,.0f} evaluations; "
         f"at {args.traffic:g} calls/s with {args.flagged:.0%} flagged, the base rate is {rate:.6f}"
@@ -100,4 +100,4 @@ def run_check(args: argparse.Namespace, console: Console) -> int:
     for name, weight in zip(CLASSES, weights_of(judge.sampling.risk_weights), strict=True):
         table.add_row(name, f"{weight:g}", f"{min(1.0, rate * weight):.6f}")
     console.print(table)
-    return 0
+    return ExitCode.OK

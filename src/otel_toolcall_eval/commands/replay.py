@@ -18,7 +18,7 @@ from rich.progress import Progress, TaskID
 from otel_toolcall_eval._files import write_atomically
 from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.config import EvalConfig
-from otel_toolcall_eval.errors import UsageError
+from otel_toolcall_eval.errors import ExitCode, UsageError
 from otel_toolcall_eval.exporters import otlp_exporters
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 from otel_toolcall_eval.replay.formats import ReadLimits, ReplayInputError, read_file
@@ -153,4 +153,4 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(
         f"replayed {len(result.spans)} spans in {result.traces} traces" + (f"; wrote {args.out}" if args.out else "")
     )
-    return 0
+    return ExitCode.OK

@@ -117,7 +117,8 @@ class _Reader:
             self._plain(prefixed(head, handle))
 
     def _plain(self, stream: IO[bytes]) -> None:
-        head = stream.peek(64)[:64] if hasattr(stream, "peek") else b""
+        head = stream.read(64)  # read, not peeked: a decompressing stream's first read may be one byte
+        stream = prefixed(head, stream)
         first = head.lstrip()[:1]
         if first in (b"{", b"[") or not head.strip():
             self._json(stream)

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("engine",),  # per-call scoring, once for every adapter
     ("checks",),  # pure checks
     ("records", "policy", "attributes", "_json", "_version"),  # plain records, policy objects, names
+    ("errors", "_files", "_text"),  # user-facing errors and exit codes, atomic outputs, untrusted text
 )
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 PURE = ("checks", "engine", "records", "policy")

@@ -34,6 +34,7 @@ from otel_toolcall_eval.conventions.llm_spans import (
     is_llm_span,
     requested_calls,
     tool_definitions,
+    unknown_tool_replies,
 )
 from otel_toolcall_eval.engine import Scorer, call_key
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
@@ -288,7 +289,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         record = convention.extract(span, attrs) if convention is not None else None
         if record is None:
             if is_llm_span(attrs):
-                self._observe_llm_span(ctx.trace_id, attrs)
+                self._observe_llm_span(ctx.trace_id, attrs, is_root)
             if is_root:
                 return self._finish_trace(ctx.trace_id, span, {}, attrs)
             return span
@@ -319,16 +320,22 @@ class ToolCallEvalProcessor(SpanProcessor):
             return self._finish_trace(ctx.trace_id, span, extra, attrs)
         return EnrichedSpan(span, extra, attrs)
 
-    def _observe_llm_span(self, trace_id: int, attrs: Any) -> None:
+    def _observe_llm_span(self, trace_id: int, attrs: Any, is_root: bool = False) -> None:
         definitions = tool_definitions(attrs, self._definitions)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
-        calls = [] if op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT" else requested_calls(attrs)
+        not_turn = op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT"
+        calls = [] if not_turn else requested_calls(attrs)
         state = self._store.get(trace_id)
         assert state is not None
         with state.lock:
             state.genai = True
             if definitions:
                 state.add_tools(definitions)
+                # a model turn inside an agent's trace that was offered tools decided whether to call one; an agent's
+                # creation, or an instrumented client's own root span, decided nothing
+                state.offered = state.offered or (op != "create_agent" and not is_root)
+            if state.call_names:  # requests no tool span answered yet: did the framework reply "unknown tool"?
+                state.note_unknown_replies(unknown_tool_replies(attrs))
             if calls:
                 state.add_turn(calls, self.config.limits.max_calls_per_trace)
         if self.judge is not None:
@@ -340,7 +347,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         state = self._store.pop(trace_id)
         if state is not None and self.judge is not None:
             self._judge("trace_done", "judge.trace_done", state)
-        if state is None or (state.history.calls == 0 and not state.genai):
+        if state is None or not state.tool_activity:
             return EnrichedSpan(span, extra, attrs) if extra else span
         verdict = self._verdict(state)
         self.metrics.record_trace(verdict, "root")
@@ -364,7 +371,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._record_unfinished(state, reason)
 
     def _record_unfinished(self, state: TraceState, reason: str) -> None:
-        if state.history.calls == 0 and not state.genai:
+        if not state.tool_activity:
             return
         self.metrics.record_trace(self._verdict(state), reason)
 

@@ -129,9 +129,11 @@ class CallScore:
 
     @property
     def correct(self) -> bool:
-        """The call is right as far as code can tell (errors and budget are separate parts of the composite)."""
+        """The call is right as far as code can tell (errors and budget are separate parts of the composite); a call
+        the tool or framework rejected as malformed is not, whether or not a schema showed why."""
         return (
-            self.parse_ok is not False
+            self.outcome is not Outcome.MALFORMED_CALL  # e.g. the framework rejected the arguments itself
+            and self.parse_ok is not False
             and self.tool_known is not False
             and self.schema_valid is not False
             and not self.violations

@@ -25,7 +25,10 @@ class TraceState:
     turns: int = 0
     call_batches: dict[str, int] = field(default_factory=dict)
     pending_names: dict[str, deque[int]] = field(default_factory=dict)
+    call_names: dict[str, str] = field(default_factory=dict)  # requested call id -> tool name, until answered
+    unknown_replies: set[str] = field(default_factory=set)  # requested call ids the framework answered "unknown tool"
     genai: bool = False
+    offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
     # parent span id -> (tool, normalised arguments key, span id) of the latest scored tool span under it: tells
     # a wrapping second instrumentation of the same call (``checks.same_call``); the key is the string the call
     # history holds already, so an entry costs a tuple
@@ -51,6 +54,8 @@ class TraceState:
         for call_id, name in calls:
             if call_id is not None:
                 self.call_batches[call_id] = self.turns
+                if name is not None:
+                    self.call_names[call_id] = name
             if name is not None:
                 self.pending_names.setdefault(name, deque()).append(self.turns)
 
@@ -64,6 +69,18 @@ class TraceState:
             children[parent_span_id] = (name, arguments_key, span_id)
 
     @property
+    def tool_activity(self) -> bool:
+        """Tool calls scored or requested, or tools offered to a model turn of an agent: only such a trace gets a
+        verdict (an agent-creation trace, or an instrumented client's own root span, does not)."""
+        return self.history.calls > 0 or self.turns > 0 or self.offered
+
+    def note_unknown_replies(self, call_ids: list[str]) -> None:
+        """Pending requests the framework answered with "unknown tool" in the conversation (no tool span ran)."""
+        for call_id in call_ids:
+            if call_id in self.call_names:
+                self.unknown_replies.add(call_id)
+
+    @property
     def unexecuted_calls(self) -> int:
         """Requested calls no tool span claimed (by id or by name)."""
         return sum(len(batches) for batches in self.pending_names.values())
@@ -71,13 +88,18 @@ class TraceState:
     def unknown_tool_requests(self, configured: dict[str, ToolDefinition]) -> int:
         """Unclaimed requests naming a tool neither the trace's definitions nor the config know; 0 when neither
         lists any tool (nothing to tell a known tool by)."""
-        if not self.pending_names or (not self.tools and not configured):
+        if not self.pending_names:
             return 0
         tools = self.tools or {}
-        return sum(
-            len(batches)
-            for name, batches in self.pending_names.items()
-            if batches and name not in tools and name not in configured
+        listed = bool(tools or configured)  # else nothing to tell a known tool by, but a framework's reply
+
+        def unlisted(name: str) -> bool:
+            return listed and name not in tools and name not in configured
+
+        count = sum(len(batches) for name, batches in self.pending_names.items() if batches and unlisted(name))
+        # requests answered "unknown tool" whose name the definitions do list (or no definitions were recorded)
+        return count + sum(
+            1 for cid in self.unknown_replies if cid in self.call_batches and not unlisted(self.call_names[cid])
         )
 
     def batch_for(self, call_id: str | None, name: str) -> int | None:
@@ -85,6 +107,7 @@ class TraceState:
         pending = self.pending_names.get(name)
         if call_id is not None and call_id in self.call_batches:
             batch = self.call_batches.pop(call_id)
+            self.call_names.pop(call_id, None)
             if pending and batch in pending:
                 pending.remove(batch)
             return batch

@@ -6,10 +6,51 @@ tool, schema), then a tool that rejected its input, then any recorded failure, t
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import re
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from otel_toolcall_eval.records import ErrorEvidence, Outcome
+
+# What frameworks write when they refuse a call before the tool runs. Matched case-insensitively on the first
+# ``_MAX_TEXT`` characters of a failed span's status description, exception message or result (MCP's ``isError``
+# result), never on a succeeding span's result: a tool may well return the words "validation failed".
+#   Strands: ValueError "Validation failed for input parameters: ..."; CrewAI: "Arguments validation failed: ...";
+#   pydantic (LlamaIndex, FastMCP, AutoGen): "1 validation error for ...".
+_INPUT_REJECTED = re.compile(
+    r"validation failed|\bvalidation errors? for\b|\binvalid (?:tool )?(?:arguments|params|parameters)\b", re.I
+)
+# What frameworks write for a call of a tool the agent does not have, as an error or as the result text the model
+# gets back on a span marked OK. Strands: "Unknown tool: X"; smolagents: "Unknown tool X, should be one of";
+# LlamaIndex: "Tool X not found. Please select a tool that is available."; CrewAI: "Tool not found";
+# AutoGen: "Tool X not found in any workbench".
+_UNKNOWN_TOOL = re.compile(
+    r"\bunknown tool\b|^\s*tool\s+(?:'[^']{0,100}'|\"[^\"]{0,100}\"|[\w.:-]{1,100}\s+)?not found\b|"
+    r"\bnot found in any workbench\b",
+    re.I,
+)
+_MAX_TEXT = 512
+
+
+def _texts(error: ErrorEvidence, result: Any, include_result: bool) -> Iterator[str]:
+    for text in (error.status_description, error.exception_message, result if include_result else None):
+        if isinstance(text, str) and text:
+            yield text[:_MAX_TEXT]
+
+
+def reports_unknown_tool(error: ErrorEvidence, result: Any, result_recorded: bool) -> bool:
+    """The framework said the tool does not exist (as an error, or as the result the model was given)."""
+    return any(_UNKNOWN_TOOL.search(t) for t in _texts(error, result, result_recorded))
+
+
+def reports_input_rejected(error: ErrorEvidence, result: Any, result_recorded: bool) -> bool:
+    """A failed span whose error (or, for MCP's ``isError``, result) says the framework rejected the arguments."""
+    return error.any and any(_INPUT_REJECTED.search(t) for t in _texts(error, result, result_recorded))
+
+
+def unknown_tool_reply(text: Any) -> bool:
+    """A tool message sent back to the model that says the requested tool does not exist."""
+    return isinstance(text, str) and bool(_UNKNOWN_TOOL.search(text[:_MAX_TEXT]))
 
 
 def _short(type_name: str) -> str:
@@ -39,6 +80,8 @@ def classify_outcome(
     for name in (error.exception_type, error.error_type):
         if name and _short(name) in input_error_types:
             return Outcome.MALFORMED_CALL, "input_rejected"
+    if reports_input_rejected(error, result, result_recorded):
+        return Outcome.MALFORMED_CALL, "input_rejected"
     if error.exception_type:
         return Outcome.EXECUTION_FAILED, "exception"
     if error.error_type:

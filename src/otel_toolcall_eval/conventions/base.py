@@ -145,6 +145,24 @@ def unwrap_args_kwargs(raw: Any) -> Any:
     return kwargs
 
 
+_SCHEMA_KEYWORDS = frozenset({"properties", "$schema", "$ref", "anyOf", "oneOf", "allOf"})
+
+
+def is_json_schema(value: Any) -> bool:
+    """A tool span's "schema" is used only when it is a JSON Schema of the arguments object: a ``type`` that is a
+    string (or list of them) or a schema keyword at the top. A parameter map such as smolagents' ``inputs``
+    (``{"city": {"type": ...}}``) validates every call as a schema (unknown keywords are annotations), and
+    must not stand in for the definitions the model saw."""
+    if not isinstance(value, dict) or not value:
+        return False
+    kind = value.get("type")
+    if isinstance(kind, str) or (isinstance(kind, list) and all(isinstance(k, str) for k in kind)):
+        return True
+    return any(key in value and isinstance(value[key], (dict, list, str)) for key in _SCHEMA_KEYWORDS) and not (
+        "properties" in value and not isinstance(value["properties"], dict)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class AttributeConvention:
     """A convention that is just a detection attribute and where to read each field from.
@@ -219,7 +237,7 @@ class AttributeConvention:
             error_evidence(span, attrs),
             None if call_id is None else str(call_id),
             self.name,
-            schema if isinstance(schema, dict) else None,
+            schema if is_json_schema(schema) else None,
             False,
             f"{ctx.trace_id:032x}" if ctx is not None else "",
             f"{ctx.span_id:016x}" if ctx is not None else "",

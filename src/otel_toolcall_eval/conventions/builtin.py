@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -15,13 +16,55 @@ from otel_toolcall_eval.records import ToolCallRecord
 # (openinference-instrumentation 0.1.72 with its GenAI option) fills with the tool's schema.
 
 
+# What OpenInference writes in place of a value its TraceConfig hides (``hide_inputs``/``hide_outputs``).
+REDACTED = "__REDACTED__"
+
+# OpenInference instrumentations that record a tool's arguments inside a wrapper of their own, keyed by the
+# instrumentation scope that writes them (never guessed from the value alone: a tool may take a ``kwargs``
+# parameter), with the wrapper's allowed keys. LlamaIndex: ``{"kwargs": {...}}``; smolagents: ``{"args": [],
+# "sanitize_inputs_outputs": true, "kwargs": {...}}``.
+OPENINFERENCE_WRAPPERS: dict[str, frozenset[str]] = {
+    "openinference.instrumentation.llama_index": frozenset({"kwargs"}),
+    "openinference.instrumentation.smolagents": frozenset({"args", "kwargs", "sanitize_inputs_outputs"}),
+}
+# Scopes whose ``tool.parameters`` is not a JSON Schema (smolagents writes its ``inputs`` map): the LLM span's
+# ``llm.tools.N.tool.json_schema`` is the schema the model saw.
+OPENINFERENCE_NOT_A_SCHEMA = frozenset({"openinference.instrumentation.smolagents"})
+
+
 @dataclass(frozen=True, slots=True)
 class OpenInferenceConvention(AttributeConvention):
     def extract(self, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord | None:
         # OpenAI Agents handoffs are TOOL spans named "handoff to <agent>" with no tool.name: not tool calls.
         if A.OPENINFERENCE_TOOL_NAME not in attrs and (span.name or "").startswith("handoff"):
             return None
-        return AttributeConvention.extract(self, span, attrs)
+        record = AttributeConvention.extract(self, span, attrs)
+        if record is not None and record.raw_arguments == REDACTED:
+            record.raw_arguments = None  # hidden inputs: no evidence, not an unparseable call
+        if record is not None and record.result_recorded and record.result == REDACTED:
+            record.result, record.result_recorded = None, False
+        scope = span.instrumentation_scope
+        scope_name = scope.name if scope is not None else None
+        if record is None or scope_name is None:
+            return record
+        wrapper = OPENINFERENCE_WRAPPERS.get(scope_name)
+        if wrapper is not None and record.raw_arguments is not None:
+            record.raw_arguments = unwrap_kwargs(record.raw_arguments, wrapper)
+        if scope_name in OPENINFERENCE_NOT_A_SCHEMA:
+            record.span_schema = None
+        return record
+
+
+def unwrap_kwargs(raw: Any, allowed: frozenset[str]) -> Any:
+    """The ``kwargs`` object of a wrapper whose keys are within ``allowed``; ``raw`` itself otherwise (positional
+    arguments, when present, cannot be named without the tool's signature, so such a call stays as recorded)."""
+    value = _json.try_loads(raw)
+    if not isinstance(value, dict) or "kwargs" not in value or not set(value) <= allowed:
+        return raw
+    kwargs, args = value.get("kwargs"), value.get("args")
+    if not isinstance(kwargs, dict) or args:
+        return raw
+    return kwargs
 
 
 OPENINFERENCE = OpenInferenceConvention(

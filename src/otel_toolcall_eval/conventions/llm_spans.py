@@ -222,3 +222,19 @@ def _from_parts(message: Any) -> list[dict[str, Any]]:
             message_out["tool_calls"] = calls
         out.append(message_out)
     return out + results
+
+
+def unknown_tool_replies(attrs: Attrs) -> list[str]:
+    """Call ids of the tool messages in this LLM span's input that told the model its tool does not exist.
+
+    Frameworks that run no tool span for an unknown tool (LlamaIndex, AutoGen) still send the model a reply such
+    as "Tool X not found"; with the call id it is tied to the request the earlier turn made. Called only while a
+    trace has unanswered requests.
+    """
+    from otel_toolcall_eval.checks.outcome import unknown_tool_reply
+
+    return [
+        str(m["tool_call_id"])
+        for m in input_messages(attrs)
+        if m.get("role") == "tool" and m.get("tool_call_id") is not None and unknown_tool_reply(m.get("content"))
+    ]

@@ -22,7 +22,7 @@ from otel_toolcall_eval.checks.destructive import unconfirmed_destructive
 from otel_toolcall_eval.checks.duplicate import is_duplicate
 from otel_toolcall_eval.checks.must_not_call import must_not_call_violation
 from otel_toolcall_eval.checks.normalize import arguments_key
-from otel_toolcall_eval.checks.outcome import classify_outcome
+from otel_toolcall_eval.checks.outcome import classify_outcome, reports_unknown_tool
 from otel_toolcall_eval.checks.parse import object_or_none, parse_arguments, single_parameter
 from otel_toolcall_eval.checks.repeated_failure import failure_digest, is_repeated_failure
 from otel_toolcall_eval.checks.required_steps import missing_required_steps
@@ -159,7 +159,9 @@ class Scorer:
                 unparseable=record.arguments_unparseable,
             )
             arguments, status = parsed.value, parsed.status
-        known = tool_known(name, trace_tools, config_tools)
+        # the framework's own word that the tool does not exist beats the definitions (which may arrive later)
+        known = False if reports_unknown_tool(record.error, record.result, record.result_recorded) else None
+        known = tool_known(name, trace_tools, config_tools) if known is None else known
 
         schema_verdict = None
         if arguments is not None and validator is not None:

@@ -1,0 +1,203 @@
+"""The one scenario every agent framework runs, and what its verdicts must be.
+
+Shared by the real integration tests (``tests/integration/test_agent_frameworks*.py``, which run the frameworks)
+and the unit suite (``tests/test_framework_fixtures.py``, which re-enacts the spans they recorded under
+``tests/fixtures/frameworks/`` through the processor, without the frameworks installed).
+
+The scenario, one model turn per call so that completion order is scenario order:
+
+1. ``get_weather(city="Paris", unit="celsius")``: valid
+2. ``get_weather(city="Rome", unit="fahrenheit")``: a second valid call (not a duplicate)
+3. ``get_weather(city="Oslo", unit="kelvin")``: ``unit`` is an enum of celsius/fahrenheit: schema-invalid
+4. ``book_flight(to="Oslo")``: a tool the agent does not have
+5. ``get_population(city="Paris")``: a tool that raises ``ConnectionError``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_toolcall_eval import attributes as A
+
+FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
+RECORD_ENV = "TOOLCALL_EVAL_RECORD_FIXTURES"  # set to 1 to rewrite the fixtures from a real run
+
+UNITS = ["celsius", "fahrenheit"]
+WEATHER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": UNITS}},
+    "required": ["city", "unit"],
+}
+POPULATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("get_weather", {"city": "Paris", "unit": "celsius"}),
+    ("get_weather", {"city": "Rome", "unit": "fahrenheit"}),
+    ("get_weather", {"city": "Oslo", "unit": "kelvin"}),
+    ("book_flight", {"to": "Oslo"}),
+    ("get_population", {"city": "Paris"}),
+]
+CALL_IDS = ["call_valid_1", "call_valid_2", "call_bad_enum", "call_unknown", "call_raises"]
+FINAL_TEXT = "Done."
+
+
+def get_weather(city: str, unit: str) -> str:
+    """Current weather in a city."""
+    return f"sunny, 21 degrees {unit}, in {city}"
+
+
+def get_population(city: str) -> int:
+    """Population of a city."""
+    raise ConnectionError("census service unreachable")
+
+
+KEYS = (A.OUTCOME, A.ERROR_SOURCE, A.PARSE_OK, A.TOOL_KNOWN, A.SCHEMA_VALID)
+
+
+def call(
+    outcome: str,
+    error_source: str | None = None,
+    *,
+    parse_ok: bool | None = None,
+    tool_known: bool | None = None,
+    schema_valid: bool | None = None,
+) -> dict[str, Any]:
+    """The expected scores of one call; None means the attribute must be absent (no evidence recorded)."""
+    values = (outcome, error_source, parse_ok, tool_known, schema_valid)
+    return dict(zip(KEYS, values, strict=True))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """Per scored tool span in step order: the tool's name and its scores; then the root's verdict."""
+
+    calls: list[tuple[str, dict[str, Any]]]
+    correct: bool
+    errors: int
+    unknown_tool_requests: int | None = None  # None: the attribute must be absent
+
+
+def scored(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """Tool spans that carry a verdict (not the wrapping second instrumentation of a call), in step order."""
+    found = [s for s in spans if A.OUTCOME in (s.attributes or {})]
+    return sorted(found, key=lambda s: int((s.attributes or {})[A.STEP]))
+
+
+def roots_with_verdict(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    return [s for s in spans if A.TRACE_CORRECT in (s.attributes or {})]
+
+
+def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
+    """Assert every call kind's scores and the one root verdict."""
+    tools = scored(spans)
+    got = [(_tool_name(s), {k: (s.attributes or {}).get(k) for k in KEYS}) for s in tools]
+    assert got == expected.calls
+    roots = roots_with_verdict(spans)
+    assert len(roots) == 1, [s.name for s in roots]  # a trace without tool activity gets no verdict
+    root = dict(roots[0].attributes or {})
+    assert root[A.TRACE_TOOL_CALLS] == len(expected.calls)
+    assert root[A.TRACE_ERRORS] == expected.errors
+    assert root[A.TRACE_CORRECT] is expected.correct
+    assert root[A.TRACE_COMPOSITE_OK] is (expected.correct and expected.errors == 0)
+    assert root.get(A.TRACE_UNKNOWN_TOOL_REQUESTS) == expected.unknown_tool_requests
+
+
+def _tool_name(span: ReadableSpan) -> str:
+    a = span.attributes or {}
+    for key in (A.OPENINFERENCE_TOOL_NAME, A.GEN_AI_TOOL_NAME):
+        if key in a:
+            return str(a[key])
+    return span.name
+
+
+def fixture_path(name: str) -> Path:
+    return FIXTURES / f"{name}.json"
+
+
+def record(name: str, raw: Sequence[ReadableSpan]) -> None:
+    """Write the spans as recorded (before scoring) as OTLP JSON, when ``TOOLCALL_EVAL_RECORD_FIXTURES=1``."""
+    if os.environ.get(RECORD_ENV) != "1":
+        return
+    from otel_toolcall_eval.replay.otlp import encode_json
+
+    document = encode_json(list(raw))
+    for resource in document.get("resourceSpans", ()):
+        for scope in resource.get("scopeSpans", ()):
+            for span in scope.get("spans", ()):
+                _trim(span)
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    fixture_path(name).write_text(json.dumps(document, indent=None, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+_TOOL_KINDS = ({"key": "openinference.span.kind", "value": {"stringValue": "TOOL"}},)
+_KEEP = 400  # characters of a long attribute value kept on spans that are not tool spans
+
+
+def _trim(span: dict[str, Any]) -> None:
+    """Keep fixtures small and free of the machine: stack traces go, and long values (prompts, framework reprs)
+    are cut on every span but tool spans, whose attributes are kept whole."""
+    attributes = span.get("attributes", [])
+    is_tool = any(a in _TOOL_KINDS for a in attributes) or any(
+        a.get("key") == "gen_ai.operation.name" and a.get("value", {}).get("stringValue") == "execute_tool"
+        for a in attributes
+    )
+    for attribute in attributes:
+        value = attribute.get("value", {})
+        text = value.get("stringValue")
+        if not is_tool and isinstance(text, str) and len(text) > _KEEP:
+            value["stringValue"] = text[:_KEEP] + "..."
+    for event in span.get("events", ()):
+        event["attributes"] = [a for a in event.get("attributes", ()) if a.get("key") != "exception.stacktrace"]
+
+
+def _content(tool_known: bool | None, raised_by: str = "exception") -> list[tuple[str, dict[str, Any]]]:
+    """Arguments and schemas recorded: every call kind gets its verdict (the unknown tool runs no tool span)."""
+    ok = call("success", parse_ok=True, tool_known=tool_known, schema_valid=True)
+    return [
+        ("get_weather", ok),
+        ("get_weather", ok),
+        ("get_weather", call("malformed_call", "schema", parse_ok=True, tool_known=tool_known, schema_valid=False)),
+        (
+            "get_population",
+            call("execution_failed", raised_by, parse_ok=True, tool_known=tool_known, schema_valid=True),
+        ),
+    ]
+
+
+def _hidden(enum_outcome: tuple[str, str | None] = ("success", None), raised_by: str = "exception") -> list[Any]:
+    """Inputs hidden: no arguments, so no parse or schema verdict (never "valid" without evidence); outcomes stay."""
+    return [
+        ("get_weather", call("success")),
+        ("get_weather", call("success")),
+        ("get_weather", call(*enum_outcome)),
+        ("get_population", call("execution_failed", raised_by)),
+    ]
+
+
+FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
+
+EXPECTED: dict[str, Expected] = {
+    # LlamaIndex records no usable definitions (``llm.tools`` holds the tool objects' repr), so tool_known stays
+    # absent; the tool span's own ``tool.parameters`` is the schema; "Tool book_flight not found" goes back to the
+    # model in the next LLM span's input messages, which ties it to the request.
+    "llama_index-content": Expected(_content(None), correct=False, errors=2, unknown_tool_requests=1),
+    # hidden inputs/outputs: the unknown-tool reply and the arguments are redacted; LlamaIndex runs the bad enum
+    "llama_index-hidden": Expected(_hidden(), correct=True, errors=1),
+    # smolagents: ``final_answer`` is a tool call too; the unknown tool fails its step span, no tool span
+    "smolagents-content": Expected([*_content(True), FINAL_ANSWER], correct=False, errors=2, unknown_tool_requests=1),
+    "smolagents-hidden": Expected([*_hidden(), ("final_answer", call("success"))], correct=True, errors=1),
+    # OpenAI Agents SDK: it rejects the bad enum itself (status ERROR, details redacted) and ends the run on the
+    # unknown tool (ModelBehaviorError, recorded on no span: the request on the response span is the evidence)
+    "openai_agents-content": Expected(_content(True, "status"), correct=False, errors=2, unknown_tool_requests=1),
+    "openai_agents-hidden": Expected(_hidden(("execution_failed", "status"), "status"), correct=True, errors=2),
+}

@@ -1,0 +1,50 @@
+"""The spans real agent frameworks recorded (``tests/fixtures/frameworks/``), re-enacted through the processor.
+
+The integration tests (``tests/integration/test_agent_frameworks*.py``) run the frameworks and write these
+fixtures; this suite needs none of them installed and asserts the same verdicts (``framework_scenario.EXPECTED``),
+both through ``replay`` and through a live ``TracerProvider``-less processor in each evaluation mode, so a change
+to a convention that breaks a framework fails here, in the unit suite, too.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
+from otel_toolcall_eval.replay import replay_spans
+from otel_toolcall_eval.replay.engine import end_order
+from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
+from tests.framework_scenario import EXPECTED, check, fixture_path
+
+
+def recorded(name: str) -> list[ReadableSpan]:
+    return list(spans_from_request(request_from_json(json.loads(fixture_path(name).read_text()))))
+
+
+def test_every_expectation_has_its_fixture() -> None:
+    assert sorted(p.stem for p in fixture_path("x").parent.glob("*.json")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_replayed_fixture_gets_the_frameworks_verdicts(name: str) -> None:
+    check(replay_spans(recorded(name)).spans, EXPECTED[name])
+
+
+@pytest.mark.parametrize("mode", ["inline", "background"])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_processor_in_each_mode_gets_the_frameworks_verdicts(name: str, mode: str) -> None:
+    exporter = InMemorySpanExporter()
+    downstream = BatchSpanProcessor(exporter) if mode == "background" else SimpleSpanProcessor(exporter)
+    processor = ToolCallEvalProcessor(downstream, EvalConfig.from_dict({"evaluation": {"mode": mode}}), judge=False)
+    spans = [span for group in end_order(recorded(name)) for span in group]  # the order they ended in
+    for span in spans:
+        processor.on_end(span)
+    processor.shutdown()
+    out = list(exporter.get_finished_spans())
+    assert sorted(s.context.span_id for s in out) == sorted(s.context.span_id for s in spans)  # each once
+    check(out, EXPECTED[name])

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: demo test lint typecheck unit bench bench-smoke clean
+.PHONY: demo test test-strands test-autogen lint typecheck unit bench bench-smoke clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -42,5 +42,17 @@ $(BENCH_STAMP): pyproject.toml
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks
 
+# Frameworks whose pins conflict with the dev environment run their integration tests in an environment of their
+# own (Strands pins mcp<2.2; AutoGen pins protobuf 5): `make test-strands`, `make test-autogen`. With
+# TOOLCALL_EVAL_RECORD_FIXTURES=1 they rewrite tests/fixtures/frameworks/<framework>-*.json, which `make test` replays.
+.venv-%/.stamp-installed: pyproject.toml
+	$(PY) -m venv .venv-$*
+	.venv-$*/bin/pip install --quiet --upgrade pip
+	.venv-$*/bin/pip install --quiet -e '.[$*]' pytest hypothesis
+	touch $@
+
+test-strands test-autogen: test-%: .venv-%/.stamp-installed
+	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py tests/test_framework_fixtures.py
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .mypy_cache .ruff_cache .pytest_cache

@@ -151,13 +151,20 @@ def _trim(span: dict[str, Any]) -> None:
         a.get("key") == "gen_ai.operation.name" and a.get("value", {}).get("stringValue") == "execute_tool"
         for a in attributes
     )
+    if not is_tool:
+        _cut(attributes)
+    for event in span.get("events", ()):
+        event["attributes"] = [a for a in event.get("attributes", ()) if a.get("key") != "exception.stacktrace"]
+        if not is_tool:
+            _cut(event["attributes"])
+
+
+def _cut(attributes: list[dict[str, Any]]) -> None:
     for attribute in attributes:
         value = attribute.get("value", {})
         text = value.get("stringValue")
-        if not is_tool and isinstance(text, str) and len(text) > _KEEP:
+        if isinstance(text, str) and len(text) > _KEEP:
             value["stringValue"] = text[:_KEEP] + "..."
-    for event in span.get("events", ()):
-        event["attributes"] = [a for a in event.get("attributes", ()) if a.get("key") != "exception.stacktrace"]
 
 
 def _content(tool_known: bool | None, raised_by: str = "exception") -> list[tuple[str, dict[str, Any]]]:
@@ -184,6 +191,17 @@ def _hidden(enum_outcome: tuple[str, str | None] = ("success", None), raised_by:
     ]
 
 
+def _strands() -> list[tuple[str, dict[str, Any]]]:
+    ok = call("success", parse_ok=True, schema_valid=True)
+    return [
+        ("get_weather", ok),
+        ("get_weather", ok),
+        ("get_weather", call("malformed_call", "schema", parse_ok=True, schema_valid=False)),
+        ("book_flight", call("malformed_call", "unknown_tool", parse_ok=True, tool_known=False)),
+        ("get_population", call("execution_failed", "exception", parse_ok=True, schema_valid=True)),
+    ]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -200,4 +218,8 @@ EXPECTED: dict[str, Expected] = {
     # unknown tool (ModelBehaviorError, recorded on no span: the request on the response span is the evidence)
     "openai_agents-content": Expected(_content(True, "status"), correct=False, errors=2, unknown_tool_requests=1),
     "openai_agents-hidden": Expected(_hidden(("execution_failed", "status"), "status"), correct=True, errors=2),
+    # Strands rejects the bad enum itself (the schema on the tool span says why) and runs a tool span for the
+    # unknown tool ("Unknown tool: book_flight"); the definitions come on the root span, after every tool span
+    "strands-default": Expected(_strands(), correct=False, errors=3),
+    "strands-latest": Expected(_strands(), correct=False, errors=3),
 }

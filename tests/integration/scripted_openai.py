@@ -115,6 +115,9 @@ def scripted_openai(
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             path = self.path.rstrip("/")
+            if path == "/v1/chat/completions" and body.get("stream"):
+                self.stream(fake.respond(body))
+                return
             if path not in ("/v1/chat/completions", "/v1/responses") or body.get("stream"):
                 self.send_error(404)
                 return
@@ -125,6 +128,26 @@ def scripted_openai(
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def stream(self, answer: dict[str, Any]) -> None:
+            """The same answer as server-sent chat-completion chunks (Strands' OpenAI model streams)."""
+            choice = answer["choices"][0]
+            message = choice["message"]
+            delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+            if message.get("tool_calls"):
+                delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+            chunks = [
+                {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+                {"choices": [], "usage": answer["usage"]},
+            ]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for chunk in chunks:
+                base = {"id": answer["id"], "object": "chat.completion.chunk", "created": 0, "model": answer["model"]}
+                self.wfile.write(f"data: {json.dumps({**base, **chunk})}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

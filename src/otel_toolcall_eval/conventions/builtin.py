@@ -9,7 +9,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.conventions.base import AttributeConvention, Attrs
+from otel_toolcall_eval.conventions.base import AttributeConvention, Attrs, span_events
 from otel_toolcall_eval.records import ToolCallRecord
 
 # OpenInference: `input.value` is preferred over `gen_ai.tool.call.arguments`, which one release
@@ -91,6 +91,12 @@ MCP = AttributeConvention(
 )
 
 
+# Instrumentations that record an execute_tool span's arguments and result as span events instead of attributes
+# (Strands in its default mode): the arguments in ``gen_ai.tool.message`` (``content``), the result in
+# ``gen_ai.choice`` (``message``). Keyed by scope: elsewhere ``gen_ai.tool.message`` is a tool *result* message.
+EVENT_CONTENT_SCOPES = frozenset({"strands.telemetry.tracer"})
+
+
 @dataclass(frozen=True, slots=True)
 class GenAIConvention(AttributeConvention):
     """pydantic-ai records arguments it could not parse as ``{"INVALID_JSON": "<raw>"}``: a parse failure."""
@@ -103,7 +109,20 @@ class GenAIConvention(AttributeConvention):
             if isinstance(value, dict) and set(value) == {"INVALID_JSON"}:
                 record.raw_arguments = value["INVALID_JSON"]
                 record.arguments_unparseable = True
+        if record is not None and raw is None:
+            scope = span.instrumentation_scope
+            if scope is not None and scope.name in EVENT_CONTENT_SCOPES:
+                _content_from_events(span, record)
         return record
+
+
+def _content_from_events(span: ReadableSpan, record: ToolCallRecord) -> None:
+    for event in span_events(span):
+        ev = event.attributes or {}
+        if event.name == "gen_ai.tool.message" and record.raw_arguments is None and "content" in ev:
+            record.raw_arguments = ev["content"]
+        elif event.name == "gen_ai.choice" and not record.result_recorded and "message" in ev:
+            record.result, record.result_recorded = ev["message"], True
 
 
 # pydantic-ai's current spans use these keys; its older format ("running tool") keeps the GenAI operation
@@ -115,6 +134,7 @@ GENAI = GenAIConvention(
     name_keys=(A.GEN_AI_TOOL_NAME,),
     argument_keys=(A.GEN_AI_TOOL_CALL_ARGUMENTS, A.PYDANTIC_AI_TOOL_ARGUMENTS),
     result_keys=(A.GEN_AI_TOOL_CALL_RESULT, A.PYDANTIC_AI_TOOL_RESPONSE),
+    schema_keys=(A.GEN_AI_TOOL_JSON_SCHEMA,),  # Strands: the tool's JSON Schema on every tool span
     span_name_prefixes=("execute_tool ",),
 )
 

@@ -55,6 +55,8 @@ def definition_from(item: Any) -> ToolDefinition | None:
         return None
     params = item.get("parameters", item.get("input_schema", item.get("inputSchema")))
     params = _json.try_loads(params)
+    if isinstance(params, Mapping) and set(params) == {"json"}:  # Strands: ``inputSchema: {json: {...}}``
+        params = _json.try_loads(params["json"])
     params = dict(params) if isinstance(params, Mapping) else None
     key = None
     if params is not None:

@@ -47,6 +47,7 @@ TRACE_VIOLATIONS: Final = PREFIX + "trace.violations"
 TRACE_VIOLATION_WEIGHT: Final = PREFIX + "trace.violation_weight"
 TRACE_UNEXECUTED_CALLS: Final = PREFIX + "trace.unexecuted_calls"
 TRACE_UNKNOWN_TOOL_REQUESTS: Final = PREFIX + "trace.unknown_tool_requests"
+TRACE_UNLISTED_CALLS: Final = PREFIX + "trace.unlisted_calls"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
 
@@ -169,10 +170,18 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "requests were recorded)",
     ),
     AttributeDoc(
+        TRACE_UNLISTED_CALLS,
+        "int",
+        "local root span",
+        "calls scored before the trace's tool list arrived (it came on a span that ended later, e.g. Strands' root "
+        "`invoke_agent`: their `tool_known` is absent) whose tool is not on that list; fails `trace.correct` (absent "
+        "when no list arrived late)",
+    ),
+    AttributeDoc(
         TRACE_CORRECT,
         "bool",
         "local root span",
-        "every call parsed, known, schema-valid where a schema is known, no violation, no duplicate, no repeated failure, no request for an unknown tool",
+        "every call parsed, known, schema-valid where a schema is known, not rejected as malformed, no violation, no duplicate, no repeated failure, no request for (or late-listed call of) an unknown tool",
     ),
     AttributeDoc(
         TRACE_COMPOSITE_OK,

@@ -159,6 +159,8 @@ def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
     if verdict.unexecuted_calls is not None:
         out[A.TRACE_UNEXECUTED_CALLS] = verdict.unexecuted_calls
         out[A.TRACE_UNKNOWN_TOOL_REQUESTS] = verdict.unknown_tool_requests
+    if verdict.unlisted_calls is not None:
+        out[A.TRACE_UNLISTED_CALLS] = verdict.unlisted_calls
     return out
 
 

@@ -306,6 +306,8 @@ class ToolCallEvalProcessor(SpanProcessor):
             else:
                 batch = state.batch_for(record.call_id, record.name)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
+                if score.tool_known is None and state.tools is None:
+                    state.note_unlisted(record.name, self._max_calls)
                 if parent is not None:
                     state.note_tool_child(parent.span_id, record.name, call_key(score), ctx.span_id, self._max_calls)
         if score is None:
@@ -355,13 +357,15 @@ class ToolCallEvalProcessor(SpanProcessor):
         return EnrichedSpan(span, extra, attrs)
 
     def _verdict(self, state: TraceState) -> TraceVerdict:
+        unlisted = state.unlisted_calls(self._config_tools) if state.listed_late else None
         if not state.turns:
-            return trace_verdict(state.history, self.config.policies.step_budget)
+            return trace_verdict(state.history, self.config.policies.step_budget, unlisted_calls=unlisted)
         return trace_verdict(
             state.history,
             self.config.policies.step_budget,
             state.unknown_tool_requests(self._config_tools),
             state.unexecuted_calls,
+            unlisted,
         )
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:

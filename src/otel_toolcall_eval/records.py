@@ -217,6 +217,7 @@ class TraceVerdict:
     correct: bool
     unknown_tool_requests: int = 0  # requested calls of tools not offered that no tool span answered
     unexecuted_calls: int | None = None  # requested calls no tool span answered; None: no requests were recorded
+    unlisted_calls: int | None = None  # calls scored before a late tool list, of tools not on it; None: no late list
 
     @property
     def composite_ok(self) -> bool:

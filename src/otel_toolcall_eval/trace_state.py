@@ -29,6 +29,10 @@ class TraceState:
     unknown_replies: set[str] = field(default_factory=set)  # requested call ids the framework answered "unknown tool"
     genai: bool = False
     offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
+    # tool name -> calls scored while the trace listed no tools (``tool_known`` absent): checked against a list
+    # that arrives on a span ending later (Strands' root ``invoke_agent``); bounded like the call history
+    unlisted: dict[str, int] | None = None
+    listed_late: bool = False  # a tool list arrived after such calls
     # parent span id -> (tool, normalised arguments key, span id) of the latest scored tool span under it: tells
     # a wrapping second instrumentation of the same call (``checks.same_call``); the key is the string the call
     # history holds already, so an entry costs a tuple
@@ -43,8 +47,25 @@ class TraceState:
     def add_tools(self, definitions: list[ToolDefinition]) -> None:
         if self.tools is None:
             self.tools = {}
+            self.listed_late = bool(self.unlisted)
         for d in definitions:
-            self.tools[d.name] = d
+            if d.parameters is not None or d.name not in self.tools:  # a bare name never hides a schema
+                self.tools[d.name] = d
+
+    def note_unlisted(self, name: str, max_entries: int) -> None:
+        """A call scored while no tool list was known."""
+        unlisted = self.unlisted
+        if unlisted is None:
+            unlisted = self.unlisted = {}
+        if name in unlisted or len(unlisted) < max_entries:
+            unlisted[name] = unlisted.get(name, 0) + 1
+
+    def unlisted_calls(self, configured: dict[str, ToolDefinition]) -> int:
+        """Of the calls scored before the tool list arrived, those of tools not on it (nor configured)."""
+        if not self.listed_late or not self.unlisted:
+            return 0
+        tools = self.tools or {}
+        return sum(n for name, n in self.unlisted.items() if name not in tools and name not in configured)
 
     def add_turn(self, calls: list[tuple[str | None, str | None]], max_entries: int) -> None:
         """One model turn that requested tool calls: they form one parallel batch."""

@@ -10,20 +10,25 @@ def trace_verdict(
     step_budget: int | None,
     unknown_tool_requests: int = 0,
     unexecuted_calls: int | None = None,
+    unlisted_calls: int | None = None,
 ) -> TraceVerdict:
     """The whole verdict of a trace, in one place (``enrich.verdict_attributes`` writes exactly this).
 
     ``unknown_tool_requests``: calls the model asked for, of tools it was not offered, that never ran as a tool
     span (a framework that refuses them runs none): the wrong-tool decision is the model's all the same.
     ``unexecuted_calls``: every requested call no tool span answered (informational); None when the trace
-    recorded no requested calls at all."""
+    recorded no requested calls at all.
+    ``unlisted_calls``: calls scored before the trace's tool list arrived (on a span that ended after them) whose
+    tool is not on it: the tool spans are gone downstream by then, so the root carries the finding; None when no
+    list arrived late."""
     return TraceVerdict(
         tool_calls=history.calls,
         errors=history.errors,
         over_budget=step_budget is not None and history.calls > step_budget,
         violations=history.violations,
         violation_weight=history.violation_weight,
-        correct=history.all_correct and not unknown_tool_requests,
+        correct=history.all_correct and not unknown_tool_requests and not unlisted_calls,
         unknown_tool_requests=unknown_tool_requests,
         unexecuted_calls=unexecuted_calls,
+        unlisted_calls=unlisted_calls,
     )

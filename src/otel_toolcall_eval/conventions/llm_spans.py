@@ -121,6 +121,11 @@ def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinitio
     for _, fields in sorted(functions.items(), key=lambda kv: int(kv[0])):
         if (d := definition_from(fields)) is not None:
             out.append(d)
+    names = attrs.get(A.GEN_AI_AGENT_TOOLS)  # Strands' root span: the agent's tool names (a JSON list, or a list)
+    if names is not None:
+        names = _json.try_loads(names)
+        if isinstance(names, (list, tuple)):
+            out.extend(ToolDefinition(n) for n in names if isinstance(n, str) and n)
     return out
 
 

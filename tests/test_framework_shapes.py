@@ -1,0 +1,270 @@
+"""Span shapes of real frameworks that were scored wrongly (issue 13), one rule at a time.
+
+The recorded end-to-end runs are in ``test_framework_fixtures.py``; these pin each rule on its own, including the
+cases where a rule must NOT apply (a wrapper is unwrapped only for the instrumentation known to write it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, Status, StatusCode
+
+from otel_toolcall_eval.checks.outcome import reports_input_rejected, reports_unknown_tool
+from otel_toolcall_eval.conventions import default_registry
+from otel_toolcall_eval.conventions.base import is_json_schema
+from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, tool_definitions, unknown_tool_replies
+from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
+
+from .helpers import WEATHER_SCHEMA, WEATHER_TOOL, chat_span, make_pipeline, scores, tool_span
+
+LLAMA = "openinference.instrumentation.llama_index"
+SMOL = "openinference.instrumentation.smolagents"
+
+
+def _span(
+    attrs: dict[str, Any],
+    scope: str = "x",
+    *,
+    name: str = "tool",
+    events: list[Event] | None = None,
+    error: str | None = None,
+) -> ReadableSpan:
+    return ReadableSpan(
+        name=name,
+        context=SpanContext(0x1234, 0x99, False),
+        attributes=attrs,
+        events=events or [],
+        status=Status(StatusCode.ERROR, error) if error else Status(StatusCode.UNSET),
+        instrumentation_scope=InstrumentationScope(scope),
+    )
+
+
+def _extract(span: ReadableSpan) -> ToolCallRecord:
+    convention = default_registry().recognise(span, span.attributes or {})
+    assert convention is not None
+    record = convention.extract(span, span.attributes or {})
+    assert record is not None
+    return record
+
+
+def _oi_tool(input_value: str, **extra: Any) -> dict[str, Any]:
+    return {"openinference.span.kind": "TOOL", "tool.name": "get_weather", "input.value": input_value, **extra}
+
+
+# --- wrappers, by instrumentation scope only ----------------------------------------------------------
+
+
+def test_llama_index_kwargs_wrapper_is_unwrapped() -> None:
+    record = _extract(_span(_oi_tool('{"kwargs": {"city": "Paris"}}'), LLAMA))
+    assert record.raw_arguments == {"city": "Paris"}
+
+
+def test_smolagents_wrapper_is_unwrapped_and_its_inputs_map_is_not_a_schema() -> None:
+    inputs_map = {"city": {"type": "string", "description": "the city"}}
+    raw = '{"args": [], "sanitize_inputs_outputs": true, "kwargs": {"city": "Paris"}}'
+    record = _extract(_span(_oi_tool(raw, **{"tool.parameters": json.dumps(inputs_map)}), SMOL))
+    assert record.raw_arguments == {"city": "Paris"}
+    assert record.span_schema is None
+
+
+@pytest.mark.parametrize("scope", ["openinference.instrumentation.openai", "x"])
+def test_a_kwargs_argument_of_another_instrumentation_is_the_argument(scope: str) -> None:
+    """A tool may take a parameter named ``kwargs``: only the instrumentations known to wrap are unwrapped."""
+    record = _extract(_span(_oi_tool('{"kwargs": {"city": "Paris"}}'), scope))
+    assert record.raw_arguments == '{"kwargs": {"city": "Paris"}}'
+
+
+def test_positional_arguments_in_a_wrapper_stay_as_recorded() -> None:
+    raw = '{"args": ["Paris"], "sanitize_inputs_outputs": true, "kwargs": {}}'
+    assert _extract(_span(_oi_tool(raw), SMOL)).raw_arguments == raw
+
+
+def test_openinference_redacted_values_are_no_evidence() -> None:
+    record = _extract(_span(_oi_tool("__REDACTED__", **{"output.value": "__REDACTED__"}), LLAMA))
+    assert record.raw_arguments is None
+    assert record.result_recorded is False
+
+
+@pytest.mark.parametrize(
+    ("schema", "is_schema"),
+    [
+        (WEATHER_SCHEMA, True),
+        ({"type": ["object", "null"]}, True),
+        ({"anyOf": [{"type": "object"}]}, True),
+        ({"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c"]}}, False),  # smolagents' inputs
+        ({"type": {"type": "string"}}, False),  # an inputs map with a parameter named "type"
+        ({}, False),
+        ("not a dict", False),
+    ],
+)
+def test_only_a_json_schema_counts_as_a_tool_span_schema(schema: Any, is_schema: bool) -> None:
+    assert is_json_schema(schema) is is_schema
+
+
+def test_a_tool_span_parameter_map_never_beats_the_llm_spans_schema() -> None:
+    """Any instrumentation: a ``tool.parameters`` that is not a JSON Schema is ignored, so the definitions win."""
+    p = make_pipeline()
+    schema = {**WEATHER_SCHEMA, "properties": {"city": {"type": "string", "enum": ["Paris"]}}}
+    with p.tracer.start_as_current_span("agent"):
+        chat_span(p.tracer, [{**WEATHER_TOOL, "parameters": schema}])
+        attrs = _oi_tool('{"city": "Oslo"}', **{"tool.parameters": json.dumps({"city": {"type": "string"}})})
+        with p.tracer.start_as_current_span("get_weather", attributes=attrs):
+            pass
+    s = scores(p.one("get_weather"))
+    assert s["schema_valid"] is False and s["outcome"] == "malformed_call"
+
+
+# --- Strands -----------------------------------------------------------------------------------------
+
+STRANDS = "strands.telemetry.tracer"
+
+
+def _strands_tool(scope: str = STRANDS) -> ReadableSpan:
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.json_schema": json.dumps(WEATHER_SCHEMA),
+    }
+    events = [
+        Event("gen_ai.tool.message", {"role": "tool", "content": '{"city": "Paris"}', "id": "c1"}),
+        Event("gen_ai.choice", {"message": '[{"text": "sunny"}]', "id": "c1"}),
+    ]
+    return _span(attrs, scope, name="execute_tool get_weather", events=events)
+
+
+def test_strands_arguments_and_result_come_from_span_events() -> None:
+    record = _extract(_strands_tool())
+    assert record.raw_arguments == '{"city": "Paris"}'
+    assert (record.result, record.result_recorded) == ('[{"text": "sunny"}]', True)
+    assert record.span_schema == WEATHER_SCHEMA  # gen_ai.tool.json_schema
+
+
+def test_span_events_are_read_only_for_the_instrumentation_that_writes_content_there() -> None:
+    record = _extract(_strands_tool(scope="some.other.genai.instrumentation"))
+    assert record.raw_arguments is None and record.result_recorded is False
+
+
+def test_strands_definition_shape_and_agent_tool_names() -> None:
+    attrs = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.tool.definitions": json.dumps(
+            [{"name": "get_weather", "description": "w", "inputSchema": {"json": WEATHER_SCHEMA}, "outputSchema": None}]
+        ),
+        "gen_ai.agent.tools": json.dumps(["get_weather", "get_population"]),
+    }
+    defs = tool_definitions(attrs, DefinitionCache())
+    assert [(d.name, d.parameters) for d in defs] == [
+        ("get_weather", WEATHER_SCHEMA),
+        ("get_weather", None),
+        ("get_population", None),
+    ]
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("invoke_agent", attributes=attrs):
+        pass  # the processor keeps the schema: a bare name from gen_ai.agent.tools does not replace it
+
+
+def test_tool_list_on_a_root_that_ends_after_the_tool_spans_completes_the_verdict() -> None:
+    """Strands lists the agent's tools only on the root ``invoke_agent`` span, which ends last: the calls are scored
+    at once (``tool_known`` absent), and the root counts those of tools not on its list."""
+    for tools, unlisted in ((["get_weather"], 0), (["get_population"], 1)):
+        p = make_pipeline()
+        root_attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.tools": json.dumps(tools)}
+        with p.tracer.start_as_current_span("invoke_agent", attributes=root_attrs):
+            tool_span(p.tracer, "get_weather", {"city": "Paris"}, result="sunny")
+        assert "tool_known" not in scores(p.one("execute_tool get_weather"))
+        root = scores(p.one("invoke_agent"))
+        assert root["trace.unlisted_calls"] == unlisted
+        assert root["trace.correct"] is (unlisted == 0)
+
+
+# --- error classification across frameworks -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Validation failed for input parameters: 1 validation error for Get_weatherTool",  # Strands
+        "Arguments validation failed: unit must be one of celsius, fahrenheit",  # CrewAI
+        "1 validation error for get_weatherArguments\nunit\n  Input should be 'celsius'",  # pydantic
+    ],
+)
+def test_a_framework_rejection_of_the_arguments_is_a_malformed_call(message: str) -> None:
+    assert reports_input_rejected(ErrorEvidence(status_error=True, status_description=message), None, False)
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        tool_span(p.tracer, "get_weather", None, error=ValueError(message))
+    s = scores(p.one("execute_tool get_weather"))
+    assert (s["outcome"], s["error_source"]) == ("malformed_call", "input_rejected")
+    assert "parse_ok" not in s and "schema_valid" not in s  # no arguments recorded: no verdict on them
+    assert scores(p.one("agent"))["trace.correct"] is False  # trace.correct follows the call verdicts
+
+
+def test_mcp_is_error_result_of_invalid_params_is_a_rejection() -> None:
+    result = "Error executing tool get_weather: 1 validation error for get_weatherArguments"
+    evidence = ErrorEvidence(error_type="tool_error")
+    assert reports_input_rejected(evidence, result, True)
+
+
+def test_a_succeeding_tool_that_returns_the_words_is_not_a_rejection() -> None:
+    assert not reports_input_rejected(ErrorEvidence(), "Validation failed for 3 of 10 rows", True)
+
+
+@pytest.mark.parametrize(
+    ("status", "result"),
+    [
+        ("Unknown tool: book_flight", None),  # Strands, status ERROR
+        (None, "Tool not found"),  # CrewAI, a span marked OK
+        (None, "Tool book_flight not found. Please select a tool that is available."),  # LlamaIndex
+        ("Tool 'book_flight' not found in any workbench", None),  # AutoGen
+    ],
+)
+def test_a_framework_saying_the_tool_does_not_exist_is_an_unknown_tool(status: str | None, result: str | None) -> None:
+    evidence = ErrorEvidence(status_error=status is not None, status_description=status)
+    assert reports_unknown_tool(evidence, result, result is not None)
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        chat_span(p.tracer, [WEATHER_TOOL, {"name": "book_flight", "parameters": {"type": "object"}}])
+        extra = {"gen_ai.tool.call.result": result} if result else {}
+        tool_span(p.tracer, "book_flight", {"to": "Oslo"}, error=RuntimeError(status) if status else None, extra=extra)
+    s = scores(p.one("execute_tool book_flight"))
+    assert (s["tool_known"], s["outcome"], s["error_source"]) == (False, "malformed_call", "unknown_tool")
+    assert scores(p.one("agent"))["trace.correct"] is False
+
+
+def test_an_ordinary_not_found_result_is_not_an_unknown_tool() -> None:
+    assert not reports_unknown_tool(ErrorEvidence(), "Customer not found", True)
+    assert not reports_unknown_tool(ErrorEvidence(), "The tool shed was not found on the map", True)
+
+
+def test_unknown_tool_reply_in_the_next_turns_input_ties_to_the_request() -> None:
+    attrs = {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "tool",
+        "llm.input_messages.0.message.tool_call_id": "c2",
+        "llm.input_messages.0.message.content": "Tool book_flight not found. Please select a tool that is available.",
+        "llm.input_messages.1.message.role": "tool",
+        "llm.input_messages.1.message.tool_call_id": "c1",
+        "llm.input_messages.1.message.content": "sunny",
+    }
+    assert unknown_tool_replies(attrs) == ["c2"]
+
+
+# --- traces without tool activity ----------------------------------------------------------------------
+
+
+def test_agent_creation_and_a_bare_client_root_get_no_verdict() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span(
+        "create_agent", attributes={"gen_ai.operation.name": "create_agent", "gen_ai.tool.definitions": "[]"}
+    ):
+        pass
+    chat_attrs = {"gen_ai.operation.name": "chat", "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL])}
+    with p.tracer.start_as_current_span("ChatCompletion", attributes=chat_attrs):
+        pass  # an instrumented client's own root span: the model was offered tools and called none
+    assert scores(p.one("create_agent")) == {}
+    assert scores(p.one("ChatCompletion")) == {}

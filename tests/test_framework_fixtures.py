@@ -48,3 +48,17 @@ def test_processor_in_each_mode_gets_the_frameworks_verdicts(name: str, mode: st
     out = list(exporter.get_finished_spans())
     assert sorted(s.context.span_id for s in out) == sorted(s.context.span_id for s in spans)  # each once
     check(out, EXPECTED[name])
+
+
+def test_every_framework_row_of_the_readme_names_a_real_integration_test() -> None:
+    import re
+    from pathlib import Path
+
+    from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
+
+    integration = Path(__file__).parent / "integration"
+    for row in FRAMEWORKS:
+        file, _, name = row.test.split(" ")[0].partition("::")
+        source = (integration / file).read_text()
+        if name:
+            assert re.search(rf"^def {re.escape(name.rstrip('*'))}", source, re.M), row.test

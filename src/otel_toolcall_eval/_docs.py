@@ -12,6 +12,7 @@ from pathlib import Path
 
 from otel_toolcall_eval.attributes import SPAN_ATTRIBUTES
 from otel_toolcall_eval.conventions.builtin import BUILTIN
+from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
 from otel_toolcall_eval.metrics import METRICS
 
 
@@ -42,7 +43,22 @@ def convention_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"attributes": attribute_table, "metrics": metric_table, "conventions": convention_table}
+def framework_table() -> str:
+    rows = [
+        "| framework | instrumentation | scored in its default mode | the other mode | scored there | test |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in FRAMEWORKS:
+        rows.append(f"| {f.name} | {f.instrumentation} | {f.default} | {f.setting} | {f.other} | `{f.test}` |")
+    return "\n".join(rows)
+
+
+TABLES = {
+    "attributes": attribute_table,
+    "metrics": metric_table,
+    "conventions": convention_table,
+    "frameworks": framework_table,
+}
 
 
 def render(readme: str) -> str:

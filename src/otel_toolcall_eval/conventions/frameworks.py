@@ -1,0 +1,95 @@
+"""What the processor scores for each agent framework it is tested against, in each of the framework's modes.
+
+One row per framework, each backed by a real integration test (named in ``test``) and by the spans that test
+recorded (``tests/fixtures/frameworks/``, replayed by the unit suite). The README's framework table is generated
+from this tuple, so a claim here is a claim the tests check; the settings are what a user changes to get the
+missing evidence recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkSupport:
+    name: str
+    instrumentation: str
+    default: str  # what is scored in the framework's default mode
+    setting: str  # how to switch to the other mode (environment variable or SDK option)
+    other: str  # what is scored in that mode
+    test: str
+
+
+OUTCOMES_ONLY = "outcomes only: no parse or schema verdict (no arguments recorded), no unknown-tool evidence"
+
+FRAMEWORKS: tuple[FrameworkSupport, ...] = (
+    FrameworkSupport(
+        "LlamaIndex 0.14 `FunctionAgent`",
+        "openinference-instrumentation-llama-index 4.6",
+        'everything but `tool_known` (its `llm.tools` holds object reprs): arguments unwrapped from `{"kwargs"}`, '
+        'schema from the tool span\'s `tool.parameters`, the unknown tool from the "Tool X not found" reply '
+        "(`trace.unknown_tool_requests`)",
+        "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
+        f"{OUTCOMES_ONLY}; LlamaIndex runs schema-invalid arguments unchecked",
+        "test_agent_frameworks.py::test_llama_index_function_agent",
+    ),
+    FrameworkSupport(
+        "smolagents 1.26 `ToolCallingAgent`",
+        "openinference-instrumentation-smolagents 0.1.43",
+        'everything: arguments unwrapped from `{"args", "kwargs", ...}`, schemas and tool list from the LLM '
+        "span's `llm.tools` (the tool span's `tool.parameters` is not a JSON Schema), the unknown tool as a "
+        "request of a tool not offered; `final_answer` is a call",
+        "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
+        OUTCOMES_ONLY,
+        "test_agent_frameworks.py::test_smolagents_tool_calling_agent",
+    ),
+    FrameworkSupport(
+        "OpenAI Agents SDK 0.24 (Responses API)",
+        "openinference-instrumentation-openai-agents 2.6",
+        "everything: schemas and tool list from the response spans; the unknown tool (the SDK ends the run, "
+        "`ModelBehaviorError`, on no span) as a request of a tool not offered",
+        "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
+        f"{OUTCOMES_ONLY}; the SDK's own rejection of invalid arguments is redacted, so it counts as an execution "
+        "failure",
+        "test_agent_frameworks.py::test_openai_agents_sdk",
+    ),
+    FrameworkSupport(
+        "Strands Agents 1.62",
+        "native (GenAI conventions)",
+        "everything: arguments and results from the span events `gen_ai.tool.message` / `gen_ai.choice`, schema "
+        'from `gen_ai.tool.json_schema`, its own rejection ("Validation failed for input parameters") as '
+        'malformed, "Unknown tool: X" as an unknown tool; the tool names arrive on the root span after the '
+        "tool spans (`trace.unlisted_calls`)",
+        "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental,gen_ai_tool_definitions`",
+        "the same verdicts, from `gen_ai.tool.call.arguments` / `.result`; definitions "
+        "(`inputSchema.json`) on the root span",
+        "test_agent_frameworks_strands.py::test_strands_agent (own extra: `make test-strands`)",
+    ),
+    FrameworkSupport(
+        "pydantic-ai 2.68",
+        "native (`InstrumentationSettings`, current format and `version=2`)",
+        "everything, incl. requests of tools it does not have (it runs no tool span for them) and `ModelRetry` "
+        "as a rejected input",
+        "`InstrumentationSettings(include_content=False)`",
+        OUTCOMES_ONLY.replace(", no unknown-tool evidence", ""),
+        "test_frameworks.py::test_pydantic_ai_*",
+    ),
+    FrameworkSupport(
+        "LangGraph 1.2 `create_react_agent`",
+        "openinference-instrumentation-langchain 0.1.80",
+        "everything; single-argument tools record a bare value, mapped onto the only parameter; no call ids, so "
+        "batches are matched by name",
+        "-",
+        "-",
+        "test_frameworks.py::test_langgraph_*",
+    ),
+    FrameworkSupport(
+        "FastMCP 4 client and server",
+        "MCP SDK / FastMCP spans (MCP conventions)",
+        "everything, once per call though three nested spans record it",
+        "-",
+        "-",
+        "test_mcp.py",
+    ),
+)

@@ -140,7 +140,8 @@ def record(name: str, raw: Sequence[ReadableSpan]) -> None:
 
 
 _TOOL_KINDS = ({"key": "openinference.span.kind", "value": {"stringValue": "TOOL"}},)
-_KEEP = 400  # characters of a long attribute value kept on spans that are not tool spans
+_KEEP = 400  # characters kept of a long framework repr (``input.value``/``output.value``) or span event
+_CUT = frozenset({"input.value", "output.value"})  # on spans that are not tool spans; nothing else is read there
 
 
 def _trim(span: dict[str, Any]) -> None:
@@ -156,11 +157,13 @@ def _trim(span: dict[str, Any]) -> None:
     for event in span.get("events", ()):
         event["attributes"] = [a for a in event.get("attributes", ()) if a.get("key") != "exception.stacktrace"]
         if not is_tool:
-            _cut(event["attributes"])
+            _cut(event["attributes"], None)
 
 
-def _cut(attributes: list[dict[str, Any]]) -> None:
+def _cut(attributes: list[dict[str, Any]], keys: frozenset[str] | None = _CUT) -> None:
     for attribute in attributes:
+        if keys is not None and attribute.get("key") not in keys:
+            continue
         value = attribute.get("value", {})
         text = value.get("stringValue")
         if isinstance(text, str) and len(text) > _KEEP:
@@ -202,6 +205,16 @@ def _strands() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _autogen(parse_ok: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    ok = call("success", parse_ok=parse_ok)
+    return [
+        ("get_weather", ok),
+        ("get_weather", ok),
+        ("get_weather", call("malformed_call", "input_rejected", parse_ok=parse_ok)),
+        ("get_population", call("execution_failed", "exception", parse_ok=parse_ok)),
+    ]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -222,4 +235,10 @@ EXPECTED: dict[str, Expected] = {
     # unknown tool ("Unknown tool: book_flight"); the definitions come on the root span, after every tool span
     "strands-default": Expected(_strands(), correct=False, errors=3),
     "strands-latest": Expected(_strands(), correct=False, errors=3),
+    # AutoGen records neither arguments, results nor definitions, and rejects the bad enum itself (ValidationError);
+    # it runs no span for the unknown tool and tells the model "tool 'book_flight' not found in any workbench".
+    # Its agent-creation trace gets no verdict. With content capture the official OpenAI instrumentation's chat
+    # spans carry the requested calls: their arguments (by call id) and that reply become evidence.
+    "autogen-default": Expected(_autogen(None), correct=False, errors=2),
+    "autogen-capture": Expected(_autogen(True), correct=False, errors=2, unknown_tool_requests=1),
 }

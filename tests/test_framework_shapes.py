@@ -268,3 +268,43 @@ def test_agent_creation_and_a_bare_client_root_get_no_verdict() -> None:
         pass  # an instrumented client's own root span: the model was offered tools and called none
     assert scores(p.one("create_agent")) == {}
     assert scores(p.one("ChatCompletion")) == {}
+
+
+# --- arguments from the requesting LLM span -------------------------------------------------------------
+
+
+def _requesting_chat(p: Any, arguments: Any) -> None:
+    parts = [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": arguments}]
+    attrs = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
+    with p.tracer.start_as_current_span("chat", attributes=attrs):
+        pass
+
+
+def test_a_tool_span_without_arguments_is_scored_on_the_ones_the_model_sent_for_its_call_id() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        _requesting_chat(p, {"city": 3})
+        tool_span(p.tracer, "get_weather", None, call_id="c1", result="sunny")
+    s = scores(p.one("execute_tool get_weather"))
+    assert (s["parse_ok"], s["schema_valid"], s["outcome"]) == (True, False, "malformed_call")
+
+
+def test_the_tool_spans_own_arguments_win_and_oversized_requests_are_not_kept() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        _requesting_chat(p, {"city": 3})
+        tool_span(p.tracer, "get_weather", {"city": "Paris"}, call_id="c1", result="sunny")
+    assert scores(p.one("execute_tool get_weather"))["schema_valid"] is True
+
+    from otel_toolcall_eval import EvalConfig
+
+    p = make_pipeline(EvalConfig.from_dict({"limits": {"max_argument_bytes": 16}}))
+    with p.tracer.start_as_current_span("agent"):
+        _requesting_chat(p, {"city": "x" * 100})
+        tool_span(p.tracer, "get_weather", None, call_id="c1", result="sunny")
+    s = scores(p.one("execute_tool get_weather"))
+    assert "parse_ok" not in s and "schema_valid" not in s

@@ -304,6 +304,9 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if parent is not None:  # a third layer around this one is the same call too (FastMCP has three)
                     state.note_tool_child(parent.span_id, inner[0], inner[1], inner[2], self._max_calls)
             else:
+                if record.raw_arguments is None and record.call_id is not None and state.call_arguments:
+                    # the tool span records no arguments: the ones the model sent for this call id are the evidence
+                    record.raw_arguments = state.call_arguments.pop(record.call_id, None)
                 batch = state.batch_for(record.call_id, record.name)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
@@ -326,7 +329,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         definitions = tool_definitions(attrs, self._definitions)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
         not_turn = op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT"
-        calls = [] if not_turn else requested_calls(attrs)
+        arguments: dict[str, Any] = {}
+        calls = [] if not_turn else requested_calls(attrs, arguments)
         state = self._store.get(trace_id)
         assert state is not None
         with state.lock:
@@ -339,7 +343,10 @@ class ToolCallEvalProcessor(SpanProcessor):
             if state.call_names:  # requests no tool span answered yet: did the framework reply "unknown tool"?
                 state.note_unknown_replies(unknown_tool_replies(attrs))
             if calls:
-                state.add_turn(calls, self.config.limits.max_calls_per_trace)
+                limits = self.config.limits
+                state.add_turn(calls, limits.max_calls_per_trace)
+                if arguments:
+                    state.add_requested_arguments(arguments, limits.max_calls_per_trace, limits.max_argument_bytes)
         if self.judge is not None:
             self._judge("observe_llm_span", "judge.observe", attrs, state)
 

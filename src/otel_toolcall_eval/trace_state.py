@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_toolcall_eval import _json
 from otel_toolcall_eval.records import CallHistory, ToolDefinition
 
 
@@ -26,6 +27,9 @@ class TraceState:
     call_batches: dict[str, int] = field(default_factory=dict)
     pending_names: dict[str, deque[int]] = field(default_factory=dict)
     call_names: dict[str, str] = field(default_factory=dict)  # requested call id -> tool name, until answered
+    # requested call id -> the arguments the model sent (JSON text within ``limits.max_argument_bytes``), until a tool
+    # span of that id claims them because it records none of its own
+    call_arguments: dict[str, str] | None = None
     unknown_replies: set[str] = field(default_factory=set)  # requested call ids the framework answered "unknown tool"
     genai: bool = False
     offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
@@ -66,6 +70,15 @@ class TraceState:
             return 0
         tools = self.tools or {}
         return sum(n for name, n in self.unlisted.items() if name not in tools and name not in configured)
+
+    def add_requested_arguments(self, arguments: dict[str, Any], max_entries: int, max_bytes: int) -> None:
+        stored = self.call_arguments
+        if stored is None:
+            stored = self.call_arguments = {}
+        for call_id, value in arguments.items():
+            text = value if isinstance(value, str) else _json.dumps(value)
+            if len(stored) < max_entries and len(text) <= max_bytes:  # oversized: left unrecorded, not cut
+                stored[call_id] = text
 
     def add_turn(self, calls: list[tuple[str | None, str | None]], max_entries: int) -> None:
         """One model turn that requested tool calls: they form one parallel batch."""

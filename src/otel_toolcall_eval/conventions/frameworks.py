@@ -67,6 +67,17 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "test_agent_frameworks_strands.py::test_strands_agent (own extra: `make test-strands`)",
     ),
     FrameworkSupport(
+        "AutoGen 0.7.5 `AssistantAgent`",
+        "native tool spans + opentelemetry-instrumentation-openai-v2 2.4b0 on the model client",
+        "outcomes (it records no arguments, results or definitions); its own `ValidationError` as a rejected "
+        "input; its agent-creation trace gets no verdict; an unknown tool (no span) goes unseen",
+        "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` + "
+        "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`",
+        "also parse verdicts, from the arguments the chat spans' `gen_ai.output.messages` requested (same call "
+        'id), and the unknown tool from the "not found in any workbench" reply; no schema is recorded anywhere',
+        "test_agent_frameworks_autogen.py::test_autogen_assistant_agent (own extra: `make test-autogen`)",
+    ),
+    FrameworkSupport(
         "pydantic-ai 2.68",
         "native (`InstrumentationSettings`, current format and `version=2`)",
         "everything, incl. requests of tools it does not have (it runs no tool span for them) and `ModelRetry` "

@@ -129,8 +129,11 @@ def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinitio
     return out
 
 
-def requested_calls(attrs: Attrs) -> list[tuple[str | None, str | None]]:
-    """``(call_id, tool_name)`` of each tool call the model asked for in this turn (one parallel batch)."""
+def requested_calls(attrs: Attrs, arguments: dict[str, Any] | None = None) -> list[tuple[str | None, str | None]]:
+    """``(call_id, tool_name)`` of each tool call the model asked for in this turn (one parallel batch).
+
+    With ``arguments``, also fills it with each identified call's arguments as the model sent them: the evidence for
+    a tool span that records none (AutoGen's, beside the official OpenAI instrumentation's chat spans)."""
     calls: list[tuple[str | None, str | None]] = []
     raw = attrs.get(A.GEN_AI_OUTPUT_MESSAGES)
     if raw is not None:
@@ -142,6 +145,8 @@ def requested_calls(attrs: Attrs) -> list[tuple[str | None, str | None]]:
                 for part in parts if isinstance(parts, list) else ():
                     if (type(part) is dict or isinstance(part, Mapping)) and part.get("type") == "tool_call":
                         calls.append((_str(part.get("id")), _str(part.get("name"))))
+                        if arguments is not None and part.get("id") is not None and "arguments" in part:
+                            arguments[str(part["id"])] = part["arguments"]
         if calls:
             return calls
     indexed: dict[tuple[int, int], dict[str, str | None]] = {}
@@ -152,8 +157,13 @@ def requested_calls(attrs: Attrs) -> list[tuple[str | None, str | None]]:
         if m:
             field = "name" if m.group(3) in ("function.name", "name") else "id"
             indexed.setdefault((int(m.group(1)), int(m.group(2))), {})[field] = _str(value)
-    for _, item in sorted(indexed.items()):  # indices need not start at 0 or be contiguous
+    for (turn, index), item in sorted(indexed.items()):  # indices need not start at 0 or be contiguous
         calls.append((item.get("id"), item.get("name")))
+        call_id = item.get("id")
+        if arguments is not None and call_id is not None:
+            key = f"llm.output_messages.{turn}.message.tool_calls.{index}.tool_call.function.arguments"
+            if key in attrs:
+                arguments[call_id] = attrs[key]
     return calls
 
 

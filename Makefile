@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: demo test test-strands test-autogen lint typecheck unit bench bench-smoke clean
+.PHONY: demo test test-strands test-autogen test-adk lint typecheck unit bench bench-smoke clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -43,7 +43,8 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks
 
 # Frameworks whose pins conflict with the dev environment run their integration tests in an environment of their
-# own (Strands pins mcp<2.2; AutoGen pins protobuf 5): `make test-strands`, `make test-autogen`. With
+# own (Strands pins mcp<2.2; AutoGen protobuf 5; ADK opentelemetry 1.44): `make test-strands`, `make test-autogen`,
+# `make test-adk`. With
 # TOOLCALL_EVAL_RECORD_FIXTURES=1 they rewrite tests/fixtures/frameworks/<framework>-*.json, which `make test` replays.
 .venv-%/.stamp-installed: pyproject.toml
 	$(PY) -m venv .venv-$*
@@ -51,8 +52,8 @@ bench: $(BENCH_STAMP)
 	.venv-$*/bin/pip install --quiet -e '.[$*]' pytest hypothesis
 	touch $@
 
-test-strands test-autogen: test-%: .venv-%/.stamp-installed
+test-strands test-autogen test-adk: test-%: .venv-%/.stamp-installed
 	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py tests/test_framework_fixtures.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .venv-adk .mypy_cache .ruff_cache .pytest_cache

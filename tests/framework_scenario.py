@@ -215,6 +215,22 @@ def _autogen(parse_ok: bool | None) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _adk(parse_ok: bool | None, schema: bool | None, *, first_unlisted: bool = False) -> list[Any]:
+    ok = call("success", parse_ok=parse_ok, tool_known=True, schema_valid=schema)
+    bad_enum = call("malformed_call", "schema", parse_ok=True, tool_known=True, schema_valid=False) if schema else ok
+    first = call("success", parse_ok=parse_ok) if first_unlisted else ok
+    return [
+        ("get_weather", first),
+        ("get_weather", ok),
+        ("get_weather", bad_enum),
+        ("book_flight", call("malformed_call", "unknown_tool", parse_ok=parse_ok, tool_known=False)),
+        (
+            "get_population",
+            call("execution_failed", "exception", parse_ok=parse_ok, tool_known=True, schema_valid=schema),
+        ),
+    ]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -241,4 +257,11 @@ EXPECTED: dict[str, Expected] = {
     # spans carry the requested calls: their arguments (by call id) and that reply become evidence.
     "autogen-default": Expected(_autogen(None), correct=False, errors=2),
     "autogen-capture": Expected(_autogen(True), correct=False, errors=2, unknown_tool_requests=1),
+    # Google ADK runs a tool span for the unknown tool (error.type ValueError, "no tool with that name") and lists
+    # the tools on every generate_content span; it runs the bad enum unchecked, and ends the run on the raising tool
+    "adk-default": Expected(_adk(None, None), correct=False, errors=2),
+    "adk-latest": Expected(_adk(True, True), correct=False, errors=3, unknown_tool_requests=0),
+    # legacy: the definitions come inside the call_llm span, which ends after its own turn's tool span: the first
+    # call is scored before any tool list (its tool_known absent), the root checks it against the list later
+    "adk-legacy": Expected(_adk(True, True, first_unlisted=True), correct=False, errors=3),
 }

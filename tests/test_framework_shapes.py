@@ -308,3 +308,26 @@ def test_the_tool_spans_own_arguments_win_and_oversized_requests_are_not_kept() 
         tool_span(p.tracer, "get_weather", None, call_id="c1", result="sunny")
     s = scores(p.one("execute_tool get_weather"))
     assert "parse_ok" not in s and "schema_valid" not in s
+
+
+# --- Google ADK's legacy schema ------------------------------------------------------------------------------
+
+
+def test_adk_legacy_attributes_and_its_llm_request_definitions() -> None:
+    request = {
+        "config": {
+            "tools": [{"function_declarations": [{"name": "get_weather", "parameters_json_schema": WEATHER_SCHEMA}]}]
+        }
+    }
+    defs = tool_definitions({"gcp.vertex.agent.llm_request": json.dumps(request)}, DefinitionCache())
+    assert [(d.name, d.parameters) for d in defs] == [("get_weather", WEATHER_SCHEMA)]
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "book_flight",
+        "gcp.vertex.agent.tool_call_args": '{"to": "Oslo"}',
+        "gcp.vertex.agent.tool_response": '{"error": "Invoking `book_flight()` failed as no tool with that name is available."}',
+        "error.type": "ValueError",
+    }
+    record = _extract(_span(attrs, "gcp.vertex.agent", error="ValueError"))
+    assert record.raw_arguments == '{"to": "Oslo"}' and record.result_recorded
+    assert reports_unknown_tool(record.error, record.result, record.result_recorded)

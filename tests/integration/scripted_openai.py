@@ -78,6 +78,20 @@ class ScriptedModel:
             },
         }
 
+    def respond_gemini(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /v1beta/models/<model>:generateContent (Google ADK's Gemini model)."""
+        _, turn = self.next_turn(body)
+        if turn is not None:
+            call_id, name, args = turn
+            part: dict[str, Any] = {"functionCall": {"id": call_id, "name": name, "args": args}}
+        else:
+            part = {"text": FINAL_TEXT}
+        return {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "fake-model",
+        }
+
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/chat/completions."""
         n, turn = self.next_turn(body)
@@ -115,6 +129,9 @@ def scripted_openai(
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             path = self.path.rstrip("/")
+            if path.endswith(":generateContent"):
+                self.reply(fake.respond_gemini(body))
+                return
             if path == "/v1/chat/completions" and body.get("stream"):
                 self.stream(fake.respond(body))
                 return
@@ -122,6 +139,14 @@ def scripted_openai(
                 self.send_error(404)
                 return
             answer = fake.respond(body) if path == "/v1/chat/completions" else fake.respond_responses(body)
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def reply(self, answer: dict[str, Any]) -> None:
             data = json.dumps(answer).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

@@ -7,8 +7,8 @@ tool, schema), then a tool that rejected its input, then any recorded failure, t
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
-from typing import Any
+from collections.abc import Collection
+from typing import Any, TypeGuard
 
 from otel_toolcall_eval.records import ErrorEvidence, Outcome
 
@@ -23,34 +23,41 @@ _INPUT_REJECTED = re.compile(
 # What frameworks write for a call of a tool the agent does not have, as an error or as the result text the model
 # gets back on a span marked OK. Strands: "Unknown tool: X"; smolagents: "Unknown tool X, should be one of";
 # LlamaIndex: "Tool X not found. Please select a tool that is available."; CrewAI: "Tool not found";
-# AutoGen: "Tool X not found in any workbench".
+# AutoGen: "Tool X not found in any workbench"; Google ADK: "... failed as no tool with that name is available".
 _UNKNOWN_TOOL = re.compile(
     r"\bunknown tool\b|^\s*tool\s+(?:'[^']{0,100}'|\"[^\"]{0,100}\"|[\w.:-]{1,100}\s+)?not found\b|"
-    r"\bnot found in any workbench\b",
+    r"\bnot found in any workbench\b|\bno tool with that name\b",
     re.I,
 )
 _MAX_TEXT = 512
 
 
-def _texts(error: ErrorEvidence, result: Any, include_result: bool) -> Iterator[str]:
-    for text in (error.status_description, error.exception_message, result if include_result else None):
-        if isinstance(text, str) and text:
-            yield text[:_MAX_TEXT]
+def _mentions_tool(text: Any) -> TypeGuard[str]:
+    """Cheap pre-filter (runs on every call's result): every unknown-tool phrase says "tool" or "workbench"."""
+    return isinstance(text, str) and ("ool" in text or "OOL" in text or "orkbench" in text)
 
 
 def reports_unknown_tool(error: ErrorEvidence, result: Any, result_recorded: bool) -> bool:
     """The framework said the tool does not exist (as an error, or as the result the model was given)."""
-    return any(_UNKNOWN_TOOL.search(t) for t in _texts(error, result, result_recorded))
+    for text in (error.status_description, error.exception_message, result if result_recorded else None):
+        if _mentions_tool(text) and _UNKNOWN_TOOL.search(text[:_MAX_TEXT]):
+            return True
+    return False
 
 
 def reports_input_rejected(error: ErrorEvidence, result: Any, result_recorded: bool) -> bool:
     """A failed span whose error (or, for MCP's ``isError``, result) says the framework rejected the arguments."""
-    return error.any and any(_INPUT_REJECTED.search(t) for t in _texts(error, result, result_recorded))
+    if not error.any:
+        return False
+    for text in (error.status_description, error.exception_message, result if result_recorded else None):
+        if isinstance(text, str) and text and _INPUT_REJECTED.search(text[:_MAX_TEXT]):
+            return True
+    return False
 
 
 def unknown_tool_reply(text: Any) -> bool:
     """A tool message sent back to the model that says the requested tool does not exist."""
-    return isinstance(text, str) and bool(_UNKNOWN_TOOL.search(text[:_MAX_TEXT]))
+    return _mentions_tool(text) and bool(_UNKNOWN_TOOL.search(text[:_MAX_TEXT]))
 
 
 def _short(type_name: str) -> str:

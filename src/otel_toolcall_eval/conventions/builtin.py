@@ -132,8 +132,9 @@ GENAI = GenAIConvention(
     detect_key=A.GEN_AI_OPERATION_NAME,
     detect_values=frozenset({"execute_tool"}),
     name_keys=(A.GEN_AI_TOOL_NAME,),
-    argument_keys=(A.GEN_AI_TOOL_CALL_ARGUMENTS, A.PYDANTIC_AI_TOOL_ARGUMENTS),
-    result_keys=(A.GEN_AI_TOOL_CALL_RESULT, A.PYDANTIC_AI_TOOL_RESPONSE),
+    # Google ADK's legacy schema (``ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN``) keeps them under its own namespace
+    argument_keys=(A.GEN_AI_TOOL_CALL_ARGUMENTS, A.PYDANTIC_AI_TOOL_ARGUMENTS, "gcp.vertex.agent.tool_call_args"),
+    result_keys=(A.GEN_AI_TOOL_CALL_RESULT, A.PYDANTIC_AI_TOOL_RESPONSE, "gcp.vertex.agent.tool_response"),
     schema_keys=(A.GEN_AI_TOOL_JSON_SCHEMA,),  # Strands: the tool's JSON Schema on every tool span
     span_name_prefixes=("execute_tool ",),
 )

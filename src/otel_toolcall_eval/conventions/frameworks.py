@@ -78,6 +78,20 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "test_agent_frameworks_autogen.py::test_autogen_assistant_agent (own extra: `make test-autogen`)",
     ),
     FrameworkSupport(
+        "Google ADK 2.13 `LlmAgent`",
+        "native (GenAI conventions)",
+        "outcomes, `tool_known` from the definitions on every `generate_content` span (their `parameters` are "
+        'null), the unknown tool\'s own span ("no tool with that name"); no arguments, so no parse or schema '
+        "verdict; ADK runs the bad enum unchecked",
+        "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` + "
+        "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`; or the legacy "
+        "`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`",
+        "everything; legacy: from `gcp.vertex.agent.tool_call_args` / `tool_response` and the definitions in "
+        "`call_llm`'s `llm_request` JSON, which end after their turn's tool span (the first call's `tool_known` "
+        "stays absent, `trace.unlisted_calls` checks it)",
+        "test_agent_frameworks_adk.py::test_adk_llm_agent (own extra: `make test-adk`)",
+    ),
+    FrameworkSupport(
         "pydantic-ai 2.68",
         "native (`InstrumentationSettings`, current format and `version=2`)",
         "everything, incl. requests of tools it does not have (it runs no tool span for them) and `ModelRetry` "

@@ -25,8 +25,9 @@ _TL_FUNC = re.compile(r"^llm\.request\.functions\.(\d+)\.(name|description|param
 _TL_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name)$")
 
 
+ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"  # Google ADK's legacy schema: the whole request, as JSON
 LLM_KEYS = frozenset(  # an LLM span carries at least one of these
-    {A.GEN_AI_OPERATION_NAME, A.OPENINFERENCE_SPAN_KIND, "llm.request.type", A.GEN_AI_TOOL_DEFINITIONS}
+    {A.GEN_AI_OPERATION_NAME, A.OPENINFERENCE_SPAN_KIND, "llm.request.type", A.GEN_AI_TOOL_DEFINITIONS, ADK_LLM_REQUEST}
 )
 
 
@@ -40,7 +41,7 @@ def is_llm_span(attrs: Attrs) -> bool:
     kind = attrs.get(A.OPENINFERENCE_SPAN_KIND)
     if kind is not None and kind in ("LLM", "AGENT"):
         return True
-    return "llm.request.type" in attrs or A.GEN_AI_TOOL_DEFINITIONS in attrs
+    return "llm.request.type" in attrs or A.GEN_AI_TOOL_DEFINITIONS in attrs or ADK_LLM_REQUEST in attrs
 
 
 def definition_from(item: Any) -> ToolDefinition | None:
@@ -53,7 +54,11 @@ def definition_from(item: Any) -> ToolDefinition | None:
     name = item.get("name")
     if not isinstance(name, str) or not name:
         return None
-    params = item.get("parameters", item.get("input_schema", item.get("inputSchema")))
+    params = item.get("parameters")
+    for key in ("input_schema", "inputSchema", "parameters_json_schema"):  # Anthropic, MCP/Strands, Google ADK
+        if params is not None:
+            break
+        params = item.get(key)
     params = _json.try_loads(params)
     if isinstance(params, Mapping) and set(params) == {"json"}:  # Strands: ``inputSchema: {json: {...}}``
         params = _json.try_loads(params["json"])
@@ -121,11 +126,28 @@ def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinitio
     for _, fields in sorted(functions.items(), key=lambda kv: int(kv[0])):
         if (d := definition_from(fields)) is not None:
             out.append(d)
+    adk_request = attrs.get(ADK_LLM_REQUEST)
+    if isinstance(adk_request, str):
+        out.extend(_adk_definitions(adk_request))
     names = attrs.get(A.GEN_AI_AGENT_TOOLS)  # Strands' root span: the agent's tool names (a JSON list, or a list)
     if names is not None:
         names = _json.try_loads(names)
         if isinstance(names, (list, tuple)):
             out.extend(ToolDefinition(n) for n in names if isinstance(n, str) and n)
+    return out
+
+
+def _adk_definitions(raw: str) -> list[ToolDefinition]:
+    """``config.tools[].function_declarations[]`` of an ADK ``llm_request`` (its legacy telemetry schema)."""
+    request = _json.try_loads(raw)
+    config = request.get("config") if isinstance(request, Mapping) else None
+    tools = config.get("tools") if isinstance(config, Mapping) else None
+    out: list[ToolDefinition] = []
+    for tool in tools if isinstance(tools, list) else ():
+        declarations = tool.get("function_declarations") if isinstance(tool, Mapping) else None
+        for declaration in declarations if isinstance(declarations, list) else ():
+            if (d := definition_from(declaration)) is not None:
+                out.append(d)
     return out
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, Status, StatusCode
+from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
 from otel_toolcall_eval.checks.outcome import reports_input_rejected, reports_unknown_tool
 from otel_toolcall_eval.conventions import default_registry
@@ -36,7 +36,7 @@ def _span(
 ) -> ReadableSpan:
     return ReadableSpan(
         name=name,
-        context=SpanContext(0x1234, 0x99, False),
+        context=SpanContext(0x1234, 0x99, False, trace_flags=TraceFlags(TraceFlags.SAMPLED)),
         attributes=attrs,
         events=events or [],
         status=Status(StatusCode.ERROR, error) if error else Status(StatusCode.UNSET),
@@ -331,3 +331,51 @@ def test_adk_legacy_attributes_and_its_llm_request_definitions() -> None:
     record = _extract(_span(attrs, "gcp.vertex.agent", error="ValueError"))
     assert record.raw_arguments == '{"to": "Oslo"}' and record.result_recorded
     assert reports_unknown_tool(record.error, record.result, record.result_recorded)
+
+
+# --- shapes nobody foresaw ---------------------------------------------------------------------------------
+
+_ODD = [
+    "",
+    "null",
+    "[]",
+    "{}",
+    '{"config": {"tools": [{"function_declarations": [1, null, {"name": 3}]}]}}',
+    "[1, {}]",
+    "{",
+]
+
+
+@pytest.mark.parametrize("odd", _ODD)
+def test_odd_framework_values_are_forwarded_once_and_never_raise(odd: str) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_toolcall_eval import ToolCallEvalProcessor
+    from otel_toolcall_eval.attributes import EVAL_ERROR
+
+    exporter = InMemorySpanExporter()
+    processor = ToolCallEvalProcessor(SimpleSpanProcessor(exporter))
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gcp.vertex.agent.llm_request": odd,
+        "gen_ai.agent.tools": odd,
+        "gen_ai.tool.definitions": odd,
+        "gen_ai.output.messages": odd,
+        "llm.input_messages.0.message.role": "tool",
+        "llm.input_messages.0.message.content": odd,
+    }
+    events = [Event("gen_ai.tool.message", {"content": odd}), Event("gen_ai.choice", {"message": odd})]
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.json_schema": odd}
+    spans = [
+        _span(chat, STRANDS, name="chat"),
+        _span(tool, STRANDS, name="execute_tool t", events=events),
+        _span(_oi_tool(odd, **{"tool.parameters": odd}), SMOL),
+        _span(_oi_tool(odd), LLAMA),
+    ]
+    for span in spans:
+        processor.on_end(span)
+    processor.shutdown()
+    out = exporter.get_finished_spans()
+    assert len(out) == len(spans)
+    assert not [s for s in out if EVAL_ERROR in (s.attributes or {})]

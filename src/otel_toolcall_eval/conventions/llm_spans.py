@@ -55,10 +55,10 @@ def definition_from(item: Any) -> ToolDefinition | None:
     if not isinstance(name, str) or not name:
         return None
     params = item.get("parameters")
-    for key in ("input_schema", "inputSchema", "parameters_json_schema"):  # Anthropic, MCP/Strands, Google ADK
+    for alias in ("input_schema", "inputSchema", "parameters_json_schema"):  # Anthropic, MCP/Strands, Google ADK
         if params is not None:
             break
-        params = item.get(key)
+        params = item.get(alias)
     params = _json.try_loads(params)
     if isinstance(params, Mapping) and set(params) == {"json"}:  # Strands: ``inputSchema: {json: {...}}``
         params = _json.try_loads(params["json"])

@@ -39,6 +39,8 @@ def _mentions_tool(text: Any) -> TypeGuard[str]:
 
 def reports_unknown_tool(error: ErrorEvidence, result: Any, result_recorded: bool) -> bool:
     """The framework said the tool does not exist (as an error, or as the result the model was given)."""
+    if not (result_recorded or error.status_description or error.exception_message):
+        return False  # nothing was said: the common case of a run line or a span without a result
     for text in (error.status_description, error.exception_message, result if result_recorded else None):
         if _mentions_tool(text) and _UNKNOWN_TOOL.search(text[:_MAX_TEXT]):
             return True

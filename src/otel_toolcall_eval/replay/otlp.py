@@ -193,7 +193,7 @@ def _check_shape(document: dict[str, Any], descriptor: Any) -> None:
             if field is None or item is None:
                 continue
             path = f"{where}.{key}" if where else key
-            if field.is_repeated:
+            if _repeated(field):
                 if not isinstance(item, list):
                     raise RecordError(path, f"expected a list, got {type(item).__name__}")
                 if field.message_type is not None:
@@ -241,3 +241,11 @@ def encode_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     as_dict = json_format.MessageToDict(message, use_integers_for_enums=True)
     result: dict[str, Any] = _convert_ids(as_dict, _id_to_hex)
     return result
+
+
+def _repeated(field: Any) -> bool:
+    """``FieldDescriptor.is_repeated`` where protobuf has it (6+); the label on protobuf 5, which still works."""
+    flag = getattr(field, "is_repeated", None)
+    if flag is not None:
+        return bool(flag)
+    return bool(field.label == field.LABEL_REPEATED)

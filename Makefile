@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: demo test test-strands test-autogen test-adk lint typecheck unit bench bench-smoke clean
+.PHONY: demo test test-frameworks test-strands test-autogen test-adk lint typecheck unit bench bench-smoke clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -52,6 +52,9 @@ bench: $(BENCH_STAMP)
 	.venv-$*/bin/pip install --quiet --upgrade pip
 	.venv-$*/bin/pip install --quiet -e '.[$*]' pytest hypothesis
 	touch $@
+
+# CI runs these after `make test` (.ci/run): ~3 min of installs on 2 cores.
+test-frameworks: test-strands test-autogen test-adk
 
 test-strands test-autogen test-adk: test-%: .venv-%/.stamp-installed
 	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py

@@ -19,6 +19,7 @@ PACKAGE = "otel_toolcall_eval"
 # top to bottom; a unit (a top-level module or package of the project) may import its own layer or any below it
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "commands", "_docs", "demo"),  # the command line and what only it uses
+    ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
     ("replay", "harvest"),  # adapters built on the processor
     ("processor", "offline"),  # the online and the offline adapter
     ("background", "enrich", "trace_state", "judge", "metrics", "summary", "exporters"),  # the processor's parts

@@ -42,6 +42,7 @@ COMMANDS: tuple[str, ...] = (
     "otel_toolcall_eval.commands.judge",
     "otel_toolcall_eval.commands.dataset",
     "otel_toolcall_eval.commands.eval",
+    "otel_toolcall_eval.commands.serve",
 )
 
 

@@ -30,6 +30,7 @@ from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
 from otel_toolcall_eval.config.imports import import_object
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig
+from otel_toolcall_eval.config.serve import ServeConfig
 from otel_toolcall_eval.errors import ToolcallEvalError
 from otel_toolcall_eval.records import ToolDefinition
 
@@ -235,6 +236,7 @@ class EvalConfig(_Strict):
     arguments: ArgumentMatchConfig = Field(
         default_factory=ArgumentMatchConfig, description="offline argument matching: normalisation, free text"
     )
+    serve: ServeConfig = Field(default_factory=ServeConfig, description="the scoring service (docs/serve.md)")
 
     _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
     _policy: P.Policy | None = PrivateAttr(default=None)

@@ -1,0 +1,105 @@
+"""``otel-toolcall-eval serve``: the scoring service, configured by the ``serve:`` section and a few flags.
+
+Runs until SIGTERM or SIGINT, then shuts down gracefully (see ``otel_toolcall_eval.serve.Service.stop``); exits 0
+when everything accepted was exported, 1 when the deadline or the next hop lost spans, 2 on a bad config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from rich.console import Console
+
+from otel_toolcall_eval.config import ConfigError, EvalConfig
+from otel_toolcall_eval.config.serve import ServeConfig
+
+# flag -> field of ``serve:`` it overrides
+_FLAGS = {
+    "host": "host",
+    "http_port": "http_port",
+    "grpc_port": "grpc_port",
+    "prometheus_port": "prometheus_port",
+    "shutdown_timeout": "shutdown_timeout_seconds",
+}
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("serve", help="score OTLP traces from any agent: receive, score, export")
+    parser.add_argument("--config", type=Path, help="config file (its serve: section, policies, judge ...)")
+    parser.add_argument("--host", help="address both receivers bind (default 127.0.0.1)")
+    parser.add_argument("--http-port", type=int, help="OTLP/HTTP port (default 4318; 0 picks a free one)")
+    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0 picks a free one)")
+    parser.add_argument("--export-endpoint", help="the next hop, e.g. http://127.0.0.1:4317")
+    parser.add_argument("--export-protocol", choices=["grpc", "http"])
+    parser.add_argument("--prometheus-port", type=int, help="expose the metrics for Prometheus on this port")
+    parser.add_argument("--shutdown-timeout", type=float, help="seconds to drain and export on SIGTERM")
+    parser.set_defaults(func=run)
+
+
+def settings(args: argparse.Namespace) -> EvalConfig:
+    """The config file with the flags applied to its ``serve:`` section, validated again (errors name the field)."""
+    config = EvalConfig.load(args.config) if args.config else EvalConfig()
+    data = config.serve.model_dump()
+    for flag, field in _FLAGS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            data[field] = value
+    if args.export_endpoint is not None:
+        data["export"]["endpoint"] = args.export_endpoint
+    if args.export_protocol is not None:
+        data["export"]["protocol"] = args.export_protocol
+    try:
+        serve = ServeConfig.model_validate(data)
+    except ValidationError as exc:
+        fields = "; ".join(f"serve.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid serve settings: {fields}") from None
+    return config.model_copy(update={"serve": serve})
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from otel_toolcall_eval.serve import Service
+
+    config = settings(args)
+    meter_provider = _meter_provider(config.serve)
+    service = Service(config, meter_provider=meter_provider)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        service.start()
+    except OSError as exc:
+        raise ConfigError(f"serve: {exc}") from None
+    console.print(
+        f"listening http={service.http_port} grpc={service.grpc_port} host={config.serve.host} "
+        f"export={config.serve.export.endpoint} ({config.serve.export.protocol})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.file.flush()
+    while not stop.wait(1.0):
+        pass
+    report = service.stop()
+    console.print(
+        f"stopped: received {report.received}, scored {report.scored}, exported {report.exported}, "
+        f"export failed {report.export_failed}, lost {report.lost}",
+        highlight=False,
+    )
+    if meter_provider is not None:
+        meter_provider.shutdown()
+    return 0 if report.complete else 1
+
+
+def _meter_provider(serve: ServeConfig) -> Any:
+    if serve.prometheus_port is None:
+        return None
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from opentelemetry.sdk.metrics import MeterProvider
+    from prometheus_client import start_http_server
+
+    start_http_server(serve.prometheus_port, addr=serve.host)
+    return MeterProvider(metric_readers=[PrometheusMetricReader()])

@@ -1,0 +1,77 @@
+"""Request bodies to spans: OTLP/HTTP protobuf or JSON, identity, gzip or deflate; every failure one exception.
+
+Decompression is bounded (``max_bytes`` of output, so a small gzip bomb cannot take the memory), and decoding
+goes through ``replay.otlp``, the one path from OTLP messages to ``ReadableSpan``.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import orjson
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class BadPayload(ValueError):
+    """The body cannot be read; ``status`` is the HTTP status to answer with (400, 413 or 415)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
+    name = (encoding or "identity").strip().lower()
+    if name in ("", "identity"):
+        return body
+    wbits = _WBITS.get(name)
+    if wbits is None:
+        raise BadPayload(f"unsupported Content-Encoding {name[:40]!r}", 415)
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(body, max_bytes + 1)
+    except zlib.error as exc:
+        raise BadPayload(f"body is not valid {name}: {exc}") from None
+    if len(out) > max_bytes:
+        raise BadPayload(f"decompressed body exceeds {max_bytes} bytes", 413)
+    if not inflater.eof:
+        raise BadPayload(f"body is truncated {name}")
+    return out
+
+
+def decode_spans(body: bytes, content_type: str | None) -> list[ReadableSpan]:
+    kind = media_type(content_type)
+    try:
+        if kind == PROTOBUF:
+            message = ExportTraceServiceRequest()
+            message.ParseFromString(body)
+            return list(spans_from_request(message))
+        if kind == JSON:
+            obj = orjson.loads(body)
+            if not isinstance(obj, dict):
+                raise BadPayload("an OTLP JSON body is an object with resourceSpans")
+            return list(spans_from_request(request_from_json(obj)))
+    except BadPayload:
+        raise
+    except Exception as exc:  # noqa: BLE001 - protobuf, JSON and span errors alike mean a bad body
+        raise BadPayload(f"not a valid OTLP {kind} trace request ({type(exc).__name__})") from None
+    raise BadPayload(f"unsupported Content-Type {kind[:60]!r}: use {PROTOBUF} or {JSON}", 415)
+
+
+def spans_from_message(message: ExportTraceServiceRequest) -> list[ReadableSpan]:
+    """The gRPC receiver's path (gRPC has decoded and decompressed the message already)."""
+    try:
+        return list(spans_from_request(message))
+    except Exception as exc:  # noqa: BLE001
+        raise BadPayload(f"not a valid OTLP trace request ({type(exc).__name__})") from None

@@ -1,0 +1,205 @@
+"""OTLP/HTTP: ``POST /v1/traces`` (protobuf or JSON, gzip/deflate), plus ``/healthz`` and ``/readyz``.
+
+The standard library's threading server, bounded: at most ``max_concurrent_requests`` connections are served
+at once (the next is answered 503 with ``Retry-After`` without being read), a body needs a ``Content-Length``
+no larger than the maximum (else 411/413, unread), sockets time out when idle, and every answer to a valid but
+refused request is retryable per OTLP (429 for a full queue, 503 while shutting down). Errors carry a
+``google.rpc.Status`` in the request's encoding, as the OTLP spec asks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from otel_toolcall_eval.serve.decode import JSON, PROTOBUF, BadPayload, decode_spans, decompress, media_type
+from otel_toolcall_eval.serve.intake import Admission, Intake
+
+logger = logging.getLogger("otel_toolcall_eval.serve")
+
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %d\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive, as the OTLP exporters' sessions expect
+    timeout = 30  # an idle or slow connection gives its slot back
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/healthz":
+            self._plain(HTTPStatus.OK, b"ok\n")
+        elif path == "/readyz":
+            ready = self.server.intake.ready()
+            self._plain(HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, b"ready\n" if ready else b"busy\n")
+        else:
+            self._plain(HTTPStatus.NOT_FOUND, b"not found\n")
+
+    def do_POST(self) -> None:
+        intake = self.server.intake
+        intake.begin()
+        try:
+            self._post(intake)
+        finally:
+            intake.end()
+
+    def _post(self, intake: Intake) -> None:
+        json = media_type(self.headers.get("Content-Type")) == JSON
+        if self.path.split("?", 1)[0] != "/v1/traces":
+            self.close_connection = True
+            intake.reject("unknown_path")
+            self._error(HTTPStatus.NOT_FOUND, "only POST /v1/traces is served", json)
+            return
+        if not intake.authorized(self.headers.get("Authorization")):
+            self.close_connection = True
+            intake.reject("unauthenticated")
+            self._error(HTTPStatus.UNAUTHORIZED, "a valid bearer token is required", json)
+            return
+        length = self._content_length()
+        if length is None:
+            return
+        body = self.rfile.read(length)
+        if len(body) < length:
+            self.close_connection = True
+            intake.reject("bad_payload")
+            self._error(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length", json)
+            return
+        try:
+            spans = decode_spans(
+                decompress(body, self.headers.get("Content-Encoding"), intake.max_bytes),
+                self.headers.get("Content-Type"),
+            )
+        except BadPayload as exc:
+            intake.reject("too_large" if exc.status == 413 else "bad_payload")
+            self._error(HTTPStatus(exc.status), str(exc), json)
+            return
+        outcome = intake.admit(spans, "http")
+        if outcome is Admission.ACCEPTED:
+            response = ExportTraceServiceResponse()
+            self._send(HTTPStatus.OK, b"{}" if json else response.SerializeToString(), json)
+            return
+        status = HTTPStatus.TOO_MANY_REQUESTS if outcome is Admission.FULL else HTTPStatus.SERVICE_UNAVAILABLE
+        self._error(status, f"{outcome.value}: retry later", json, retry_after=intake.retry_after)
+
+    def _content_length(self) -> int | None:
+        """The declared body size; answers 411/413/400 itself (and drops the connection) when it is unusable."""
+        json = media_type(self.headers.get("Content-Type")) == JSON
+        intake = self.server.intake
+        raw = self.headers.get("Content-Length")
+        if raw is None or self.headers.get("Transfer-Encoding"):
+            self.close_connection = True
+            intake.reject("bad_payload")
+            self._error(HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required", json)
+            return None
+        try:
+            length = int(raw)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self.close_connection = True
+            intake.reject("bad_payload")
+            self._error(HTTPStatus.BAD_REQUEST, "Content-Length is not a size", json)
+            return None
+        if length > intake.max_bytes:
+            self.close_connection = True  # the body is never read
+            intake.reject("too_large")
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body exceeds {intake.max_bytes} bytes", json)
+            return None
+        return length
+
+    def _error(self, status: HTTPStatus, message: str, json: bool, retry_after: int | None = None) -> None:
+        error = status_pb2.Status(code=_GRPC_CODE.get(status, 3), message=message)
+        body = orjson.dumps(json_format.MessageToDict(error)) if json else error.SerializeToString()
+        self._send(status, body, json, retry_after)
+
+    def _send(self, status: HTTPStatus, body: bytes, json: bool, retry_after: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", JSON if json else PROTOBUF)
+        self.send_header("Content-Length", str(len(body)))
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _plain(self, status: HTTPStatus, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # one line per request would be the service's heaviest output; the metrics count what matters
+
+
+# google.rpc.Code for the Status body
+_GRPC_CODE = {
+    HTTPStatus.BAD_REQUEST: 3,  # INVALID_ARGUMENT
+    HTTPStatus.UNAUTHORIZED: 16,  # UNAUTHENTICATED
+    HTTPStatus.NOT_FOUND: 5,
+    HTTPStatus.LENGTH_REQUIRED: 3,
+    HTTPStatus.REQUEST_ENTITY_TOO_LARGE: 8,  # RESOURCE_EXHAUSTED
+    HTTPStatus.UNSUPPORTED_MEDIA_TYPE: 3,
+    HTTPStatus.TOO_MANY_REQUESTS: 14,  # UNAVAILABLE
+    HTTPStatus.SERVICE_UNAVAILABLE: 14,
+}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # idle keep-alive connections must not hold the process at exit
+    intake: Intake
+
+    def __init__(self, address: tuple[str, int], intake: Intake, max_connections: int) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.intake = intake
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.intake.reject("too_many_connections")
+            with contextlib.suppress(OSError):
+                request.sendall(_BUSY % self.intake.retry_after)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+class HttpReceiver:
+    def __init__(self, host: str, port: int, intake: Intake, max_connections: int) -> None:
+        self._server = _Server((host, port), intake, max_connections)
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="toolcall-eval-serve-http"
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop accepting connections; requests in progress finish (``Intake.wait_idle`` waits for them)."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,184 @@
+"""Between the receivers and the next hop: a bounded queue of received batches, one scoring thread, the export.
+
+The queue is counted in spans and takes a request whole or not at all, so a receiver can answer "retry" before
+anything of the request was kept (never a partial, silent drop). The one worker feeds each batch to the
+processor trace by trace in end order (``replay.engine.end_order``), as a live process ends them; the
+processor's ``TraceStore`` keeps per-trace state across batches. The processor forwards to a
+``BatchSpanProcessor``, which drops spans silently when its own queue is full: the worker therefore never hands
+it more than its queue holds (``_ExportWindow`` counts spans handed over until the exporter reports them done),
+so a slow next hop slows scoring, then fills this queue, then turns into retryable answers to the senders.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from otel_toolcall_eval.replay.engine import end_order
+from otel_toolcall_eval.serve.metrics import EXPORTED, SCORED, ServeMetrics
+
+logger = logging.getLogger("otel_toolcall_eval.serve")
+
+
+class SpanQueue:
+    """Received batches waiting for the worker, at most ``max_spans`` spans (one larger batch when empty)."""
+
+    def __init__(self, max_spans: int) -> None:
+        self._max = max_spans
+        self._cond = threading.Condition()
+        self._batches: deque[list[ReadableSpan]] = deque()
+        self._spans = 0
+        self._closed = False
+
+    def offer(self, spans: list[ReadableSpan]) -> bool:
+        """Keep the whole batch, or nothing when it does not fit (the caller answers with a retryable code)."""
+        with self._cond:
+            if self._closed or (self._spans and self._spans + len(spans) > self._max):
+                return False
+            self._batches.append(spans)
+            self._spans += len(spans)
+            self._cond.notify()
+            return True
+
+    def take(self) -> list[ReadableSpan] | None:
+        """The next batch; ``None`` once closed and empty."""
+        with self._cond:
+            while not self._batches:
+                if self._closed:
+                    return None
+                self._cond.wait()
+            batch = self._batches.popleft()
+            self._spans -= len(batch)
+            return batch
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def max_spans(self) -> int:
+        return self._max
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return self._spans
+
+
+class _ExportWindow:
+    """Spans handed to the BatchSpanProcessor and not yet reported by the exporter: at most ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._cond = threading.Condition()
+        self._open = 0
+
+    def acquire(self, n: int, deadline: Callable[[], float | None]) -> bool:
+        """Room for ``n`` more spans; ``False`` once ``deadline()`` (re-read: shutdown sets it) has passed."""
+        with self._cond:
+            while self._open and self._open + n > self.limit:
+                until = deadline()
+                timeout = 0.5 if until is None else min(0.5, until - time.monotonic())
+                if timeout <= 0:
+                    return False
+                self._cond.wait(timeout)
+            self._open += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._cond:
+            self._open = max(0, self._open - n)
+            self._cond.notify_all()
+
+    def idle(self, deadline: float) -> bool:
+        with self._cond:
+            while self._open:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    return False
+                self._cond.wait(timeout)
+            return True
+
+
+class CountingExporter(SpanExporter):
+    """The real exporter, counting results and closing the export window as batches finish."""
+
+    def __init__(self, inner: SpanExporter, window: _ExportWindow, metrics: ServeMetrics) -> None:
+        self._inner = inner
+        self._window = window
+        self._metrics = metrics
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = SpanExportResult.FAILURE
+        try:
+            result = self._inner.export(spans)
+        except Exception:
+            logger.warning("export to the next hop raised", exc_info=True)
+        finally:
+            ok = result is SpanExportResult.SUCCESS
+            self._metrics.add(EXPORTED, len(spans), "ok" if ok else "failed")
+            if not ok:
+                logger.warning("toolcall-eval serve: %d spans not accepted by the next hop", len(spans))
+            self._window.release(len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class ScoringWorker:
+    """The one thread that runs received batches through the processor."""
+
+    def __init__(
+        self,
+        queue: SpanQueue,
+        processor: SpanProcessor,
+        window: _ExportWindow,
+        metrics: ServeMetrics,
+        chunk: int,
+    ) -> None:
+        self._queue = queue
+        self._processor = processor
+        self._window = window
+        self._metrics = metrics
+        self._chunk = max(1, min(chunk, window.limit))
+        self._deadline: float | None = None
+        self.lost = 0  # spans taken from the queue but not scored before the shutdown deadline
+        self._thread = threading.Thread(target=self._run, name="toolcall-eval-serve-score", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, deadline: float) -> bool:
+        """Wait for the queue to drain (``SpanQueue.close`` first); after ``deadline`` the rest is counted lost."""
+        self._deadline = deadline
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        return not self._thread.is_alive()
+
+    def _get_deadline(self) -> float | None:
+        return self._deadline
+
+    def _run(self) -> None:
+        while (batch := self._queue.take()) is not None:
+            ordered = [span for group in end_order(batch) for span in group]
+            for start in range(0, len(ordered), self._chunk):
+                chunk = ordered[start : start + self._chunk]
+                if not self._window.acquire(len(chunk), self._get_deadline):
+                    self.lost += len(ordered) - start
+                    break
+                on_end = self._processor.on_end  # never raises: the processor forwards every span exactly once
+                for span in chunk:
+                    on_end(span)
+                self._metrics.add(SCORED, len(chunk))

@@ -1,0 +1,138 @@
+"""The scoring service: receivers -> bounded queue -> one scoring thread -> ``ToolCallEvalProcessor`` -> OTLP.
+
+``Service(config).start()`` binds both receivers (a port of 0 picks a free one: read ``http_port`` /
+``grpc_port``); ``stop()`` is the graceful shutdown: refuse new requests (retryable codes, ``/readyz`` 503),
+let those in progress finish, drain the queue through the processor, then flush and shut the processor down
+(which also gives a verdict to traces whose root never came) so the exporter sends everything accepted, all
+within ``serve.shutdown_timeout_seconds``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from otel_toolcall_eval.config import ConfigError, EvalConfig
+from otel_toolcall_eval.exporters import otlp_exporters
+from otel_toolcall_eval.processor import ToolCallEvalProcessor
+from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
+from otel_toolcall_eval.serve.http_receiver import HttpReceiver
+from otel_toolcall_eval.serve.intake import Intake
+from otel_toolcall_eval.serve.metrics import EXPORTED, RECEIVED, SCORED, ServeMetrics
+from otel_toolcall_eval.serve.pipeline import CountingExporter, ScoringWorker, SpanQueue, _ExportWindow
+
+logger = logging.getLogger("otel_toolcall_eval.serve")
+
+
+@dataclass(frozen=True)
+class StopReport:
+    received: int
+    scored: int
+    exported: int
+    export_failed: int
+    lost: int  # accepted but not scored or exported before the deadline
+
+    @property
+    def complete(self) -> bool:
+        return self.lost == 0 and self.export_failed == 0 and self.exported == self.received
+
+
+class Service:
+    """One scoring service. ``span_exporter`` replaces the OTLP exporter built from ``serve.export``."""
+
+    def __init__(
+        self,
+        config: EvalConfig | None = None,
+        *,
+        span_exporter: SpanExporter | None = None,
+        meter_provider: MeterProvider | None = None,
+    ) -> None:
+        config = config or EvalConfig()
+        serve = config.serve
+        self.settings = serve
+        if span_exporter is None:
+            if not serve.export.endpoint:
+                raise ConfigError("serve.export.endpoint: required (or --export-endpoint)")
+            span_exporter, _ = otlp_exporters(serve.export.endpoint, serve.export.protocol)
+        token = None
+        if serve.bearer_token_env is not None:
+            token = os.environ.get(serve.bearer_token_env)
+            if not token:
+                raise ConfigError(f"serve.bearer_token_env: environment variable {serve.bearer_token_env} is not set")
+        self._queue = SpanQueue(serve.max_queue_spans)
+        self.metrics = ServeMetrics(meter_provider, queue_size=self._queue.__len__)
+        window = _ExportWindow(serve.export.max_queue_spans)
+        self._batch = BatchSpanProcessor(
+            CountingExporter(span_exporter, window, self.metrics),
+            max_queue_size=serve.export.max_queue_spans,
+            max_export_batch_size=serve.export.max_batch_spans,
+            schedule_delay_millis=serve.export.schedule_delay_millis,
+        )
+        # Inline: the scoring thread is the service's background worker already, and the processor's own
+        # background queue would make it wait a second time for no gain.
+        inline = config.model_copy(update={"evaluation": config.evaluation.model_copy(update={"mode": "inline"})})
+        self.processor = ToolCallEvalProcessor(self._batch, inline, meter_provider=meter_provider)
+        self._window = window
+        self._worker = ScoringWorker(self._queue, self.processor, window, self.metrics, serve.export.max_batch_spans)
+        self.intake = Intake(self._queue, self.metrics, token, serve.retry_after_seconds, serve.max_message_bytes)
+        self._http: HttpReceiver | None = None
+        self._grpc: GrpcReceiver | None = None
+        self._stopped: StopReport | None = None
+
+    @property
+    def http_port(self) -> int | None:
+        return None if self._http is None else self._http.port
+
+    @property
+    def grpc_port(self) -> int | None:
+        return None if self._grpc is None else self._grpc.port
+
+    def start(self) -> None:
+        serve = self.settings
+        self._worker.start()
+        try:
+            if serve.http_port is not None:
+                self._http = HttpReceiver(serve.host, serve.http_port, self.intake, serve.max_concurrent_requests)
+                self._http.start()
+            if serve.grpc_port is not None:
+                self._grpc = GrpcReceiver(serve.host, serve.grpc_port, self.intake, serve.max_concurrent_requests)
+                self._grpc.start()
+        except OSError:
+            self.stop(timeout=1.0)
+            raise
+
+    def stop(self, timeout: float | None = None) -> StopReport:
+        """Graceful shutdown within ``timeout`` (default ``serve.shutdown_timeout_seconds``); idempotent."""
+        if self._stopped is not None:
+            return self._stopped
+        deadline = time.monotonic() + (self.settings.shutdown_timeout_seconds if timeout is None else timeout)
+        self.intake.closing = True  # new requests: retryable refusals, /readyz 503
+        if self._grpc is not None:
+            self._grpc.stop(grace=max(0.0, min(5.0, deadline - time.monotonic())))
+        if self._http is not None:
+            self._http.stop()
+        self.intake.wait_idle(deadline)
+        self._queue.close()
+        drained = self._worker.join(deadline)
+        remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+        self.processor.force_flush(remaining_ms)
+        self._window.idle(deadline)
+        self.processor.shutdown()  # verdicts for unfinished traces; the BatchSpanProcessor exports the rest
+        received = self.metrics.total(RECEIVED)
+        scored = self.metrics.total(SCORED)
+        report = StopReport(
+            received=received,
+            scored=scored,
+            exported=self.metrics.total(EXPORTED, "ok"),
+            export_failed=self.metrics.total(EXPORTED, "failed"),
+            lost=(received - scored) if drained else max(received - scored, self._worker.lost),
+        )
+        self._stopped = report
+        if not report.complete:
+            logger.warning("toolcall-eval serve: shutdown incomplete: %s", report)
+        return report

@@ -1,0 +1,347 @@
+"""The scoring service on 127.0.0.1, fed by the real OTLP exporters (gRPC and HTTP) and exporting to a real OTLP
+receiver (``otlp_receiver``): the scores it writes equal the in-process processor's for the same spans, a burst
+over capacity is answered with retryable codes and delivered once the sender retries, bad bodies get 4xx and no
+effect on valid ones, and SIGTERM exports everything accepted.
+
+Every wait polls with a deadline; nothing talks to anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcall_eval import ToolCallEvalProcessor
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
+from otel_toolcall_eval.replay.otlp import encode_json
+from otel_toolcall_eval.serve import Service
+from otel_toolcall_eval.serve.metrics import REJECTED_REQUESTS, REJECTED_SPANS, SCORED
+
+from .otlp_receiver import GrpcTraceReceiver, WireSpan
+
+pytestmark = pytest.mark.integration
+
+DEMO_CONFIG = Path(__file__).parents[2] / "src" / "otel_toolcall_eval" / "demo" / "toolcall-eval.yaml"
+FAILURES = dict.fromkeys(FAILURE_CLASSES, 0.3)
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def config_for(receiver: GrpcTraceReceiver, **serve: Any) -> EvalConfig:
+    base = EvalConfig.load(DEMO_CONFIG)
+    export = {"endpoint": receiver.endpoint, "protocol": "grpc", "schedule_delay_millis": 20, **serve.pop("export", {})}
+    data = {"http_port": 0, "grpc_port": 0, "export": export, **serve}
+    return base.model_copy(update={"serve": type(base.serve).model_validate(data)})
+
+
+@pytest.fixture
+def receiver() -> Iterator[GrpcTraceReceiver]:
+    rx = GrpcTraceReceiver()
+    yield rx
+    rx.close()
+
+
+@pytest.fixture
+def service(receiver: GrpcTraceReceiver) -> Iterator[Service]:
+    svc = Service(config_for(receiver))
+    svc.start()
+    yield svc
+    svc.stop(timeout=10)
+
+
+def agent_traces(exporter: SpanExporter | None, config: EvalConfig, traces: int, seed: int) -> list[ReadableSpan]:
+    """Run the scripted agent; its raw spans go to ``exporter``, and the spans the in-process processor scores
+    (the reference) are returned."""
+    reference = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource({"service.name": "agent-under-test", "deployment.environment": "t"}))
+    if exporter is not None:
+        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=20))
+    provider.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(reference), config))
+    agent = ScriptedAgent(provider.get_tracer("agent.scripted", "1.2.3"), seed=seed)
+    for _ in range(traces):
+        agent.run(FAILURES)
+    provider.force_flush()
+    provider.shutdown()
+    return list(reference.get_finished_spans())
+
+
+def wire(spans: Sequence[ReadableSpan]) -> list[WireSpan]:
+    message = encode_spans(spans)
+    return [
+        WireSpan(rs.resource, ss.scope, s) for rs in message.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ]
+
+
+def by_id(spans: Sequence[WireSpan]) -> dict[bytes, WireSpan]:
+    out = {s.span.span_id: s for s in spans}
+    assert len(out) == len(spans), "a span arrived twice"
+    return out
+
+
+def assert_same(received: Sequence[WireSpan], expected: Sequence[WireSpan]) -> None:
+    """Every span as the in-process processor left it: attributes (scores included), ids, parents, events, links,
+    status, times, resource and scope."""
+    got, want = by_id(received), by_id(expected)
+    assert got.keys() == want.keys()
+    for span_id, w in want.items():
+        g = got[span_id]
+        assert g.span == w.span, g.span.name
+        assert g.resource == w.resource
+        assert g.scope == w.scope
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_scores_equal_the_in_process_processor(protocol: str, receiver: GrpcTraceReceiver, service: Service) -> None:
+    exporter: SpanExporter = (
+        GrpcSpanExporter(endpoint=f"http://127.0.0.1:{service.grpc_port}", insecure=True)
+        if protocol == "grpc"
+        else HttpSpanExporter(endpoint=f"http://127.0.0.1:{service.http_port}/v1/traces")
+    )
+    reference = agent_traces(exporter, service.processor.config, traces=12, seed=11)
+    scored = [s for s in reference if any(k.startswith("toolcall_eval.") for k in (s.attributes or {}))]
+    assert len(scored) > 12 and any(
+        (s.attributes or {}).get("toolcall_eval.trace.composite_ok") is False for s in scored
+    )
+    assert_same(receiver.wait_for_spans(len(reference)), wire(reference))
+
+
+def test_json_and_gzip_over_http(receiver: GrpcTraceReceiver, service: Service) -> None:
+    reference = agent_traces(None, service.processor.config, traces=3, seed=5)
+    body = gzip.compress(orjson.dumps(encode_json(_without_scores_all(reference))))  # what the app sent
+    answer = httpx.post(
+        f"http://127.0.0.1:{service.http_port}/v1/traces",
+        content=body,
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        timeout=10,
+    )
+    assert answer.status_code == 200 and answer.json() == {}
+    assert_same(receiver.wait_for_spans(len(reference)), wire(reference))
+
+
+def _without_scores(span: ReadableSpan) -> ReadableSpan:
+    from otel_toolcall_eval.enrich import with_attributes
+
+    attrs = {k: v for k, v in (span.attributes or {}).items() if not k.startswith("toolcall_eval.")}
+    return with_attributes(span, attrs)
+
+
+def _raw_http(port: int, request: bytes) -> int:
+    """Send bytes as they are (no client fixes them up) and return the status of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        head = b""
+        while b"\r\n" not in head:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+def test_bad_payloads_are_refused_and_change_nothing(receiver: GrpcTraceReceiver) -> None:
+    svc = Service(config_for(receiver, max_message_bytes=1024 * 1024))
+    svc.start()
+    try:
+        url = f"http://127.0.0.1:{svc.http_port}"
+        valid = encode_spans(_without_scores_all(agent_traces(None, svc.processor.config, traces=1, seed=2)))
+        pb = {"Content-Type": "application/x-protobuf"}
+        bomb = gzip.compress(b"\0" * (8 * 1024 * 1024))  # 8 MiB inflated from ~8 KiB
+        cases: list[tuple[str, bytes, dict[str, str], int]] = [
+            ("/v1/traces", b"\xff\xfe garbage \x00\x01", pb, 400),
+            ("/v1/traces", valid.SerializeToString()[:-7], pb, 400),  # truncated protobuf
+            ("/v1/traces", b"{not json", {"Content-Type": "application/json"}, 400),
+            ("/v1/traces", b"[1, 2]", {"Content-Type": "application/json"}, 400),
+            ("/v1/traces", valid.SerializeToString(), {"Content-Type": "text/plain"}, 415),
+            ("/v1/traces", b"not gzip", {**pb, "Content-Encoding": "gzip"}, 400),
+            ("/v1/traces", valid.SerializeToString(), {**pb, "Content-Encoding": "br"}, 415),
+            ("/v1/traces", bomb, {**pb, "Content-Encoding": "gzip"}, 413),
+            ("/v1/metrics", valid.SerializeToString(), pb, 404),
+            ("/", b"", pb, 404),
+        ]
+        with httpx.Client(timeout=10) as client:
+            for path, body, headers, status in cases:
+                assert client.post(url + path, content=body, headers=headers).status_code == status, (path, headers)
+            assert client.get(url + "/healthz").status_code == 200
+            assert client.get(url + "/readyz").status_code == 200
+        # a 100 MB body is refused from its Content-Length, before a byte of it is read
+        big = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 104857600\r\n\r\n"
+        assert _raw_http(svc.http_port or 0, big) == 413
+        assert _raw_http(svc.http_port or 0, b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n\r\n") == 411
+        assert svc.metrics.total(SCORED) == 0 and receiver.spans() == []
+        assert svc.metrics.total(REJECTED_REQUESTS) == len(cases) + 2
+        answer = httpx.post(url + "/v1/traces", content=valid.SerializeToString(), headers=pb, timeout=10)
+        assert answer.status_code == 200
+        count = sum(len(ss.spans) for rs in valid.resource_spans for ss in rs.scope_spans)
+        assert len(receiver.wait_for_spans(count)) == count
+    finally:
+        svc.stop(timeout=10)
+
+
+def _without_scores_all(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    return [_without_scores(s) for s in spans]
+
+
+class GatedExporter(SpanExporter):
+    """The real exporter to the receiver, held until the test opens the gate: a next hop that is slow."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.gate = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not self.gate.wait(30):
+            return SpanExportResult.FAILURE
+        return self.inner.export(spans)
+
+    def shutdown(self) -> None:
+        self.gate.set()
+        self.inner.shutdown()
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiver: GrpcTraceReceiver) -> None:
+    gated = GatedExporter(GrpcSpanExporter(endpoint=receiver.endpoint, insecure=True))
+    limits = {"max_queue_spans": 4, "export": {"max_queue_spans": 4, "max_batch_spans": 4}}
+    svc = Service(config_for(receiver, **limits), span_exporter=gated)
+    svc.start()
+    try:
+        # 4 senders x 4 spans; held at once: 4 at the exporter + 4 with the scoring thread + 4 queued = 12 < 16
+        batches = [_plain_spans(4, seed) for seed in range(4)]
+        results: queue.Queue[SpanExportResult] = queue.Queue()
+
+        def send(spans: list[ReadableSpan]) -> None:
+            exporter: SpanExporter = (
+                GrpcSpanExporter(endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, timeout=60)
+                if protocol == "grpc"
+                else HttpSpanExporter(endpoint=f"http://127.0.0.1:{svc.http_port}/v1/traces", timeout=60)
+            )
+            results.put(exporter.export(spans))
+            exporter.shutdown()
+
+        threads = [threading.Thread(target=send, args=(b,)) for b in batches]
+        for t in threads:
+            t.start()
+        wait_until(lambda: svc.metrics.total(REJECTED_SPANS, "queue_full") >= 4, "a request refused as queue_full")
+        gated.gate.set()
+        for t in threads:
+            t.join(60)
+        assert [results.get(timeout=1) for _ in threads] == [SpanExportResult.SUCCESS] * 4
+        sent = {s.context.span_id.to_bytes(8, "big") for b in batches for s in b}
+        wait_until(lambda: len(receiver.spans()) >= 16, "16 spans at the receiver")
+        assert set(by_id(receiver.spans())) == sent  # each exactly once
+    finally:
+        gated.gate.set()
+        svc.stop(timeout=10)
+
+
+def _plain_spans(count: int, seed: int) -> list[ReadableSpan]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("burst")
+    with tracer.start_as_current_span(f"root {seed}"):
+        for i in range(count - 1):
+            with tracer.start_as_current_span(f"child {i}"):
+                pass
+    return list(exporter.get_finished_spans())
+
+
+def test_bearer_token(receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVE_TEST_TOKEN", "s3cret")
+    svc = Service(config_for(receiver, bearer_token_env="SERVE_TEST_TOKEN"))
+    svc.start()
+    try:
+        body = encode_spans(_plain_spans(2, 0)).SerializeToString()
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        pb = {"Content-Type": "application/x-protobuf"}
+        assert httpx.post(url, content=body, headers=pb, timeout=10).status_code == 401
+        wrong = {**pb, "Authorization": "Bearer nope"}
+        assert httpx.post(url, content=body, headers=wrong, timeout=10).status_code == 401
+        grpc_bad = GrpcSpanExporter(endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, timeout=5)
+        assert grpc_bad.export(_plain_spans(2, 1)) is SpanExportResult.FAILURE
+        grpc_ok = GrpcSpanExporter(
+            endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, headers={"authorization": "Bearer s3cret"}
+        )
+        assert grpc_ok.export(_plain_spans(2, 2)) is SpanExportResult.SUCCESS
+        good = {**pb, "Authorization": "Bearer s3cret"}
+        assert httpx.post(url, content=body, headers=good, timeout=10).status_code == 200
+        assert len(receiver.wait_for_spans(4)) == 4
+    finally:
+        svc.stop(timeout=10)
+
+
+def test_sigterm_exports_everything_accepted(receiver: GrpcTraceReceiver) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "otel_toolcall_eval.cli",
+        "serve",
+        "--config",
+        str(DEMO_CONFIG),
+        "--http-port",
+        "0",
+        "--grpc-port",
+        "0",
+        "--export-endpoint",
+        receiver.endpoint,
+        "--shutdown-timeout",
+        "20",
+    ]
+    env = {**os.environ, "COLUMNS": "400"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout or ():
+            lines.put(line)
+        lines.put("")  # end of output
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        first = lines.get(timeout=60)
+        ports = dict(part.split("=", 1) for part in first.split() if "=" in part)
+        reference = agent_traces(
+            HttpSpanExporter(endpoint=f"http://127.0.0.1:{ports['http']}/v1/traces"), EvalConfig.load(DEMO_CONFIG), 5, 3
+        )  # returns after the service answered 200 to every batch
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+        assert_same(receiver.spans(), wire(reference))
+        stopped = [line for line in iter(lambda: lines.get(timeout=10), "") if line.startswith("stopped")]
+        assert stopped and "lost 0" in stopped[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -255,6 +255,16 @@ def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiv
         for t in threads:
             t.start()
         wait_until(lambda: svc.metrics.total(REJECTED_SPANS, "queue_full") >= 4, "a request refused as queue_full")
+        base = f"http://127.0.0.1:{svc.http_port}"
+        answer = httpx.post(
+            base + "/v1/traces",
+            content=encode_spans(_plain_spans(2, 9)).SerializeToString(),
+            headers={"Content-Type": "application/x-protobuf"},
+            timeout=10,
+        )
+        assert (answer.status_code, answer.headers.get("retry-after")) == (429, "1")
+        assert httpx.get(base + "/readyz", timeout=10).status_code == 503  # full: not ready
+        assert httpx.get(base + "/healthz", timeout=10).status_code == 200  # but alive
         gated.gate.set()
         for t in threads:
             t.join(60)
@@ -345,3 +355,79 @@ def test_sigterm_exports_everything_accepted(receiver: GrpcTraceReceiver) -> Non
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def test_a_trace_split_over_requests_gets_one_verdict(receiver: GrpcTraceReceiver, service: Service) -> None:
+    """Per-trace state lives across requests, and each request is scored in end order whatever its span order."""
+    reference = agent_traces(None, service.processor.config, traces=3, seed=8)
+    unscored = _without_scores_all(reference)
+    first, second = unscored[: len(unscored) // 2], unscored[len(unscored) // 2 :]
+    assert {s.context.trace_id for s in first} & {s.context.trace_id for s in second}, "no trace is split"
+    url = f"http://127.0.0.1:{service.http_port}/v1/traces"
+    pb = {"Content-Type": "application/x-protobuf"}
+    for part in (first, second):
+        body = encode_spans(list(reversed(part))).SerializeToString()
+        assert httpx.post(url, content=body, headers=pb, timeout=10).status_code == 200
+    roots = [s for s in reference if s.parent is None]
+    assert len(roots) == 3 and all("toolcall_eval.trace.composite_ok" in (s.attributes or {}) for s in roots)
+    assert_same(receiver.wait_for_spans(len(reference)), wire(reference))
+
+
+def test_grpc_message_over_the_limit_is_resource_exhausted(receiver: GrpcTraceReceiver) -> None:
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    svc = Service(config_for(receiver, max_message_bytes=4096))
+    svc.start()
+    try:
+        spans = [_without_scores(s) for s in _plain_spans(2, 0)]
+        big = encode_spans([_with_attribute(spans[0], "x" * 10_000), spans[1]])
+        with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
+            stub = TraceServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Export(big, timeout=10)
+            assert err.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            stub.Export(encode_spans(spans), timeout=10)  # the next valid message is served
+        assert len(receiver.wait_for_spans(2)) == 2
+    finally:
+        svc.stop(timeout=10)
+
+
+def _with_attribute(span: ReadableSpan, value: str) -> ReadableSpan:
+    from otel_toolcall_eval.enrich import with_attributes
+
+    return with_attributes(span, {**(span.attributes or {}), "padding": value})
+
+
+def test_service_metrics_go_through_the_meter_provider(receiver: GrpcTraceReceiver) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    svc = Service(config_for(receiver), meter_provider=MeterProvider(metric_readers=[reader]))
+    svc.start()
+    try:
+        spans = _plain_spans(3, 0)
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        pb = {"Content-Type": "application/x-protobuf"}
+        assert (
+            httpx.post(url, content=encode_spans(spans).SerializeToString(), headers=pb, timeout=10).status_code == 200
+        )
+        assert httpx.post(url, content=b"junk", headers=pb, timeout=10).status_code == 400
+        receiver.wait_for_spans(3)
+        wait_until(lambda: svc.metrics.total("toolcall_eval.serve.spans.exported", "ok") == 3, "the export count")
+    finally:
+        svc.stop(timeout=10)
+    data = reader.get_metrics_data()
+    points = {
+        (m.name, tuple(sorted(p.attributes.items()))): p.value
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        for p in m.data.data_points
+    }
+    assert points[("toolcall_eval.serve.spans.received", (("protocol", "http"),))] == 3
+    assert points[("toolcall_eval.serve.spans.scored", ())] == 3
+    assert points[("toolcall_eval.serve.spans.exported", (("result", "ok"),))] == 3
+    assert points[("toolcall_eval.serve.requests.rejected", (("reason", "bad_payload"),))] == 1
+    assert points[("toolcall_eval.serve.queue.size", ())] == 0

@@ -431,3 +431,26 @@ def test_service_metrics_go_through_the_meter_provider(receiver: GrpcTraceReceiv
     assert points[("toolcall_eval.serve.spans.exported", (("result", "ok"),))] == 3
     assert points[("toolcall_eval.serve.requests.rejected", (("reason", "bad_payload"),))] == 1
     assert points[("toolcall_eval.serve.queue.size", ())] == 0
+
+
+def test_a_request_the_queue_can_never_take_is_refused_not_retried(receiver: GrpcTraceReceiver) -> None:
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    svc = Service(config_for(receiver, max_queue_spans=4, export={"max_queue_spans": 4, "max_batch_spans": 4}))
+    svc.start()
+    try:
+        six = encode_spans(_plain_spans(6, 0))
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        pb = {"Content-Type": "application/x-protobuf"}
+        assert httpx.post(url, content=six.SerializeToString(), headers=pb, timeout=10).status_code == 413
+        with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
+            with pytest.raises(grpc.RpcError) as err:
+                TraceServiceStub(channel).Export(six, timeout=10)
+            assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert svc.metrics.total(REJECTED_REQUESTS, "too_large") == 2 and svc.metrics.total(SCORED) == 0
+        four = encode_spans(_plain_spans(4, 1))
+        assert httpx.post(url, content=four.SerializeToString(), headers=pb, timeout=10).status_code == 200
+        assert len(receiver.wait_for_spans(4)) == 4
+    finally:
+        svc.stop(timeout=10)

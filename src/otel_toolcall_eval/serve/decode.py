@@ -10,6 +10,7 @@ import zlib
 
 import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
@@ -50,18 +51,27 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
     return out
 
 
-def decode_spans(body: bytes, content_type: str | None) -> list[ReadableSpan]:
+def _counted(message: ExportTraceServiceRequest | TracesData, max_spans: int) -> list[ReadableSpan]:
+    """The spans, once their number is known to fit the queue: a request the queue can never take is refused
+    before a Python object is built per span (retrying it would not help: 413 / INVALID_ARGUMENT)."""
+    count = sum(len(ss.spans) for rs in message.resource_spans for ss in rs.scope_spans)
+    if count > max_spans:
+        raise BadPayload(f"{count} spans in one request; at most {max_spans} (serve.max_queue_spans)", 413)
+    return list(spans_from_request(message))
+
+
+def decode_spans(body: bytes, content_type: str | None, max_spans: int) -> list[ReadableSpan]:
     kind = media_type(content_type)
     try:
         if kind == PROTOBUF:
             message = ExportTraceServiceRequest()
             message.ParseFromString(body)
-            return list(spans_from_request(message))
+            return _counted(message, max_spans)
         if kind == JSON:
             obj = orjson.loads(body)
             if not isinstance(obj, dict):
                 raise BadPayload("an OTLP JSON body is an object with resourceSpans")
-            return list(spans_from_request(request_from_json(obj)))
+            return _counted(request_from_json(obj), max_spans)
     except BadPayload:
         raise
     except Exception as exc:  # noqa: BLE001 - protobuf, JSON and span errors alike mean a bad body
@@ -69,9 +79,11 @@ def decode_spans(body: bytes, content_type: str | None) -> list[ReadableSpan]:
     raise BadPayload(f"unsupported Content-Type {kind[:60]!r}: use {PROTOBUF} or {JSON}", 415)
 
 
-def spans_from_message(message: ExportTraceServiceRequest) -> list[ReadableSpan]:
+def spans_from_message(message: ExportTraceServiceRequest, max_spans: int) -> list[ReadableSpan]:
     """The gRPC receiver's path (gRPC has decoded and decompressed the message already)."""
     try:
-        return list(spans_from_request(message))
+        return _counted(message, max_spans)
+    except BadPayload:
+        raise
     except Exception as exc:  # noqa: BLE001
         raise BadPayload(f"not a valid OTLP trace request ({type(exc).__name__})") from None

@@ -40,9 +40,9 @@ class _Servicer(TraceServiceServicer):
                 intake.reject("unauthenticated")
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
             try:
-                spans = spans_from_message(request)
+                spans = spans_from_message(request, intake.queue.max_spans)
             except BadPayload as exc:
-                intake.reject("bad_payload")
+                intake.reject("too_large" if exc.status == 413 else "bad_payload")
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             outcome = intake.admit(spans, "grpc")
             if outcome is not Admission.ACCEPTED:

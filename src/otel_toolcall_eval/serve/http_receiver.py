@@ -78,6 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
             spans = decode_spans(
                 decompress(body, self.headers.get("Content-Encoding"), intake.max_bytes),
                 self.headers.get("Content-Type"),
+                intake.queue.max_spans,
             )
         except BadPayload as exc:
             intake.reject("too_large" if exc.status == 413 else "bad_payload")

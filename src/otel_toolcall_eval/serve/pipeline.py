@@ -172,13 +172,21 @@ class ScoringWorker:
 
     def _run(self) -> None:
         while (batch := self._queue.take()) is not None:
-            ordered = [span for group in end_order(batch) for span in group]
-            for start in range(0, len(ordered), self._chunk):
-                chunk = ordered[start : start + self._chunk]
-                if not self._window.acquire(len(chunk), self._get_deadline):
-                    self.lost += len(ordered) - start
-                    break
-                on_end = self._processor.on_end  # never raises: the processor forwards every span exactly once
-                for span in chunk:
-                    on_end(span)
-                self._metrics.add(SCORED, len(chunk))
+            try:
+                self._score(batch)
+            except Exception:
+                self.lost += len(batch)
+                logger.warning("toolcall-eval serve: scoring a batch failed", exc_info=True)
+
+    def _score(self, batch: list[ReadableSpan]) -> None:
+        """One batch, trace by trace in end order, in chunks the export window has room for."""
+        ordered = [span for group in end_order(batch) for span in group]
+        for start in range(0, len(ordered), self._chunk):
+            chunk = ordered[start : start + self._chunk]
+            if not self._window.acquire(len(chunk), self._get_deadline):
+                self.lost += len(ordered) - start
+                break
+            on_end = self._processor.on_end  # never raises: the processor forwards every span exactly once
+            for span in chunk:
+                on_end(span)
+            self._metrics.add(SCORED, len(chunk))

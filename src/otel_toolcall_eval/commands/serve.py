@@ -1,7 +1,8 @@
 """``otel-toolcall-eval serve``: the scoring service, configured by the ``serve:`` section and a few flags.
 
 Runs until SIGTERM or SIGINT, then shuts down gracefully (see ``otel_toolcall_eval.serve.Service.stop``); exits 0
-when everything accepted was exported, 1 when the deadline or the next hop lost spans, 2 on a bad config.
+when everything accepted was exported, 1 when the deadline or the next hop lost spans, 2 on a bad config
+(``errors.ExitCode``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 from rich.console import Console
 
+from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.config.serve import ServeConfig
+from otel_toolcall_eval.errors import ExitCode
 
 # flag -> field of ``serve:`` it overrides
 _FLAGS = {
@@ -37,7 +40,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--export-endpoint", help="the next hop, e.g. http://127.0.0.1:4317")
     parser.add_argument("--export-protocol", choices=["grpc", "http"])
     parser.add_argument("--prometheus-port", type=int, help="expose the metrics for Prometheus on this port")
-    parser.add_argument("--shutdown-timeout", type=float, help="seconds to drain and export on SIGTERM")
+    parser.add_argument("--shutdown-timeout", type=finite, help="seconds to drain and export on SIGTERM")
     parser.set_defaults(func=run)
 
 
@@ -91,7 +94,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     if meter_provider is not None:
         meter_provider.shutdown()
-    return 0 if report.complete else 1
+    # 1 (the gate code): the service's own guarantee, everything accepted exported, did not hold
+    return ExitCode.OK if report.complete else ExitCode.GATE_FAILED
 
 
 def _meter_provider(serve: ServeConfig) -> Any:

@@ -313,6 +313,13 @@ def test_bearer_token(receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPat
         svc.stop(timeout=10)
 
 
+def _free_port() -> int:
+    """A port free a moment ago (the Prometheus client takes no port 0 it could report back)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def test_sigterm_exports_everything_accepted(receiver: GrpcTraceReceiver) -> None:
     cmd = [
         sys.executable,
@@ -329,6 +336,8 @@ def test_sigterm_exports_everything_accepted(receiver: GrpcTraceReceiver) -> Non
         receiver.endpoint,
         "--shutdown-timeout",
         "20",
+        "--prometheus-port",
+        str(prometheus_port := _free_port()),
     ]
     env = {**os.environ, "COLUMNS": "400"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -346,6 +355,9 @@ def test_sigterm_exports_everything_accepted(receiver: GrpcTraceReceiver) -> Non
         reference = agent_traces(
             HttpSpanExporter(endpoint=f"http://127.0.0.1:{ports['http']}/v1/traces"), EvalConfig.load(DEMO_CONFIG), 5, 3
         )  # returns after the service answered 200 to every batch
+        scrape = httpx.get(f"http://127.0.0.1:{prometheus_port}/metrics", timeout=10).text
+        received = [line for line in scrape.splitlines() if line.startswith("toolcall_eval_serve_spans_received_total")]
+        assert received and float(received[0].rsplit(" ", 1)[1]) == len(reference)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
         assert_same(receiver.spans(), wire(reference))

@@ -43,6 +43,7 @@ COMMANDS: tuple[str, ...] = (
     "otel_toolcall_eval.commands.dataset",
     "otel_toolcall_eval.commands.eval",
     "otel_toolcall_eval.commands.serve",
+    "otel_toolcall_eval.commands.pr_comment",
 )
 
 

@@ -380,3 +380,19 @@ def test_the_action_with_comment_false_writes_the_summary_only(
     code, _ = _run_action(tmp_path, github, inputs)
     assert code == 0 and github.requests == []
     assert "Tool-call evaluation passed" in (tmp_path / "summary.md").read_text()
+
+
+def test_the_documented_workflows_use_only_the_actions_inputs() -> None:
+    inputs = set(yaml.safe_load((ROOT / "action.yml").read_text())["inputs"])
+    docs = (ROOT / "docs" / "ci.md").read_text() + (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```(?:yaml|text)\n(.*?)```", docs, re.S)
+    used = []
+    for block in blocks:
+        if "otel-toolcall-eval@" not in block:
+            continue
+        loaded = yaml.safe_load(block)
+        steps = loaded["jobs"]["gate"]["steps"] if isinstance(loaded, dict) else loaded
+        used += [step["with"] for step in steps if "otel-toolcall-eval@" in step.get("uses", "")]
+    assert len(used) == 2
+    for given in used:
+        assert set(given) <= inputs and {"dataset", "runs"} <= set(given)

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from otel_toolcall_eval.commands._types import finite
+from otel_toolcall_eval.commands import agreement
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.errors import ExitCode, UsageError
@@ -51,6 +52,7 @@ def register(sub: Any) -> None:
         "--flagged", type=_share, default=0.05, help="share of calls the checks flag as failed (default 0.05)"
     )
     check.set_defaults(func=run_check)
+    agreement.register(judge_sub)
 
 
 def even_pace(config: JudgeConfig, traffic: float, flagged: float, now: float) -> tuple[float, float, float | None]:

@@ -39,6 +39,7 @@ class FakeGitHub:
     requests: list[tuple[str, str]] = field(default_factory=list)
     auth: list[str] = field(default_factory=list)
     fail: dict[str, int] = field(default_factory=dict)  # method -> status to answer instead
+    flaky: list[tuple[str, int]] = field(default_factory=list)  # (method, status) answered once each, first
     url: str = ""
     next_id: int = 1000
 
@@ -71,6 +72,9 @@ def github() -> Iterator[FakeGitHub]:
             fake.auth.append(self.headers.get("Authorization", ""))
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
+            if fake.flaky and fake.flaky[0][0] == method:
+                self._send(fake.flaky.pop(0)[1], {"message": "Server Error"})
+                return
             if method in fake.fail:
                 self._send(fake.fail[method], {"message": "Resource not accessible by integration"})
                 return
@@ -129,6 +133,7 @@ def env(tmp_path: Path, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> 
     }
     for k, v in values.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setattr("otel_toolcall_eval.commands.pr_comment.BACKOFF", 0.0)
     return values
 
 
@@ -210,6 +215,24 @@ def test_other_api_errors_exit_2_with_the_status(
     assert main(["pr-comment", "--report", str(_report(tmp_path, "r\n"))]) == 2
     err = capsys.readouterr().err
     assert "GitHub API" in err and "500" in err and "Traceback" not in err
+    assert [m for m, _ in github.requests] == ["GET"] * 3  # retried twice, then given up
+
+
+def test_transient_errors_are_retried_but_a_create_is_not(
+    tmp_path: Path, github: FakeGitHub, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    github.flaky = [("GET", 502), ("GET", 429)]
+    assert main(["pr-comment", "--report", str(_report(tmp_path, "r\n"))]) == 0
+    assert [m for m, _ in github.requests] == ["GET", "GET", "GET", "POST"] and len(_own(github)) == 1
+    github.flaky = [("PATCH", 503)]
+    assert main(["pr-comment", "--report", str(_report(tmp_path, "s\n"))]) == 0
+    assert _own(github)[0]["body"].endswith("s\n")
+    github.comments.clear()
+    github.requests.clear()
+    github.flaky = [("POST", 502)]  # a retried POST might comment twice
+    assert main(["pr-comment", "--report", str(_report(tmp_path, "r\n"))]) == 2
+    assert [m for m, _ in github.requests] == ["GET", "POST"]
+    assert "502" in capsys.readouterr().err
 
 
 def test_an_unreachable_api_exits_2(tmp_path: Path, env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,14 @@ import httpx
 import orjson
 from rich.console import Console
 from rich.markup import escape
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from otel_toolcall_eval.cli import UsageError
 
@@ -31,6 +39,8 @@ TRUNCATED = (
     "\n\n---\n_The report was cut to fit a comment ({limit:,} characters): the full report is in the job summary._\n"
 )
 DEGRADED = (403, 404)  # a fork's token may not comment: the job summary still carries the report
+RETRIES = 2  # GET and PATCH only, on 429, 5xx and transport errors: a retried POST could comment twice
+BACKOFF = 1.0  # seconds before the first retry, doubling (a seam for tests)
 
 
 def register(sub: Any) -> None:
@@ -109,6 +119,30 @@ def _headers(token: str) -> dict[str, str]:
     }
 
 
+def _transient(response: httpx.Response) -> bool:
+    return response.status_code == 429 or response.status_code >= 500
+
+
+def _last(state: RetryCallState) -> Any:
+    assert state.outcome is not None
+    return state.outcome.result()  # the last answer (or the last transport error, raised)
+
+
+def _send(client: httpx.Client, method: str, url: str, body: dict[str, str] | None = None) -> httpx.Response:
+    """One request; GET and PATCH (idempotent) retried with backoff on transient failures (tenacity)."""
+    if method == "POST":
+        return client.request(method, url, json=body)
+    retrying = Retrying(
+        stop=stop_after_attempt(RETRIES + 1),
+        wait=wait_exponential(multiplier=BACKOFF),
+        retry=retry_if_exception_type(httpx.TransportError) | retry_if_result(_transient),
+        retry_error_callback=_last,
+        reraise=True,
+    )
+    response: httpx.Response = retrying(client.request, method, url, json=body)
+    return response
+
+
 def _check(response: httpx.Response) -> Any:
     if response.is_success:
         try:
@@ -127,9 +161,9 @@ def _upsert(client: httpx.Client, repo: str, number: int, body: str) -> tuple[st
     """Edit this tool's earlier comment if the pull request has one, else create it: ("updated"|"created", url)."""
     existing = _find_own(client, repo, number)
     if existing is not None:
-        data = _check(client.patch(f"/repos/{repo}/issues/comments/{existing}", json={"body": body}))
+        data = _check(_send(client, "PATCH", f"/repos/{repo}/issues/comments/{existing}", {"body": body}))
         return "updated", str(data.get("html_url", ""))
-    data = _check(client.post(f"/repos/{repo}/issues/{number}/comments", json={"body": body}))
+    data = _check(_send(client, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body}))
     return "created", str(data.get("html_url", ""))
 
 
@@ -140,7 +174,7 @@ def _find_own(client: httpx.Client, repo: str, number: int) -> int | None:
     for _ in range(MAX_PAGES):
         if url is None:
             return None
-        response = client.get(url)
+        response = _send(client, "GET", url)
         page = _check(response)
         if not isinstance(page, list):
             raise _ApiError("GET", response.request.url.path, response.status_code, "the comment list is not a list")

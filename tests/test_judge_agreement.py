@@ -75,7 +75,7 @@ def test_the_command_prints_each_question_and_writes_markdown(
     assert "[red]yes[/red]" in out  # untrusted labels print as text, never as markup
     text = markdown.read_text()
     assert f"#### `{Q}`" in text and "| appropriate | 8 | 2 | 1 |" in text
-    assert "no\\|&lt;b&gt;" in text and "<b>" not in text  # escaped in the Markdown too
+    assert "no\\|&lt;b>" in text and "<b>" not in text  # escaped in the Markdown too (the project's escaper)
     assert "#### `custom_q`" in text and "weighted" not in text.split("#### `custom_q`")[1]  # nominal: no scale
 
 

@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from otel_toolcall_eval._files import write_atomically
+from otel_toolcall_eval._text import markdown_code, markdown_text, terminal_safe
 from otel_toolcall_eval.checks.agreement import (
     MAX_RESAMPLES,
     Agreement,
@@ -31,10 +33,11 @@ from otel_toolcall_eval.checks.agreement import (
     kappa_from_matrix,
     krippendorff_alpha,
 )
-from otel_toolcall_eval.cli import UsageError, finite
+from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import BUILTIN, QuestionConfig
-from otel_toolcall_eval.dataset.labels import Labelled, LabelsError, read_labels
+from otel_toolcall_eval.dataset.labels import Labelled, read_labels
+from otel_toolcall_eval.errors import ExitCode, UsageError
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if not 1 <= args.resamples <= MAX_RESAMPLES:
         raise UsageError(f"--resamples: {args.resamples} is not between 1 and {MAX_RESAMPLES:,}")
     scales = _scales(args.config)
-    try:
-        records = read_labels(args.labels, {q: s.labels for q, s in scales.items()})
-    except LabelsError as exc:
-        raise UsageError(str(exc)) from None
+    records = read_labels(args.labels, {q: s.labels for q, s in scales.items()})  # LabelsError: exit 2
     if not records:
         raise UsageError(f"{args.labels}: no labelled items")
     weights: Weights | None = None if args.weights == "none" else args.weights
@@ -94,9 +94,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for result in results:
         _print(result, args.confidence, console)
     if args.markdown:
-        args.markdown.write_text(render_markdown(results, args.confidence), encoding="utf-8")
-        console.print(Text(f"markdown: {args.markdown}"))
-    return 0
+        with write_atomically(args.markdown) as handle:
+            handle.write(render_markdown(results, args.confidence))
+        console.print(Text(terminal_safe(f"markdown: {args.markdown}")))
+    return ExitCode.OK
 
 
 def _scales(config_path: Path | None) -> dict[str, Scale]:
@@ -218,38 +219,35 @@ def _per_label(result: QuestionAgreement) -> list[tuple[str, str, str, str, str]
 
 
 def _print(result: QuestionAgreement, confidence: float, console: Console) -> None:
-    summary = Table(title=Text(f"judge agreement: {result.question}"), show_header=False, title_justify="left")
+    title = Text(terminal_safe(f"judge agreement: {result.question}"))
+    summary = Table(title=title, show_header=False, title_justify="left")
     for name, value in _rows(result, confidence):
-        summary.add_row(Text(name), Text(value))
+        summary.add_row(Text(terminal_safe(name)), Text(terminal_safe(value)))
     console.print(summary)
     labels = Table("label", "human rate", "judge rate", "precision", "recall")
     for row in _per_label(result):
-        labels.add_row(*(Text(cell) for cell in row))
+        labels.add_row(*(Text(terminal_safe(cell)) for cell in row))
     console.print(labels)
     matrix = Table(title=Text("confusion (rows: human, columns: judge)"), title_justify="left")
     for header in ("", *result.stats.labels):
-        matrix.add_column(Text(header))
+        matrix.add_column(Text(terminal_safe(header)))
     for label, counts in zip(result.stats.labels, result.stats.matrix, strict=True):
-        matrix.add_row(Text(label), *(Text(str(c)) for c in counts))
+        matrix.add_row(Text(terminal_safe(label)), *(Text(str(c)) for c in counts))
     console.print(matrix)
-
-
-def _md(text: str) -> str:
-    """Safe in a table cell: no pipe, no tag, no line break (labels may come from anywhere)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(results: Sequence[QuestionAgreement], confidence: float) -> str:
     """The same tables as Markdown: a section to add below the gate's report in the pull-request comment."""
     out = ["### Judge agreement with human labels (not gated)", ""]
     for result in results:
-        out += [f"#### `{_md(result.question)}`", "", "| | |", "|---|---|"]
-        out += [f"| {_md(name)} | {_md(value)} |" for name, value in _rows(result, confidence)]
+        out += [f"#### `{markdown_code(result.question)}`", "", "| | |", "|---|---|"]
+        out += [f"| {markdown_text(name)} | {markdown_text(value)} |" for name, value in _rows(result, confidence)]
         out += ["", "| label | human rate | judge rate | precision | recall |", "|---|---|---|---|---|"]
-        out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in _per_label(result)]
+        out += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in _per_label(result)]
         labels = result.stats.labels
-        out += ["", "| human \\ judge | " + " | ".join(_md(x) for x in labels) + " |", "|---" * (len(labels) + 1) + "|"]
+        header = " | ".join(markdown_text(x) for x in labels)
+        out += ["", f"| human \\ judge | {header} |", "|---" * (len(labels) + 1) + "|"]
         for label, row in zip(labels, result.stats.matrix, strict=True):
-            out.append(f"| {_md(label)} | " + " | ".join(str(c) for c in row) + " |")
+            out.append(f"| {markdown_text(label)} | " + " | ".join(str(c) for c in row) + " |")
         out.append("")
     return "\n".join(out)

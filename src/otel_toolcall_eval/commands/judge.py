@@ -16,8 +16,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.commands import agreement
+from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.errors import ExitCode, UsageError

@@ -27,7 +27,8 @@ from tenacity import (
     wait_exponential,
 )
 
-from otel_toolcall_eval.cli import UsageError
+from otel_toolcall_eval._text import terminal_safe
+from otel_toolcall_eval.errors import ExitCode, UsageError
 
 MARKER = "<!-- otel-toolcall-eval -->"
 MAX_COMMENT = 65_536  # GitHub rejects a longer issue-comment body (characters)
@@ -70,18 +71,18 @@ def run(args: argparse.Namespace, console: Console) -> int:
         _append_summary(Path(summary), body)
         console.print("job summary: written")
     if not args.comment:
-        return 0
+        return ExitCode.OK
     repo = args.repo or os.environ.get("GITHUB_REPOSITORY")
     number = args.pr if args.pr is not None else _pr_number(os.environ.get("GITHUB_EVENT_PATH"))
     token = os.environ.get("GITHUB_TOKEN")
     if number is None:
         console.print("[yellow]note:[/] not a pull-request event (no PR number): job summary only")
-        return 0
+        return ExitCode.OK
     if not repo or "/" not in repo:
         raise UsageError(f"--repo: expected owner/name, got {repo!r} (or set $GITHUB_REPOSITORY)")
     if not token:
         console.print("[yellow]warning:[/] $GITHUB_TOKEN is not set: no pull-request comment, job summary only")
-        return 0
+        return ExitCode.OK
     api = (args.api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com").rstrip("/")
     comment = _cap(MARKER + "\n" + body, MAX_COMMENT)
     try:
@@ -89,18 +90,19 @@ def run(args: argparse.Namespace, console: Console) -> int:
             action, url = _upsert(client, repo, number, comment)
     except _ApiError as exc:
         if exc.status in DEGRADED:
+            detail = escape(terminal_safe(exc.detail))
             console.print(
-                f"[yellow]warning:[/] GitHub answered {exc.status} ({escape(exc.detail)}): the token may not comment "
+                f"[yellow]warning:[/] GitHub answered {exc.status} ({detail}): the token may not comment "
                 "(a fork's pull request gets a read-only token); job summary only",
                 highlight=False,
                 soft_wrap=True,
             )
-            return 0
+            return ExitCode.OK
         raise UsageError(f"GitHub API: {exc}") from None
     except httpx.HTTPError as exc:
         raise UsageError(f"GitHub API at {api}: {type(exc).__name__}: {exc}") from None
-    console.print(f"pull-request comment {action}: {escape(url)}", highlight=False, soft_wrap=True)
-    return 0
+    console.print(f"pull-request comment {action}: {escape(terminal_safe(url))}", highlight=False, soft_wrap=True)
+    return ExitCode.OK
 
 
 class _ApiError(Exception):

@@ -197,13 +197,16 @@ def test_a_read_only_token_degrades_to_the_job_summary(
     github: FakeGitHub,
     env: dict[str, str],
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     method: str,
     status: int,
 ) -> None:
     github.fail[method] = status
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
     assert main(["pr-comment", "--report", str(_report(tmp_path, "the report\n"))]) == 0
     out = capsys.readouterr().out
     assert "warning" in out and str(status) in out and "job summary only" in out
+    assert f"\n::warning title=otel-toolcall-eval::no pull-request comment (GitHub answered {status})" in out
     assert github.comments == []
     assert "the report" in Path(env["GITHUB_STEP_SUMMARY"]).read_text()
 
@@ -289,7 +292,7 @@ def test_bad_inputs_exit_2(
     broken.write_text("{not json")
     assert main(["pr-comment", "--report", str(_report(tmp_path, "r\n"))]) == 2
     assert "$GITHUB_EVENT_PATH" in capsys.readouterr().err
-    assert main(["pr-comment", "--report", str(_report(tmp_path, "r\n")), "--pr", "3", "--repo", "noslash"]) == 2
+    assert main(["pr-comment", "--report", str(_report(tmp_path, "r\n")), "--pr", "3", "--repo", "no/../slash"]) == 2
     assert "--repo" in capsys.readouterr().err
 
 

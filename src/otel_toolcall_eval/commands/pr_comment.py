@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if number is None:
         console.print("[yellow]note:[/] not a pull-request event (no PR number): job summary only")
         return ExitCode.OK
-    if not repo or "/" not in repo:
+    if not repo or not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
         raise UsageError(f"--repo: expected owner/name, got {repo!r} (or set $GITHUB_REPOSITORY)")
     if not token:
         console.print("[yellow]warning:[/] $GITHUB_TOKEN is not set: no pull-request comment, job summary only")
@@ -97,6 +98,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 highlight=False,
                 soft_wrap=True,
             )
+            if os.environ.get("GITHUB_ACTIONS") == "true":  # an annotation on the run's page, not only in the log
+                console.print(
+                    f"::warning title=otel-toolcall-eval::no pull-request comment (GitHub answered {exc.status}); "
+                    "the report is in the job summary",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
             return ExitCode.OK
         raise UsageError(f"GitHub API: {exc}") from None
     except httpx.HTTPError as exc:

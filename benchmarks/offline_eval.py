@@ -30,6 +30,7 @@ from typing import Any
 
 from benchmarks.harness import Comparison, Figure, Sizes, at_most, interleave, mib, run_child, unavailable
 from benchmarks.offline_cases import (
+    CITIES,
     actual_calls,
     arguments_object,
     cycle,
@@ -248,6 +249,68 @@ def _throughput_figures(sizes: Sizes) -> list[Figure]:
     ]
 
 
+MATCHING_SIZES = (1, 2, 3, 5, 10)
+
+
+def _matching_inputs(n: int, same_tool: bool) -> tuple[Any, Any, Any]:
+    """One case of ``n`` expected calls and its run: one tool called ``n`` times (the calls reversed, each
+    expected call leaving ``unit`` open or pinning it), or ``n`` distinct tools called once each."""
+    import orjson
+
+    from otel_toolcall_eval import EvalConfig
+    from otel_toolcall_eval.dataset.models import DatasetCase
+    from otel_toolcall_eval.offline.prepare import Preparer
+    from otel_toolcall_eval.offline.runs import parse_run_line
+
+    names = ["get_weather" if same_tool else f"tool_{k}" for k in range(n)]
+    expected: list[dict[str, Any]] = [
+        {"name": name, "args": {"city": CITIES[k % len(CITIES)], **({"unit": "C"} if k % 2 else {})}}
+        for k, name in enumerate(names)
+    ]
+    made = [{"name": e["name"], "arguments": {"unit": "C", **e["args"]}} for e in expected]
+    prep = Preparer(EvalConfig())
+    case = DatasetCase.model_validate({"id": "m", "user_input": "u", "expected_tool_calls": expected})
+    run = parse_run_line("runs", 1, orjson.dumps({"id": "m", "tool_calls": made[::-1]}))
+    return prep.prepare(case, 1), run, prep
+
+
+def matching_costs(repeat: int) -> dict[str, dict[int, float]]:
+    """ns per ``score_case`` for 1-10 calls: all of one tool (an optimal assignment) and all distinct (none)."""
+    from otel_toolcall_eval.offline.score import score_case
+
+    out: dict[str, dict[int, float]] = {"same_tool": {}, "distinct_tools": {}}
+    for kind, same in (("same_tool", True), ("distinct_tools", False)):
+        for n in MATCHING_SIZES:
+            case, run, prep = _matching_inputs(n, same)
+            if not score_case(case, run, prep).passed:
+                raise AssertionError(f"the matching case of {n} {kind} calls did not pass")
+            best = float("inf")
+            for _ in range(5):  # the best of five rounds: this figure is information, not a target
+                t0 = time.perf_counter_ns()
+                for _ in range(repeat):
+                    score_case(case, run, prep)
+                best = min(best, (time.perf_counter_ns() - t0) / repeat)
+            out[kind][n] = best
+    return out
+
+
+def _matching_figure(sizes: Sizes) -> Figure:
+    costs = matching_costs(max(20, sizes.offline_cases // 10))
+    same, distinct = costs["same_tool"], costs["distinct_tools"]
+    top = MATCHING_SIZES[-1]
+    return Figure(
+        "offline.matching",
+        f"offline scoring of one case of n calls of one tool (optimal pairing), n = {', '.join(map(str, same))}",
+        ", ".join(f"{n}: {v / 1000:.0f} us" for n, v in same.items()),
+        ", ".join(f"{n}: {v / 1000:.0f} us" for n, v in distinct.items()) + " (n distinct tools)",
+        same[top] / distinct[top],
+        "-",
+        "info",
+        note=f"ratio: {top} calls of one tool against {top} distinct tools",
+        data={"unit": "ns/case", "same_tool": same, "distinct_tools": distinct},
+    )
+
+
 def _run_eval(folder: Path, cases: int) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one ``otel-toolcall-eval eval`` run over ``cases`` cases.
 
@@ -330,7 +393,7 @@ def run(sizes: Sizes) -> list[Figure]:
             unavailable("offline.vs_ragas", "offline scoring vs Ragas ToolCallF1", f"<= {RAGAS_TARGET}x", peers),
             unavailable("offline.vs_deepeval", "offline scoring vs DeepEval", f"<= {DEEPEVAL_TARGET}x", peers),
         ]
-    return figures + _end_to_end_figures(sizes)
+    return [*figures, _matching_figure(sizes), *_end_to_end_figures(sizes)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -425,3 +425,71 @@ def test_case_metrics_agree_with_the_metric_functions(expected: list[str], actua
     assert (result.precision, result.recall, result.f1) == (s.precision, s.recall, s.f1)
     assert result.order is not None and result.order.score == order_score(expected, actual).score
     assert result.passed == (sorted(expected) == sorted(actual))
+
+
+# --- pairing: an optimal assignment, so the order of the calls never changes the verdict ------------------
+
+WEATHER = [
+    {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
+]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_an_unconstrained_optional_key_does_not_take_the_call_another_expected_call_needed(reverse: bool) -> None:
+    # BFCL parallel_136 in miniature: the first expected call leaves `unit` open, the second needs celsius
+    expected = [
+        {"name": "get_weather", "args": {"city": "Paris"}, "batch": 1},
+        {"name": "get_weather", "args": {"city": "Paris", "unit": "celsius"}, "batch": 1},
+    ]
+    calls = [
+        {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}, "batch": 1},
+        {"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}, "batch": 1},
+    ]
+    result = _score(_case(expected, available_tools=WEATHER), calls[::-1] if reverse else calls)
+    assert result.passed and result.args_correct == 2 == result.pairs
+    assert sorted(j for _, _, j in result.pair_verdicts) == [0, 1]  # each call answers one expected call
+
+
+def test_pairing_prefers_the_closest_call_when_none_passes() -> None:
+    expected = [{"name": "get_weather", "args": {"city": "Rome", "unit": "celsius"}}]
+    calls = [
+        {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "kelvin"}},
+        {"name": "get_weather", "arguments": {"city": "Rome", "unit": "kelvin"}},
+    ]
+    result = _score(_case(expected, available_tools=WEATHER), calls)
+    assert not result.passed and result.reasons[-1] == "get_weather arguments differ: unit"
+
+
+@settings(max_examples=60)
+@given(st.permutations([("Paris", None), ("Paris", "celsius"), ("Rome", None), ("Rome", "kelvin")]), st.data())
+def test_the_verdict_does_not_depend_on_the_order_of_the_calls(specs: list[tuple[str, str | None]], data: Any) -> None:
+    def args(city: str, unit: str | None) -> dict[str, str]:
+        return {"city": city} if unit is None else {"city": city, "unit": unit}
+
+    expected = [{"name": "get_weather", "args": args(c, u)} for c, u in specs]
+    made = [{"name": "get_weather", "arguments": args(c, u or "celsius")} for c, u in specs]
+    first = _score(_case(expected, available_tools=WEATHER), made)
+    shuffled = _score(_case(expected, available_tools=WEATHER), data.draw(st.permutations(made)))
+    assert first.passed and shuffled.passed
+    assert (shuffled.args_correct, shuffled.pairs) == (first.args_correct, first.pairs) == (4, 4)
+
+
+def test_when_no_pairing_passes_the_assignment_keeps_each_call_with_its_closest_expected_call() -> None:
+    expected = [
+        {"name": "get_weather", "args": {"city": "Rome", "unit": "celsius", "days": 3}},
+        {"name": "get_weather", "args": {"city": "Oslo", "unit": "kelvin", "days": 5}},
+    ]
+    calls = [
+        {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius", "days": 5}},
+        {"name": "get_weather", "arguments": {"city": "Rome", "unit": "kelvin", "days": 3}},
+    ]
+    result = _score(_case(expected, available_tools=WEATHER), calls)
+    assert [j for _, _, j in result.pair_verdicts] == [1, 0]  # first-fit would pair Rome with Oslo
+    assert result.reasons == ["get_weather arguments differ: unit"] * 2

@@ -211,6 +211,22 @@ class ArgumentVerdict:
         return self.failed is None
 
 
+def closeness(verdict: ArgumentVerdict) -> tuple[bool, float]:
+    """(passed, how close in [0, 1]) of a verdict: the weight of a pair when calls are paired (checks.pairing).
+
+    A call that did not parse or fails its schema is not close at all; a value mismatch is closer the fewer
+    keys differ; a free-text miss is closer than any value mismatch, by its similarity.
+    """
+    failed = verdict.failed
+    if failed is None:
+        return True, 1.0
+    if failed == "required":
+        return False, 0.5 / max(len(verdict.mismatched), 1)
+    if failed == "free_text":
+        return False, 0.5 + 0.5 * (verdict.similarity or 0.0)
+    return False, 0.0
+
+
 PASSED = ArgumentVerdict(None)
 PARSE_FAILED = ArgumentVerdict("parse")
 SCHEMA_FAILED = ArgumentVerdict("schema")

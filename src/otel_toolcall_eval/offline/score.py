@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_toolcall_eval.checks.argument_match import PASSED, ArgumentVerdict, match_arguments
+from otel_toolcall_eval.checks.argument_match import ArgumentVerdict, closeness, match_arguments
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
 from otel_toolcall_eval.checks.order import EXACT, OrderScore, order_score
+from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
 from otel_toolcall_eval.dataset.models import ExpectedCall
 from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons, policy_violations_of
@@ -222,7 +223,7 @@ def _against(
     verdicts: list[tuple[str, ArgumentVerdict, int]] = []
     pairs = args_correct = required_checked = required_ok = 0
     lowest: float | None = None
-    used: list[bool] | None = None
+    assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # expected position -> (call, verdict)
     for position, spec in enumerate(ref.calls):
         if same:
             chosen = position
@@ -231,26 +232,18 @@ def _against(
             candidates = by_name.get(spec.name)
             if not candidates:
                 continue
-            chosen = -1
-            chosen_verdict = PASSED
             if len(candidates) == 1 and ref.counts[spec.name] == 1:
                 chosen = candidates[0]  # one call of the tool: nothing to choose
                 chosen_verdict = _verdict(spec, checks[chosen], prep)
-            else:  # several calls of the tool: prefer one whose arguments pass
-                if used is None:
-                    used = [False] * len(checks)
-                for j in candidates:
-                    if used[j]:
-                        continue
-                    verdict = _verdict(spec, checks[j], prep)
-                    if verdict.failed is None:
-                        chosen, chosen_verdict = j, verdict
-                        break
-                    if chosen < 0:
-                        chosen, chosen_verdict = j, verdict
-                if chosen < 0:
-                    continue
-                used[chosen] = True
+            else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
+                if assigned is None:
+                    assigned = {}
+                if position not in assigned:
+                    _assign(spec.name, ref, candidates, checks, prep, assigned)
+                found = assigned[position]
+                if found is None:
+                    continue  # more expected than actual calls of the tool: this one is unmatched
+                chosen, chosen_verdict = found
         pairs += 1
         failed = chosen_verdict.failed
         if failed is None:
@@ -276,6 +269,23 @@ def _against(
     if ok and case.ordered and result.order is not None and not result.order.exact:
         ok = False
     return result, ok
+
+
+def _assign(
+    tool: str,
+    ref: Reference,
+    candidates: list[int],
+    checks: list[CallScore],
+    prep: Preparer,
+    out: dict[int, tuple[int, ArgumentVerdict] | None],
+) -> None:
+    """Pair every expected call of ``tool`` with the calls of it, optimally; None for one left unpaired."""
+    rows = [p for p, c in enumerate(ref.calls) if c.name == tool]
+    pairs = assign(len(rows), candidates, lambda i, j: _verdict(ref.calls[rows[i]], checks[j], prep), closeness)
+    for i, j, verdict in pairs:
+        out[rows[i]] = (j, verdict)
+    for p in rows:
+        out.setdefault(p, None)
 
 
 def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer) -> ArgumentVerdict:

@@ -1,0 +1,78 @@
+"""Which actual call answers which expected call: an optimal assignment, never first-come-first-served.
+
+Among the expected calls of one tool and the actual calls of that tool, every pairing of the same size is
+possible; the one chosen maximises, in this order, the number of pairs whose arguments pass, then the sum of
+their partial closeness (``closeness``: 0 for a call that did not parse or fails its schema, else the share
+of expected keys that matched, or the free-text similarity). It is a maximum-weight bipartite matching
+(``scipy.optimize.linear_sum_assignment`` on the weight matrix ``w[i][j] = P + closeness`` when call j passes
+expected call i, else ``closeness`` below 1, with ``P`` larger than any sum of closeness), so the verdict
+does not depend on the order in which the calls were made or listed: an expected call that leaves an optional
+key unconstrained never takes the call another expected call needed (greedy pairing did, BFCL parallel_136).
+
+The assignment is built only when it can change the verdict: a tool expected once and called once pairs
+directly (in offline/score.py), and a first-fit pass whose every pair passes is already optimal (see
+``assign``). scipy is imported on the first real assignment (it adds ~50 MiB to a process that needs none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+V = TypeVar("V")
+
+
+def assign(
+    rows: int,
+    columns: Sequence[int],
+    verdict: Callable[[int, int], V],
+    weight: Callable[[V], tuple[bool, float]],
+) -> list[tuple[int, int, V]]:
+    """Optimal pairs ``(row, column, verdict)`` of ``rows`` expected calls over the candidate ``columns``.
+
+    ``verdict(i, j)`` judges expected call ``i`` against actual call ``j``; ``weight(verdict)`` is (passed,
+    closeness in [0, 1]). ``min(rows, len(columns))`` pairs are returned, ordered by row.
+    """
+    if not rows or not columns:
+        return []
+    cache: dict[tuple[int, int], V] = {}
+
+    def judge(i: int, j: int) -> V:
+        v = cache.get((i, j))
+        if v is None:
+            v = cache[i, j] = verdict(i, j)
+        return v
+
+    # Greedy first (each expected call takes the first free call that passes it): when every pair it makes
+    # passes, no assignment has more passes and all closeness is equal, so it is optimal and the matrix is
+    # never built. The calls made in the expected order need only about one verdict per expected call.
+    size = min(rows, len(columns))
+    free = list(columns)
+    greedy: list[tuple[int, int, V]] = []
+    for i in range(rows):
+        for j in free:
+            v = judge(i, j)
+            if weight(v)[0]:
+                greedy.append((i, j, v))
+                free.remove(j)
+                break
+        if len(greedy) == size:
+            return greedy
+    if size == 1:  # one pair to make: the closest, the first on a tie
+        cells = [(i, j) for i in range(rows) for j in columns]
+        best = max(cells, key=lambda c: weight(judge(*c))[1])
+        return [(best[0], best[1], judge(*best))]
+    from scipy.optimize import linear_sum_assignment  # lazily: see the module docstring
+
+    verdicts = [[judge(i, j) for j in columns] for i in range(rows)]
+    big = float(size + 1)  # one more pass outweighs any sum of closeness
+    matrix = [[_weight(weight(v), big) for v in line] for line in verdicts]
+    picked_rows, picked_columns = linear_sum_assignment(matrix, maximize=True)
+    return [
+        (int(i), columns[int(k)], verdicts[int(i)][int(k)]) for i, k in zip(picked_rows, picked_columns, strict=True)
+    ]
+
+
+def _weight(judged: tuple[bool, float], big: float) -> float:
+    passed, closeness = judged
+    return (big if passed else 0.0) + min(max(closeness, 0.0), 0.999)

@@ -493,3 +493,42 @@ def test_when_no_pairing_passes_the_assignment_keeps_each_call_with_its_closest_
     result = _score(_case(expected, available_tools=WEATHER), calls)
     assert [j for _, _, j in result.pair_verdicts] == [1, 0]  # first-fit would pair Rome with Oslo
     assert result.reasons == ["get_weather arguments differ: unit"] * 2
+
+
+# --- case folding stops where the schema tells two members apart ------------------------------------------
+
+SIZES = [
+    {
+        "name": "set_size",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "size": {"type": "string", "enum": ["AA", "aa", "B"]},
+                "sizes": {"type": "array", "items": {"enum": ["XL", "xl"]}},
+                "note": {"type": "string"},
+            },
+        },
+    }
+]
+
+
+@pytest.mark.parametrize(
+    ("expected", "made", "passed"),
+    [
+        ({"size": "AA"}, {"size": "aa"}, False),  # two declared members: a different value
+        ({"size": "aa"}, {"size": "aa"}, True),
+        ({"sizes": ["XL"]}, {"sizes": ["xl"]}, False),  # members of an array's items
+        ({"note": "Hello"}, {"note": " hello"}, True),  # no such members: case and whitespace fold
+    ],
+)
+def test_case_folds_only_where_the_schema_does_not_declare_both_spellings(
+    expected: dict[str, Any], made: dict[str, Any], passed: bool
+) -> None:
+    case = _case([{"name": "set_size", "args": expected}], available_tools=SIZES)
+    result = _score(case, [{"name": "set_size", "arguments": made}])
+    assert result.passed is passed, result.reasons
+    config = EvalConfig.from_dict({"tools": [{**SIZES[0]}]})  # the config's schema counts too
+    from_config = _score(
+        _case([{"name": "set_size", "args": expected}]), [{"name": "set_size", "arguments": made}], Preparer(config)
+    )
+    assert from_config.passed is passed

@@ -8,7 +8,8 @@
 A layer runs only when the one before it passed: a schema-invalid call is not also reported as a value
 mismatch. Normalisation (each part configurable) makes two values equal when they differ only in:
 
-- case and surrounding whitespace of strings,
+- case and surrounding whitespace of strings (case is kept for an argument whose schema declares two enum
+  members that differ only in case: ``case_sensitive_keys``),
 - the format of a date or date-time (ISO 8601 and the configured ``strptime`` formats; time zones are
   compared in UTC, a naive time never equals an aware one, a date never equals a date-time),
 - a configured ID prefix (``ORD-12345`` == ``12345``),
@@ -96,8 +97,11 @@ class Normalizer:
             return self.null_is_absent
         return self.empty_string_is_absent and value == ""
 
-    def equal(self, expected: Any, actual: Any, required_only: bool = True) -> bool:
-        """Are two argument values the same after normalisation? (``ABSENT`` stands for a missing key.)"""
+    def equal(self, expected: Any, actual: Any, required_only: bool = True, fold_case: bool = True) -> bool:
+        """Are two argument values the same after normalisation? (``ABSENT`` stands for a missing key.)
+
+        ``fold_case`` False keeps case even when ``case_insensitive`` is set (see ``case_sensitive_keys``).
+        """
         if type(expected) is type(actual) and expected == actual:
             return True
         e_absent, a_absent = self.absent(expected), self.absent(actual)
@@ -108,36 +112,48 @@ class Normalizer:
             return False  # equal bools returned above; a bool never equals a number or string
         if te is str:
             if ta is str:
-                return self._strings_equal(expected, actual)
+                return self._strings_equal(expected, actual, fold_case)
             return ta in (int, float) and self.numeric_strings and _number(expected) == actual
         if ta is str:
             return te in (int, float) and self.numeric_strings and _number(actual) == expected
         if te in (int, float) and ta in (int, float):
             return bool(expected == actual)
         if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-            return not self.mismatched_keys(expected, actual, required_only)
+            return not self.mismatched_keys(expected, actual, required_only, fold_case=fold_case)
         if isinstance(expected, list) and isinstance(actual, list):
             return len(expected) == len(actual) and all(
-                self.equal(e, a, required_only) for e, a in zip(expected, actual, strict=True)
+                self.equal(e, a, required_only, fold_case) for e, a in zip(expected, actual, strict=True)
             )
         return False
 
     def mismatched_keys(
-        self, expected: Mapping[str, Any], actual: Mapping[str, Any], required_only: bool = True
+        self,
+        expected: Mapping[str, Any],
+        actual: Mapping[str, Any],
+        required_only: bool = True,
+        exact_case: Collection[str] = (),
+        fold_case: bool = True,
     ) -> list[str]:
-        """Keys of ``expected`` whose values differ, then (strict mode) ``+key`` for each extra actual key."""
-        bad = [k for k, e in expected.items() if not self.equal(e, actual.get(k, ABSENT), required_only)]
+        """Keys of ``expected`` whose values differ, then (strict mode) ``+key`` for each extra actual key.
+
+        Keys in ``exact_case`` compare with case kept (``case_sensitive_keys``).
+        """
+        bad = [
+            k
+            for k, e in expected.items()
+            if not self.equal(e, actual.get(k, ABSENT), required_only, fold_case and k not in exact_case)
+        ]
         if not required_only:
             bad += [f"+{k}" for k, a in actual.items() if k not in expected and not self.absent(a)]
         return bad
 
-    def _fold(self, text: str) -> str:
+    def _fold(self, text: str, fold_case: bool) -> str:
         if self.strip_whitespace:
             text = text.strip()
-        return text.casefold() if self.case_insensitive else text
+        return text.casefold() if self.case_insensitive and fold_case else text
 
-    def _strings_equal(self, expected: str, actual: str) -> bool:
-        e, a = self._fold(expected), self._fold(actual)
+    def _strings_equal(self, expected: str, actual: str, fold_case: bool = True) -> bool:
+        e, a = self._fold(expected, fold_case), self._fold(actual, fold_case)
         if e == a:
             return True
         if self.id_prefixes:
@@ -155,6 +171,29 @@ class Normalizer:
             if text.startswith(p) and len(text) > len(p):
                 return text[len(p) :]
         return text
+
+
+def case_sensitive_keys(parameters: Mapping[str, Any] | None) -> frozenset[str]:
+    """The top-level arguments whose declared ``enum`` (or its array's ``items.enum``) has two members that
+    differ only in case: there ``AA`` and ``aa`` are different values, so case is not folded for that key."""
+    if not isinstance(parameters, Mapping):
+        return frozenset()
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return frozenset()
+    out = []
+    for key, schema in properties.items():
+        if not isinstance(schema, Mapping):
+            continue
+        items = schema.get("items")
+        for where in (schema, items if isinstance(items, Mapping) else None):
+            members = where.get("enum") if where is not None else None
+            if isinstance(members, list):
+                texts = [m for m in members if isinstance(m, str)]
+                if len({m.casefold() for m in texts}) < len(set(texts)):
+                    out.append(key)
+                    break
+    return frozenset(out)
 
 
 def _number(text: str) -> int | float | None:
@@ -243,6 +282,7 @@ def match_arguments(
     free_text: Collection[str] = (),
     similarity: TextSimilarity | None = None,
     threshold: float = 0.8,
+    exact_case: Collection[str] = (),
 ) -> ArgumentVerdict:
     """The three layers for one matched pair. ``actual`` None with ``parse_ok`` not False: no arguments recorded."""
     if parse_ok is False:
@@ -258,10 +298,10 @@ def match_arguments(
         else:
             return PASSED
     if not free_text:
-        bad = normalizer.mismatched_keys(expected, args, required_only)
+        bad = normalizer.mismatched_keys(expected, args, required_only, exact_case)
         return ArgumentVerdict("required", tuple(bad)) if bad else PASSED
     strict = {k: v for k, v in expected.items() if k not in free_text}
-    bad = normalizer.mismatched_keys(strict, args, True)
+    bad = normalizer.mismatched_keys(strict, args, True, exact_case)
     if not required_only:
         bad += [f"+{k}" for k, a in args.items() if k not in expected and not normalizer.absent(a)]
     if bad:

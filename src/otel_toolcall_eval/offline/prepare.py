@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from otel_toolcall_eval.checks.argument_match import Normalizer, TextSimilarity
+from otel_toolcall_eval.checks.argument_match import Normalizer, TextSimilarity, case_sensitive_keys
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.llm_spans import definition_from
 from otel_toolcall_eval.dataset.models import DatasetCase, Difficulty, ExpectedCall, Slice
@@ -78,6 +78,9 @@ class Preparer:
         self._free_text: dict[str, frozenset[str]] = {}
         self.any_free_text = bool(config.arguments.free_text)
         self._forbidden_sets: dict[tuple[str, ...], frozenset[str]] = {}
+        self._config_tools = policy.tools
+        # id of a parameters schema -> (that schema, kept alive so the id stays its own; its case-sensitive keys)
+        self._exact_case: dict[int, tuple[object, frozenset[str]]] = {}
 
     def prepare(self, case: DatasetCase, line: int = 0) -> PreparedCase:
         refs = [self._reference(case.expected_tool_calls)]
@@ -124,6 +127,25 @@ class Preparer:
             if len(self._free_text) < 4096:
                 self._free_text[tool] = fields
         return fields
+
+    def exact_case(self, tool: str, tools: ToolSet) -> frozenset[str]:
+        """Arguments of ``tool`` compared with case kept (``case_sensitive_keys`` of the schema the engine uses:
+        the case's definition, else the config's)."""
+        offered = tools.offered.get(tool) if tools.offered else None
+        definition = offered if offered is not None and offered.parameters is not None else None
+        if definition is None:
+            definition = self._config_tools.get(tool)
+        parameters = definition.parameters if definition is not None else None
+        if parameters is None:
+            return _NO_FIELDS
+        hit = self._exact_case.get(id(parameters))
+        if hit is not None and hit[0] is parameters:
+            return hit[1]
+        keys = case_sensitive_keys(parameters)
+        if len(self._exact_case) >= 4096:
+            self._exact_case.clear()  # bounded: ever-new schemas just recompute
+        self._exact_case[id(parameters)] = (parameters, keys)
+        return keys
 
     def _tools(self, available: list[dict[str, Any]]) -> ToolSet:
         if not available:

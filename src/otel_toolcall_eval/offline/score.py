@@ -26,7 +26,7 @@ from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
 from otel_toolcall_eval.dataset.models import ExpectedCall
 from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons, policy_violations_of
-from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference
+from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet
 from otel_toolcall_eval.offline.runs import RunCase
 from otel_toolcall_eval.records import CallHistory, CallScore
 
@@ -227,19 +227,19 @@ def _against(
     for position, spec in enumerate(ref.calls):
         if same:
             chosen = position
-            chosen_verdict = _verdict(spec, checks[position], prep)
+            chosen_verdict = _verdict(spec, checks[position], prep, case.tools)
         else:
             candidates = by_name.get(spec.name)
             if not candidates:
                 continue
             if len(candidates) == 1 and ref.counts[spec.name] == 1:
                 chosen = candidates[0]  # one call of the tool: nothing to choose
-                chosen_verdict = _verdict(spec, checks[chosen], prep)
+                chosen_verdict = _verdict(spec, checks[chosen], prep, case.tools)
             else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
                 if assigned is None:
                     assigned = {}
                 if position not in assigned:
-                    _assign(spec.name, ref, candidates, checks, prep, assigned)
+                    _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned)
                 found = assigned[position]
                 if found is None:
                     continue  # more expected than actual calls of the tool: this one is unmatched
@@ -277,18 +277,19 @@ def _assign(
     candidates: list[int],
     checks: list[CallScore],
     prep: Preparer,
+    tools: ToolSet,
     out: dict[int, tuple[int, ArgumentVerdict] | None],
 ) -> None:
     """Pair every expected call of ``tool`` with the calls of it, optimally; None for one left unpaired."""
     rows = [p for p, c in enumerate(ref.calls) if c.name == tool]
-    pairs = assign(len(rows), candidates, lambda i, j: _verdict(ref.calls[rows[i]], checks[j], prep), closeness)
+    pairs = assign(len(rows), candidates, lambda i, j: _verdict(ref.calls[rows[i]], checks[j], prep, tools), closeness)
     for i, j, verdict in pairs:
         out[rows[i]] = (j, verdict)
     for p in rows:
         out.setdefault(p, None)
 
 
-def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer) -> ArgumentVerdict:
+def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer, tools: ToolSet) -> ArgumentVerdict:
     args = spec.args
     required_only = spec.required_args_only
     return match_arguments(
@@ -301,6 +302,7 @@ def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer) -> ArgumentVe
         free_text=prep.free_fields(spec.name),
         similarity=prep.similarity,
         threshold=prep.threshold,
+        exact_case=prep.exact_case(spec.name, tools),
     )
 
 

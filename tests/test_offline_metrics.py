@@ -65,8 +65,8 @@ def test_selection_counts_repeated_calls_twice() -> None:
 def test_selection_edge_cases() -> None:
     both_empty = selection([], [])
     assert (both_empty.precision, both_empty.recall, both_empty.f1) == (1.0, 1.0, 1.0)
-    nothing_called = selection(["search"], [])  # no call was wrong, one was missed
-    assert (nothing_called.precision, nothing_called.recall, nothing_called.f1) == (1.0, 0.0, 0.0)
+    nothing_called = selection(["search"], [])  # a call was needed and none was made: nothing to credit
+    assert (nothing_called.precision, nothing_called.recall, nothing_called.f1) == (0.0, 0.0, 0.0)
     unnecessary = selection([], ["search"])  # no call was missed, one was wrong
     assert (unnecessary.precision, unnecessary.recall, unnecessary.f1) == (0.0, 1.0, 0.0)
 
@@ -86,7 +86,8 @@ def test_selection_bounds_and_symmetry(expected: list[str], actual: list[str]) -
     for value in (s.precision, s.recall, s.f1):
         assert 0.0 <= value <= 1.0
     assert s.f1 == pytest.approx(swapped.f1)
-    assert (s.precision, s.recall) == (swapped.recall, swapped.precision)
+    if expected and actual:  # an empty side is not symmetric: nothing called where calls were needed is 0, 0
+        assert (s.precision, s.recall) == (swapped.recall, swapped.precision)
     harmonic = 2 * s.precision * s.recall / (s.precision + s.recall) if s.precision + s.recall else 0.0
     assert s.f1 == pytest.approx(harmonic)
     assert (s.f1 == 1.0) == (sorted(expected) == sorted(actual))
@@ -409,6 +410,21 @@ def test_missing_run_line_fails_the_case() -> None:
     prep = Preparer(EvalConfig())
     result = score_case(prep.prepare(_case([{"name": "a"}]), 1), None, prep)
     assert result.missing_run and not result.passed and result.recall == 0.0 and result.f1 == 0.0
+    assert result.precision == 0.0
+
+
+def test_a_case_that_expected_calls_and_got_none_has_precision_zero_in_the_case_and_the_summary() -> None:
+    from otel_toolcall_eval.offline.aggregate import Totals
+
+    silent = _score(_case([{"name": "search"}, {"name": "book"}]), [])
+    assert (silent.precision, silent.recall, silent.f1) == (0.0, 0.0, 0.0)
+    totals = Totals()
+    totals.add(silent)
+    assert totals.summary()["tool_selection"]["precision"] == 0.0  # no call anywhere: nothing was right
+    totals.add(_score(_case([{"name": "search"}]), [{"name": "search", "arguments": {}}]))
+    # micro-averaged over the calls made: a case without calls adds none, so precision stays that of the calls
+    assert totals.summary()["tool_selection"]["precision"] == 1.0
+    assert totals.summary()["tool_selection"]["mean_case_f1"] == 0.5
 
 
 def test_no_tool_case_passes_only_without_calls() -> None:

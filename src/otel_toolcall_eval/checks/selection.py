@@ -3,14 +3,17 @@
 Over multisets of names (a repeated call counts twice), with E the expected and A the actual names:
 
     TP        = sum over names n of min(count_E(n), count_A(n))
-    precision = TP / |A|                 (1.0 when |A| = 0: no call was wrong)
+    precision = TP / |A|                 (|A| = 0: 1.0 when |E| = 0 too, else 0.0)
     recall    = TP / |E|                 (1.0 when |E| = 0: no call was missed)
     F1        = 2 TP / (|E| + |A|)       (1.0 when both are empty)
 
 F1 in this form is the harmonic mean of precision and recall (0 when either is 0), so calling nothing where a
-call was needed, or anything where none was, scores F1 = 0 while the vacuous side stays 1. Swapping E and A
-swaps precision and recall and keeps F1. Aggregates are micro-averages (sums of TP, |E| and |A| over cases),
-so a no-tool case with an unnecessary call lowers precision and leaves recall alone. Per-tool recall is
+call was needed, or anything where none was, scores F1 = 0. Calling nothing where calls were needed has
+precision 0.0, not a vacuous 1.0 (as the OpenAI cookbook's per-case table and most harnesses give: a silent
+agent must not top a precision ranking); a call where none was needed keeps recall 1.0 (nothing was missed).
+With both sides non-empty, swapping E and A swaps precision and recall and keeps F1. Aggregates are
+micro-averages (sums of TP, |E| and |A| over cases), so a no-tool case with an unnecessary call lowers
+precision and leaves recall alone, and a case with no call lowers recall only. Per-tool recall is
 correct(n) / expected(n).
 
 The confusion matrix is over single-call cases: the expected tool against the tool that was called, where
@@ -33,7 +36,9 @@ class Selection:
 
     @property
     def precision(self) -> float:
-        return self.tp / self.actual if self.actual else 1.0
+        if self.actual:
+            return self.tp / self.actual
+        return 0.0 if self.expected else 1.0  # calls needed, none made: 0 (the OpenAI cookbook's table)
 
     @property
     def recall(self) -> float:

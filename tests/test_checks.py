@@ -324,6 +324,7 @@ def test_hot_path_records_keep_their_field_order() -> None:
         "name", "step", "outcome", "parse_ok", "parse_status", "tool_known", "schema_valid", "schema_errors",
         "schema_source", "schema_drift", "error_source", "batch", "duplicate", "repeated_failure", "over_budget",
         "violations", "violation_weight", "arguments", "arguments_key", "raw_arguments", "error_name",
+        "undeclared_arguments",
     ]  # fmt: skip
 
 
@@ -343,3 +344,62 @@ def test_wraps_same_call(outer_name: str, outer_raw: Any, inner_args: Any, same:
 
     inner_key = arguments_key("get_weather", inner_args)
     assert wraps_same_call(outer_name, outer_raw, "get_weather", inner_key) is same
+
+
+# --- undeclared arguments: names the schema does not declare -------------------------------------------
+
+ORDER = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments", "undeclared"),
+    [
+        (ORDER, {"order_id": "1", "include_history": True}, ("include_history",)),  # additionalProperties open
+        (ORDER, {"order_id": "1"}, ()),
+        ({**ORDER, "additionalProperties": False}, {"order_id": "1", "x": 1}, ("x",)),  # the schema fails it too
+        ({**ORDER, "additionalProperties": True}, {"order_id": "1", "x": 1}, ()),  # extra keys explicitly allowed
+        ({**ORDER, "additionalProperties": {"type": "integer"}}, {"order_id": "1", "x": 1}, ()),
+        ({**ORDER, "patternProperties": {"^x": {}}}, {"order_id": "1", "x": 1}, ()),  # not decided by a regex here
+        ({"type": "object"}, {"x": 1}, ()),  # declares no properties at all: nothing to tell
+        ({"type": "object", "properties": {}}, {"x": 1}, ("x",)),  # declares that there are none
+        ({"allOf": [ORDER]}, {"x": 1}, ()),  # composed schemas declare elsewhere
+        (None, {"x": 1}, ()),
+    ],
+)
+def test_undeclared_arguments(schema: Any, arguments: dict[str, Any], undeclared: tuple[str, ...]) -> None:
+    from otel_toolcall_eval.checks.undeclared import undeclared_arguments
+
+    assert undeclared_arguments(arguments, schema) == undeclared
+
+
+def test_undeclared_arguments_are_bounded() -> None:
+    from otel_toolcall_eval.checks.undeclared import MAX_REPORTED, undeclared_arguments
+
+    many = {f"k{i}": i for i in range(10_000)}
+    assert len(undeclared_arguments(many, {"type": "object", "properties": {}})) == MAX_REPORTED
+
+
+def _order_scorer(**policies: object) -> Scorer:
+    config = {"tools": [{"name": "get_order", "parameters": ORDER}], "policies": policies}
+    return Scorer(EvalConfig.from_dict(config).policy())
+
+
+def test_an_undeclared_argument_is_reported_and_by_default_does_not_fail_the_call() -> None:
+    score = _order_scorer().score(_record("get_order", {"order_id": "1", "verbose": True}), CallHistory())
+    assert score.undeclared_arguments == ("verbose",) and score.schema_valid is True
+    assert score.correct and not score.violations
+
+
+def test_undeclared_arguments_fail_the_call_when_configured() -> None:
+    scorer = _order_scorer(undeclared_arguments="fail")
+    score = scorer.score(_record("get_order", {"order_id": "1", "verbose": True}), CallHistory())
+    assert score.violations == ["undeclared_argument"] and score.violation_weight == 1 and not score.correct
+    clean = scorer.score(_record("get_order", {"order_id": "1"}), CallHistory())
+    assert clean.correct and clean.undeclared_arguments == ()
+
+
+def test_undeclared_arguments_setting_is_validated_naming_the_field() -> None:
+    from otel_toolcall_eval.config import ConfigError
+
+    with pytest.raises(ConfigError, match="undeclared_arguments"):
+        EvalConfig.from_dict({"policies": {"undeclared_arguments": "maybe"}})

@@ -548,3 +548,18 @@ def test_case_folds_only_where_the_schema_does_not_declare_both_spellings(
         _case([{"name": "set_size", "args": expected}]), [{"name": "set_size", "arguments": made}], Preparer(config)
     )
     assert from_config.passed is passed
+
+
+# --- undeclared arguments offline: counted always, failing with policies.undeclared_arguments: fail --------
+
+
+def test_undeclared_arguments_are_counted_and_fail_the_case_only_when_configured() -> None:
+    case = _case([{"name": "get_order", "args": {"order_id": "1"}}], available_tools=ORDER_TOOLS)
+    calls = [{"name": "get_order", "arguments": {"order_id": "1", "include_history": True}}]
+    reported = _score(case, calls)
+    assert reported.passed and reported.undeclared_arguments == 1
+    prep = Preparer(EvalConfig.from_dict({"policies": {"undeclared_arguments": "fail"}}))
+    failed = _score(case, calls, prep)
+    assert not failed.passed and failed.undeclared_arguments == 1
+    assert failed.reasons == ["policy: undeclared_argument (get_order, call 1)"]
+    assert _score(case, [{"name": "get_order", "arguments": {"order_id": "1"}}], prep).passed

@@ -546,3 +546,20 @@ def test_calls_without_recorded_arguments_are_never_repeats_of_each_other() -> N
         (False, False),
         (True, True),
     ]
+
+
+def test_undeclared_arguments_are_written_on_the_tool_span_and_fail_it_when_configured() -> None:
+    open_schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tool = {"type": "function", "name": "get_weather", "parameters": open_schema}
+    for config, violations in (
+        (None, None),
+        (EvalConfig.from_dict({"policies": {"undeclared_arguments": "fail"}}), ["undeclared_argument"]),
+    ):
+        p = make_pipeline(config)
+        with p.tracer.start_as_current_span("root"):
+            chat_span(p.tracer, [tool], [("c1", "get_weather")])
+            tool_span(p.tracer, "get_weather", {"city": "Paris", "units": "metric"}, call_id="c1", result="sunny")
+        s = scores(p.one("execute_tool get_weather"))
+        assert s["schema_valid"] is True and list(s["undeclared_arguments"]) == ["units"]
+        assert (None if "violations" not in s else list(s["violations"])) == violations
+        assert scores(p.one("root"))["trace.composite_ok"] is (violations is None)

@@ -25,6 +25,7 @@ ARGUMENTS_OVERSIZED: Final = PREFIX + "arguments_oversized"
 TOOL_KNOWN: Final = PREFIX + "tool_known"
 SCHEMA_VALID: Final = PREFIX + "schema_valid"
 SCHEMA_ERRORS: Final = PREFIX + "schema_errors"
+UNDECLARED_ARGUMENTS: Final = PREFIX + "undeclared_arguments"
 SCHEMA_SOURCE: Final = PREFIX + "schema_source"
 SCHEMA_DRIFT: Final = PREFIX + "schema_drift"
 OUTCOME: Final = PREFIX + "outcome"
@@ -94,6 +95,13 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "string[]",
         "tool span",
         "the first few validation errors, each `path: message`, capped in count and length",
+    ),
+    AttributeDoc(
+        UNDECLARED_ARGUMENTS,
+        "string[]",
+        "tool span",
+        "argument names the tool's schema does not declare, when it does not explicitly allow extra keys "
+        "(`additionalProperties` true or a schema); a violation too with `policies.undeclared_arguments: fail`",
     ),
     AttributeDoc(
         SCHEMA_SOURCE,

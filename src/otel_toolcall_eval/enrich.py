@@ -130,6 +130,8 @@ def call_attributes(score: CallScore, convention: str) -> dict[str, Any]:
         out[A.SCHEMA_VALID] = score.schema_valid
         if score.schema_errors:
             out[A.SCHEMA_ERRORS] = list(score.schema_errors)
+    if score.undeclared_arguments:
+        out[A.UNDECLARED_ARGUMENTS] = list(score.undeclared_arguments)
     if score.schema_source is not None:
         out[A.SCHEMA_SOURCE] = score.schema_source
     if score.schema_drift is not None:

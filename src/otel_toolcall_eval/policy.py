@@ -89,6 +89,7 @@ class Policy:
     required_steps: tuple[RequiredStep, ...] = ()
     destructive_tools: tuple[DestructiveTool, ...] = ()
     argument_rules: tuple[ArgumentRule, ...] = ()
+    undeclared_arguments_fail: bool = False  # an undeclared argument is a violation (else only reported)
     errors: ErrorRules = field(default_factory=ErrorRules)
     limits: ScoringLimits = field(default_factory=ScoringLimits)
 

@@ -126,6 +126,7 @@ class CallScore:
     arguments_key: str | None = None  # the normalised call (``checks.normalize``); None until asked (``engine``)
     raw_arguments: Any = None  # as recorded: the normalised call of arguments that did not parse
     error_name: str | None = None  # the exception or error type, part of what makes two failures the same
+    undeclared_arguments: tuple[str, ...] = ()  # argument names the schema does not declare (checks.undeclared)
 
     @property
     def correct(self) -> bool:

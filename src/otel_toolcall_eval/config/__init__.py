@@ -164,6 +164,13 @@ class Policies(_Strict):
     required_steps: list[RequiredStep] = Field(default_factory=list)
     destructive_tools: list[DestructiveTool] = Field(default_factory=list)
     argument_rules: list[ArgumentRule] = Field(default_factory=list)
+    undeclared_arguments: Literal["report", "fail"] = Field(
+        default="report",
+        description=(
+            "an argument the tool's schema does not declare (and does not explicitly allow): report it "
+            "(toolcall_eval.undeclared_arguments) or also fail the call (violation undeclared_argument)"
+        ),
+    )
 
 
 class ErrorClassification(_Strict):
@@ -292,6 +299,7 @@ class EvalConfig(_Strict):
                 required_steps=tuple(r.compile() for r in p.required_steps),
                 destructive_tools=tuple(d.compile() for d in p.destructive_tools),
                 argument_rules=tuple(r.compile() for r in p.argument_rules),
+                undeclared_arguments_fail=p.undeclared_arguments == "fail",
                 errors=self.errors.compile(),
                 limits=self.limits.compile(),
             )

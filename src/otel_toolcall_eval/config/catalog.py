@@ -44,6 +44,11 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "lower",
         "calls repeating an earlier call of the case (same normalised arguments) / calls",
     ),
+    Metric(
+        "undeclared_argument_rate",
+        "lower",
+        "calls with an argument their tool's schema does not declare (checks.undeclared) / calls",
+    ),
     Metric("error_rate", "lower", "cases whose run recorded an error / cases"),
     Metric("missing_runs", "lower", "cases with no line in the run file"),
     Metric("must_not_call_violations", "lower", "calls of a must-not-call tool (any one fails the gate)"),

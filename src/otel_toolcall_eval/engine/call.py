@@ -34,6 +34,8 @@ from otel_toolcall_eval.checks.schema import (
     validator_for,
 )
 from otel_toolcall_eval.checks.step_budget import over_budget
+from otel_toolcall_eval.checks.undeclared import VIOLATION as UNDECLARED
+from otel_toolcall_eval.checks.undeclared import undeclared_arguments
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.policy import ArgumentRule, DestructiveTool, Policy, RequiredStep
 from otel_toolcall_eval.records import (
@@ -112,7 +114,17 @@ class Scorer:
     the tool at hand.
     """
 
-    __slots__ = ("_empty_results", "_forbidden", "_input_errors", "_policies", "_resolved", "_tools", "cache", "policy")
+    __slots__ = (
+        "_empty_results",
+        "_forbidden",
+        "_input_errors",
+        "_policies",
+        "_resolved",
+        "_tools",
+        "_undeclared_fail",
+        "cache",
+        "policy",
+    )
 
     def __init__(self, policy: Policy | None = None, cache: ValidatorCache | None = None) -> None:
         policy = policy if policy is not None else Policy()
@@ -123,6 +135,7 @@ class Scorer:
         self._policies = PolicyIndex.from_policy(policy)
         self._input_errors = policy.errors.input_error_types
         self._empty_results = policy.errors.empty_results
+        self._undeclared_fail = policy.undeclared_arguments_fail
         # (tool name, id of the trace's definition) -> (that definition, its resolution, its single parameter)
         self._resolved: dict[tuple[str, int], tuple[ToolDefinition | None, _Resolution]] = {}
 
@@ -190,6 +203,14 @@ class Scorer:
         if banned:
             violations.append(banned)
             weight += 1
+        undeclared = (
+            undeclared_arguments(arguments, resolved.definition.parameters, limits.max_attribute_length)
+            if arguments and resolved.definition is not None
+            else ()
+        )
+        if undeclared and self._undeclared_fail:
+            violations.append(UNDECLARED)
+            weight += 1
         policies = self._policies
         if name in policies.required or name in policies.destructive or name in policies.rules:
             weight += policy_violations(policies, history, name, batch, arguments, self.cache, violations)
@@ -218,6 +239,7 @@ class Scorer:
             None,
             raw,
             error.exception_type or error.error_type or error.retry_cause,
+            undeclared,
         )
         if history.first_call_of(name):  # nothing to repeat: its normalised form is computed only if needed
             history.add(score, None, None, limits.max_calls_per_trace)

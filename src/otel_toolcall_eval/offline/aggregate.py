@@ -52,6 +52,7 @@ class Totals:
     unknown_checked: int = 0
     unknown_tools: int = 0
     duplicate_calls: int = 0
+    undeclared_calls: int = 0
     errors: int = 0
     missing_runs: int = 0
     must_not_call_violations: int = 0
@@ -93,6 +94,7 @@ class Totals:
         self.unknown_checked += r.unknown_checked
         self.unknown_tools += r.unknown_tools
         self.duplicate_calls += r.duplicate_calls
+        self.undeclared_calls += r.undeclared_arguments
         self.errors += r.error is not None
         self.missing_runs += r.missing_run
         self.must_not_call_violations += len(r.must_not_call_violations)
@@ -141,6 +143,7 @@ class Totals:
             "parse_failure_rate": rate(self.parse_failures, self.actual),
             "unknown_tool_rate": rate(self.unknown_tools, self.unknown_checked),
             "duplicate_call_rate": rate(self.duplicate_calls, self.actual),
+            "undeclared_argument_rate": rate(self.undeclared_calls, self.actual),
             "error_rate": rate(self.errors, self.cases),
             "missing_runs": self.missing_runs,
             "must_not_call_violations": self.must_not_call_violations,

@@ -72,7 +72,8 @@ class Preparer:
         self.policy = policy
         self.scorer = Scorer(policy)  # the one engine: per-call scoring exactly as online
         self.forbidden = policy.must_not_call
-        self.has_policies = policy.has_trajectory_rules  # reports show policy figures only then
+        # reports show policy figures only then; undeclared arguments that fail are violations like the others
+        self.has_policies = policy.has_trajectory_rules or policy.undeclared_arguments_fail
         self._tool_sets: dict[bytes, ToolSet] = {}
         self._max_tool_sets = max_tool_sets
         self._free_text: dict[str, frozenset[str]] = {}

@@ -52,6 +52,7 @@ class CaseResult:
     unknown_checked: int = 0
     unknown_tools: int = 0
     duplicate_calls: int = 0
+    undeclared_arguments: int = 0  # calls with an argument their schema does not declare (checks.undeclared)
     # sequences default to () (no factory call per result); score_case sets them
     must_not_call_violations: Sequence[str] = ()
     policy_violations: Sequence[PolicyViolation] | None = None  # None: the config has no trajectory policies
@@ -132,7 +133,7 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     checks: list[CallScore] = []
     names: list[str] = []
     by_name: dict[str, list[int]] = {}
-    parse_failures = schema_checked = schema_invalid = unknown_checked = unknown = duplicates = 0
+    parse_failures = schema_checked = schema_invalid = unknown_checked = unknown = duplicates = undeclared = 0
     violations: list[str] = []
     if run is not None and run.calls:
         scorer = prep.scorer
@@ -161,6 +162,7 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
                 unknown_checked += 1
                 unknown += not c.tool_known
             duplicates += c.duplicate
+            undeclared += bool(c.undeclared_arguments)
             if c.violations and MUST_NOT_CALL in c.violations:
                 violations.append(name)
 
@@ -184,6 +186,7 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     result.unknown_checked = unknown_checked
     result.unknown_tools = unknown
     result.duplicate_calls = duplicates
+    result.undeclared_arguments = undeclared
     result.must_not_call_violations = violations
     broken = None
     if prep.has_policies:

@@ -26,25 +26,44 @@ _ELSEWHERE = (
 _NONE: tuple[str, ...] = ()
 
 
-def undeclared_arguments(
-    arguments: Mapping[str, Any] | None, parameters: Mapping[str, Any] | None, max_length: int = 256
-) -> tuple[str, ...]:
-    """The names in ``arguments`` that ``parameters`` (the tool's JSON Schema) does not declare, each cut to
-    ``max_length`` characters (they are the model's text, written as attributes)."""
-    if not arguments or not isinstance(parameters, Mapping):
-        return _NONE
+def declared_names(parameters: Mapping[str, Any] | None) -> frozenset[str] | None:
+    """The argument names ``parameters`` declares, or None when it allows extra keys or cannot tell (the
+    engine memoises this per schema, so a call costs only the loop over its own keys)."""
+    if not isinstance(parameters, Mapping):
+        return None
     properties = parameters.get("properties")
     if not isinstance(properties, Mapping):
-        return _NONE
+        return None
     extra = parameters.get("additionalProperties")
     if extra is not None and extra is not False:
-        return _NONE  # true or a schema: extra keys explicitly allowed (absent counts as not allowed)
+        return None  # true or a schema: extra keys explicitly allowed (absent counts as not allowed)
     if any(key in parameters for key in _ELSEWHERE):
+        return None
+    return frozenset(properties)
+
+
+def undeclared_in(
+    arguments: Mapping[str, Any] | None, declared: frozenset[str] | None, max_length: int = 256
+) -> tuple[str, ...]:
+    """The names in ``arguments`` not in ``declared`` (``declared_names``), each cut to ``max_length``
+    characters (they are the model's text, written as attributes)."""
+    if not arguments or declared is None:
         return _NONE
-    out = []
+    out = None
     for key in arguments:
-        if key not in properties:
+        if key not in declared:
+            if out is None:
+                out = []
             out.append(key[:max_length])
             if len(out) == MAX_REPORTED:
                 break
     return tuple(out) if out else _NONE
+
+
+def undeclared_arguments(
+    arguments: Mapping[str, Any] | None, parameters: Mapping[str, Any] | None, max_length: int = 256
+) -> tuple[str, ...]:
+    """The names in ``arguments`` that ``parameters`` (the tool's JSON Schema) does not declare."""
+    if not arguments:
+        return _NONE
+    return undeclared_in(arguments, declared_names(parameters), max_length)

@@ -35,7 +35,7 @@ from otel_toolcall_eval.checks.schema import (
 )
 from otel_toolcall_eval.checks.step_budget import over_budget
 from otel_toolcall_eval.checks.undeclared import VIOLATION as UNDECLARED
-from otel_toolcall_eval.checks.undeclared import undeclared_arguments
+from otel_toolcall_eval.checks.undeclared import declared_names, undeclared_in
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.policy import ArgumentRule, DestructiveTool, Policy, RequiredStep
 from otel_toolcall_eval.records import (
@@ -47,8 +47,9 @@ from otel_toolcall_eval.records import (
     call_digest,
 )
 
-# the schema to use, its single parameter, whether that is a string, the schema's compiled validator
-_Resolution = tuple[ResolvedSchema, str | None, bool, Any]
+# the schema to use, its single parameter, whether that is a string, the schema's compiled validator, the
+# argument names it declares (None: it allows others or cannot tell; checks.undeclared)
+_Resolution = tuple[ResolvedSchema, str | None, bool, Any, frozenset[str] | None]
 
 
 @dataclass(slots=True, frozen=True)
@@ -158,7 +159,7 @@ class Scorer:
         config_tools = self._tools
         name = record.name
 
-        resolved, single, is_string, validator = self._resolve(name, trace_tools, record.span_schema)
+        resolved, single, is_string, validator, declared = self._resolve(name, trace_tools, record.span_schema)
         raw = record.raw_arguments
         arguments = object_or_none(raw, limits.max_argument_bytes) if not record.arguments_unparseable else None
         if arguments is not None:  # the common case, a JSON object: what parse_arguments returns, without its record
@@ -203,11 +204,7 @@ class Scorer:
         if banned:
             violations.append(banned)
             weight += 1
-        undeclared = (
-            undeclared_arguments(arguments, resolved.definition.parameters, limits.max_attribute_length)
-            if arguments and resolved.definition is not None
-            else ()
-        )
+        undeclared = undeclared_in(arguments, declared, limits.max_attribute_length) if declared is not None else ()
         if undeclared and self._undeclared_fail:
             violations.append(UNDECLARED)
             weight += 1
@@ -285,9 +282,10 @@ class Scorer:
     def _resolution(self, resolved: ResolvedSchema) -> _Resolution:
         definition = resolved.definition
         if definition is None:
-            return resolved, None, False, None
+            return resolved, None, False, None, None
         single, is_string = single_parameter(definition.parameters)
-        return resolved, single, is_string, validator_for(definition, self.cache)
+        validator = validator_for(definition, self.cache)
+        return resolved, single, is_string, validator, declared_names(definition.parameters)
 
 
 _PARSE_OK = {status: status.parsed for status in ParseStatus}  # a dict lookup instead of a property call

@@ -98,7 +98,11 @@ NAMES = st.sampled_from(["get_order", "search", "book, hotel", 'say "hi"', "Ã¼nÃ
 CALLS = st.lists(
     st.fixed_dictionaries(
         {"name": NAMES, "args": st.dictionaries(TEXT, JSON, max_size=3)},
-        optional={"required_args_only": st.booleans(), "batch": st.integers(0, 3)},
+        optional={
+            "required_args_only": st.booleans(),
+            "batch": st.integers(0, 3),
+            "arg_options": st.dictionaries(st.sampled_from(["opt_a", "opt_b"]), st.lists(JSON, min_size=1, max_size=2)),
+        },
     ),
     min_size=1,
     max_size=3,
@@ -166,6 +170,13 @@ def _error(path: Path) -> DatasetError:
         (_row(colour="blue"), "colour", "unknown column"),
         (_row(message_history=[{"content": "hi"}]), "message_history", "role"),
         (_row(available_tools=[{"description": "no name"}]), "available_tools", "name"),
+        (
+            _row(expected_tool_calls=[{"name": "a", "args": {"k": 1}, "arg_options": {"k": [2]}}]),
+            "expected_tool_calls",
+            "also in args",
+        ),
+        (_row(expected_tool_calls=[{"name": "a", "arg_options": {"k": []}}]), "expected_tool_calls", "lists no value"),
+        (_row(expected_tool_calls=[{"name": "a", "optional_args": ["k"]}]), "expected_tool_calls", "neither in args"),
     ],
 )
 def test_jsonl_errors_name_the_line_and_column(tmp_path: Path, row: dict[str, Any], column: str, text: str) -> None:
@@ -267,3 +278,19 @@ def test_offline_doc_tables_match_the_code() -> None:
     path = Path(__file__).resolve().parents[1] / "docs" / "offline-eval.md"
     text = path.read_text(encoding="utf-8")
     assert docs.render(text) == text, "run: python -m otel_toolcall_eval.offline.docs docs/offline-eval.md"
+
+
+def test_per_argument_alternatives_are_in_the_json_schema_and_survive_csv(tmp_path: Path) -> None:
+    call = {
+        "name": "get_order",
+        "args": {"order_id": "1"},
+        "arg_options": {"unit": ["kg", "lb"]},
+        "optional_args": ["unit"],
+    }
+    case = DatasetCase.model_validate(_row(expected_tool_calls=[call]))
+    jsonschema.validate(case_to_dict(case), dataset_json_schema())
+    properties = dataset_json_schema()["$defs"]["ExpectedCall"]["properties"]
+    assert {"arg_options", "optional_args"} <= set(properties)
+    path = tmp_path / "ds.csv"
+    write_cases(path, [case])
+    assert read_cases(path) == [case]

@@ -563,3 +563,45 @@ def test_undeclared_arguments_are_counted_and_fail_the_case_only_when_configured
     assert not failed.passed and failed.undeclared_arguments == 1
     assert failed.reasons == ["policy: undeclared_argument (get_order, call 1)"]
     assert _score(case, [{"name": "get_order", "arguments": {"order_id": "1"}}], prep).passed
+
+
+# --- per-argument alternatives and optional arguments in the expected call --------------------------------
+
+UNIT_TOOLS = [
+    {
+        "name": "convert",
+        "parameters": {
+            "type": "object",
+            "properties": {"amount": {"type": "number"}, "unit": {"type": "string"}, "round": {"type": "boolean"}},
+        },
+    }
+]
+
+
+@pytest.mark.parametrize(
+    ("made", "passed"),
+    [
+        ({"amount": 5, "unit": "kg"}, True),
+        ({"amount": 5, "unit": " LB "}, True),  # one of the values, after normalisation
+        ({"amount": 5}, True),  # optional: may be absent
+        ({"amount": 5, "unit": "oz"}, False),
+        ({"unit": "kg"}, False),  # amount is not optional
+        ({"amount": 5, "unit": "kg", "round": True}, False),  # strict: round is not expected
+    ],
+)
+def test_per_argument_alternatives_with_an_optional_marker(made: dict[str, Any], passed: bool) -> None:
+    expected = {
+        "name": "convert",
+        "args": {"amount": 5},
+        "arg_options": {"unit": ["kg", "lb"]},
+        "optional_args": ["unit"],
+        "required_args_only": False,
+    }
+    result = _score(_case([expected], available_tools=UNIT_TOOLS), [{"name": "convert", "arguments": made}])
+    assert result.passed is passed, result.reasons
+
+
+def test_a_missing_required_option_is_named_in_the_reasons() -> None:
+    expected = {"name": "convert", "args": {"amount": 5}, "arg_options": {"unit": ["kg", "lb"]}}
+    result = _score(_case([expected], available_tools=UNIT_TOOLS), [{"name": "convert", "arguments": {"amount": 6}}])
+    assert result.reasons == ["convert arguments differ: unit, amount"]

@@ -23,7 +23,7 @@ element by element, in order.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from functools import lru_cache
@@ -283,13 +283,24 @@ def match_arguments(
     similarity: TextSimilarity | None = None,
     threshold: float = 0.8,
     exact_case: Collection[str] = (),
+    options: Mapping[str, Sequence[Any]] | None = None,
+    optional: Collection[str] = (),
 ) -> ArgumentVerdict:
-    """The three layers for one matched pair. ``actual`` None with ``parse_ok`` not False: no arguments recorded."""
+    """The three layers for one matched pair. ``actual`` None with ``parse_ok`` not False: no arguments recorded.
+
+    ``options``: per-argument alternatives (the argument equals one of the values); ``optional``: keys that may
+    also be absent (of ``expected`` or ``options``).
+    """
     if parse_ok is False:
         return PARSE_FAILED
     if schema_valid is False:
         return SCHEMA_FAILED
     args: Mapping[str, Any] = actual if actual is not None else {}
+    if options or optional:
+        return _with_options(
+            expected, args, normalizer, options or {}, optional, required_only, free_text, similarity, threshold,
+            exact_case,
+        )  # fmt: skip
     if required_only and not free_text:
         for key, want in expected.items():  # fast path: identical values need no normalisation
             got = args.get(key, ABSENT)
@@ -322,6 +333,43 @@ def match_arguments(
     if low_keys:
         return ArgumentVerdict("free_text", tuple(low_keys), lowest)
     return ArgumentVerdict(None, (), lowest)
+
+
+def _with_options(
+    expected: Mapping[str, Any],
+    args: Mapping[str, Any],
+    normalizer: Normalizer,
+    options: Mapping[str, Sequence[Any]],
+    optional: Collection[str],
+    required_only: bool,
+    free_text: Collection[str],
+    similarity: TextSimilarity | None,
+    threshold: float,
+    exact_case: Collection[str],
+) -> ArgumentVerdict:
+    """``match_arguments`` with per-argument alternatives and optional keys: an optional key that is absent
+    is not compared, an option key matches any of its values; the rest as without them."""
+    missing = [k for k in optional if normalizer.absent(args.get(k, ABSENT))]
+    bad = []
+    for key, values in options.items():
+        got = args.get(key, ABSENT)
+        if key in missing:
+            continue
+        fold = key not in exact_case
+        if not any(normalizer.equal(v, got, required_only, fold) for v in values):
+            bad.append(key)
+    rest = {k: v for k, v in expected.items() if k not in missing} if missing else expected
+    # option keys are expected keys too: never "+key" extras in strict mode
+    view = {k: v for k, v in args.items() if k not in options} if not required_only and options else args
+    verdict = match_arguments(
+        rest, view, normalizer, required_only=required_only, free_text=free_text, similarity=similarity,
+        threshold=threshold, exact_case=exact_case,
+    )  # fmt: skip
+    if not bad:
+        return verdict
+    if verdict.failed == "required":
+        return ArgumentVerdict("required", (*bad, *verdict.mismatched))
+    return ArgumentVerdict("required", tuple(bad))
 
 
 _DEFAULT_SIMILARITY = RapidfuzzSimilarity()

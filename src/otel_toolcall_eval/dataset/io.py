@@ -290,6 +290,10 @@ def call_to_dict(call: ExpectedCall) -> dict[str, Any]:
         out["required_args_only"] = False
     if call.batch is not None:
         out["batch"] = call.batch
+    if call.arg_options:
+        out["arg_options"] = call.arg_options
+    if call.optional_args:
+        out["optional_args"] = call.optional_args
     return out
 
 

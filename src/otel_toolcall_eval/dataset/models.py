@@ -51,6 +51,28 @@ class ExpectedCall(_Model):
         ge=0,
         description="calls sharing a batch are one parallel turn: compared as a set, in any order",
     )
+    arg_options: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="per-argument alternatives: the argument must equal one of the listed values (after "
+        "normalisation); a key is in `args` or here, not both",
+    )
+    optional_args: list[str] = Field(
+        default_factory=list,
+        description="arguments (keys of `args` or `arg_options`) that may also be absent",
+    )
+
+    @model_validator(mode="after")
+    def _options_consistent(self) -> ExpectedCall:
+        both = [k for k in self.arg_options if k in self.args]
+        if both:
+            raise ValueError(f"arg_options: {both[0]!r} is also in args (give its values in one place)")
+        empty = [k for k, values in self.arg_options.items() if not values]
+        if empty:
+            raise ValueError(f"arg_options: {empty[0]!r} lists no value")
+        stray = [k for k in self.optional_args if k not in self.args and k not in self.arg_options]
+        if stray:
+            raise ValueError(f"optional_args: {stray[0]!r} is neither in args nor in arg_options")
+        return self
 
 
 class DatasetCase(_Model):

@@ -306,6 +306,8 @@ def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer, tools: ToolSe
         similarity=prep.similarity,
         threshold=prep.threshold,
         exact_case=prep.exact_case(spec.name, tools),
+        options=spec.arg_options,
+        optional=spec.optional_args,
     )
 
 

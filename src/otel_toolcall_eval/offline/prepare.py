@@ -27,6 +27,9 @@ class ToolSet:
     """The tools a case offered, by name; None when the case lists none (the config's tools then stand alone)."""
 
     offered: dict[str, ToolDefinition] | None
+    # per offered tool with a schema: its arguments compared with case kept (only non-empty sets are listed)
+    exact_case: dict[str, frozenset[str]] | None = None
+    described: frozenset[str] = frozenset()  # the offered tools that carry a schema (theirs wins over the config's)
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs ~5x, once per case
@@ -79,9 +82,12 @@ class Preparer:
         self._free_text: dict[str, frozenset[str]] = {}
         self.any_free_text = bool(config.arguments.free_text)
         self._forbidden_sets: dict[tuple[str, ...], frozenset[str]] = {}
-        self._config_tools = policy.tools
-        # id of a parameters schema -> (that schema, kept alive so the id stays its own; its case-sensitive keys)
-        self._exact_case: dict[int, tuple[object, frozenset[str]]] = {}
+        self._config_exact = {
+            n: k
+            for n, d in policy.tools.items()
+            if d.parameters is not None and (k := case_sensitive_keys(d.parameters))
+        }
+        self.any_exact_case = bool(self._config_exact)  # else only a case's own tool list can keep case
 
     def prepare(self, case: DatasetCase, line: int = 0) -> PreparedCase:
         refs = [self._reference(case.expected_tool_calls)]
@@ -131,22 +137,13 @@ class Preparer:
 
     def exact_case(self, tool: str, tools: ToolSet) -> frozenset[str]:
         """Arguments of ``tool`` compared with case kept (``case_sensitive_keys`` of the schema the engine uses:
-        the case's definition, else the config's)."""
-        offered = tools.offered.get(tool) if tools.offered else None
-        definition = offered if offered is not None and offered.parameters is not None else None
-        if definition is None:
-            definition = self._config_tools.get(tool)
-        parameters = definition.parameters if definition is not None else None
-        if parameters is None:
+        the case's definition, else the config's); computed once per tool list, so a lookup here is all."""
+        exact = tools.exact_case
+        if exact is not None and tool in exact:
+            return exact[tool]
+        if not self._config_exact or tool in tools.described:
             return _NO_FIELDS
-        hit = self._exact_case.get(id(parameters))
-        if hit is not None and hit[0] is parameters:
-            return hit[1]
-        keys = case_sensitive_keys(parameters)
-        if len(self._exact_case) >= 4096:
-            self._exact_case.clear()  # bounded: ever-new schemas just recompute
-        self._exact_case[id(parameters)] = (parameters, keys)
-        return keys
+        return self._config_exact.get(tool, _NO_FIELDS)
 
     def _tools(self, available: list[dict[str, Any]]) -> ToolSet:
         if not available:
@@ -155,7 +152,9 @@ class Preparer:
         tools = self._tool_sets.get(key)
         if tools is None:
             case_defs = {d.name: d for d in (definition_from(item) for item in available) if d is not None}
-            tools = ToolSet(case_defs or None)
+            described = frozenset(n for n, d in case_defs.items() if d.parameters is not None)
+            exact = {n: k for n in described if (k := case_sensitive_keys(case_defs[n].parameters))}
+            tools = ToolSet(case_defs or None, exact or None, described)
             if len(self._tool_sets) >= self._max_tool_sets:
                 self._tool_sets.clear()  # bounded: a dataset with ever-new tool lists just rebuilds them
             self._tool_sets[key] = tools

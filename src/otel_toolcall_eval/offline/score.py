@@ -305,7 +305,7 @@ def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer, tools: ToolSe
         free_text=prep.free_fields(spec.name),
         similarity=prep.similarity,
         threshold=prep.threshold,
-        exact_case=prep.exact_case(spec.name, tools),
+        exact_case=prep.exact_case(spec.name, tools) if prep.any_exact_case or tools.exact_case else (),
         options=spec.arg_options,
         optional=spec.optional_args,
     )

@@ -66,7 +66,7 @@ UNRECORDED: Any = None  # arguments not recorded (content capture off)
 ARGUMENTS: dict[str, list[Any]] = {
     "search": [{"q": "paris"}, {"q": 3}, "{broken", UNRECORDED, "paris", {"q": "paris", "x": 1}],
     "ping": [{}, UNRECORDED, ""],
-    "send_email": [{"to": "a@b.c"}, {"to": "a@b.c", "priority": "urgent"}, {}, UNRECORDED],
+    "send_email": [{"to": "a@b.c"}, {"to": "a@b.c", "priority": "urgent"}, {"to": "a@b.c", "cc": "x"}, {}, UNRECORDED],
     "authenticate": [{}, "{broken"],
     "confirm": [{}],
     "delete_records": [{"filter": {"id": 1}}, {}],
@@ -89,6 +89,7 @@ COMPARED = (
     "repeated_failure",
     "over_budget",
     "violations",
+    "undeclared_arguments",
 )
 
 
@@ -184,6 +185,7 @@ def _offline(offered: list[str], line: dict[str, Any]) -> list[dict[str, Any]]:
             "repeated_failure": c.repeated_failure,
             "over_budget": c.over_budget,
             "violations": list(c.violations) or None,
+            "undeclared_arguments": list(c.undeclared_arguments) or None,
         }
         out.append(row)
     return out

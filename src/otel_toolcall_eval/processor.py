@@ -179,7 +179,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._definitions = DefinitionCache(max_bytes=limits.max_cache_bytes)
         self._max_calls = limits.max_calls_per_trace
         self._config_tools = self.config.tool_definitions()
-        self._store = TraceStore(limits.max_traces, limits.trace_ttl_seconds, self._on_drop)
+        self._store = TraceStore(
+            limits.max_traces, limits.trace_ttl_seconds, self._on_drop, max_finished_bytes=limits.max_cache_bytes
+        )
         self._log = _RateLimitedLog()
         self._shutdown = False
         self._downstream = _FanOut(processors, self._log)

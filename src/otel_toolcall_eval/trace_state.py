@@ -17,8 +17,18 @@ from typing import Final
 from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.records import CallHistory, ToolDefinition
 
-FINISHED_TRACES: Final = 256  # finished traces remembered for late spans
-FINISHED_CALLS: Final = 65_536  # calls remembered across them (each a compact key: a few MiB at most)
+FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
+_KEY_BYTES: Final = 128  # a remembered call: a compact key (at most 64 characters) in a set
+_DEFINITION_FACTOR: Final = 8  # a parsed tool definition, per character of its canonical schema
+
+
+def state_bytes(state: TraceState) -> int:
+    """An estimate of what a finished trace's state keeps alive: its remembered calls and its tool definitions
+    (shared with the definition cache while that holds them; counted here as if not, an overestimate)."""
+    size = 512 + _KEY_BYTES * state.history.remembered
+    for d in (state.tools or {}).values():
+        size += 256 + _DEFINITION_FACTOR * len(d.schema_key or "")
+    return size
 
 
 @dataclass(slots=True)
@@ -171,8 +181,10 @@ class TraceStore:
         ttl_seconds: float,
         on_drop: Callable[[int, TraceState, str], None],
         clock: Callable[[], float] = time.monotonic,
+        max_finished_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self._max = max_traces
+        self._max_finished_bytes = max_finished_bytes
         self._ttl = ttl_seconds
         self._on_drop = on_drop
         self._clock = clock
@@ -181,8 +193,8 @@ class TraceStore:
 
     def _init_state(self) -> None:
         self._items: OrderedDict[int, TraceState] = OrderedDict()
-        self._finished: OrderedDict[int, TraceState] = OrderedDict()
-        self._finished_calls = 0
+        self._finished: OrderedDict[int, tuple[TraceState, int]] = OrderedDict()
+        self._finished_bytes = 0
         self._lock = threading.Lock()
 
     def _after_fork_in_child(self) -> None:
@@ -202,7 +214,8 @@ class TraceStore:
             if state is not None:
                 self._items.move_to_end(trace_id)
             else:
-                state = self._finished.get(trace_id)
+                finished = self._finished.get(trace_id)
+                state = None if finished is None else finished[0]
                 if state is None and create:
                     self._expire(now, dropped)
                     # make room first: a reader of ``len`` on another thread (the background worker fills the
@@ -224,17 +237,22 @@ class TraceStore:
         with self._lock:
             state = self._items.pop(trace_id, None)
             if state is None:
-                return self._finished.get(trace_id), False
+                finished = self._finished.get(trace_id)
+                return (None, False) if finished is None else (finished[0], False)
             self._remember_finished(trace_id, state)
             return state, True
 
     def _remember_finished(self, trace_id: int, state: TraceState) -> None:
+        """Bounded in traces and in bytes (``state_bytes`` when it finished; late spans add a few calls)."""
+        size = state_bytes(state)
+        if size > self._max_finished_bytes:
+            return
         finished = self._finished
-        finished[trace_id] = state
-        self._finished_calls += state.history.remembered
-        while finished and (len(finished) > FINISHED_TRACES or self._finished_calls > FINISHED_CALLS):
-            _, old = finished.popitem(last=False)
-            self._finished_calls -= old.history.remembered
+        finished[trace_id] = (state, size)
+        self._finished_bytes += size
+        while len(finished) > FINISHED_TRACES or self._finished_bytes > self._max_finished_bytes:
+            _, (_, freed) = finished.popitem(last=False)
+            self._finished_bytes -= freed
 
     def expire(self) -> None:
         dropped: list[tuple[int, TraceState, str]] = []
@@ -248,7 +266,7 @@ class TraceStore:
             items = list(self._items.items())
             self._items.clear()
             self._finished.clear()
-            self._finished_calls = 0
+            self._finished_bytes = 0
         return items
 
     def _expire(self, now: float, dropped: list[tuple[int, TraceState, str]]) -> None:

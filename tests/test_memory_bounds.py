@@ -57,10 +57,9 @@ def test_trace_state_keeps_no_argument_text() -> None:
 
     def calls() -> None:
         for i in range(300):
-            if i % 2:
-                arguments = f'{{"q": "{i:06d}{"x" * 100_000}"}}'  # 100 KB: oversized, scored but not parsed
-            else:
-                arguments = json.dumps({"q": f"{i:06d}" + "y" * 40_000})  # within the limit: parsed, normalised
+            # odd: 100 KB, oversized (scored, not parsed); even: 40 KB, within the limit (parsed, normalised)
+            oversized = f'{{"q": "{i:06d}{"x" * 100_000}"}}'
+            arguments = oversized if i % 2 else json.dumps({"q": f"{i:06d}" + "y" * 40_000})
             attrs = {
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": "search",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from otel_toolcall_eval import _fork
@@ -31,40 +32,42 @@ class BytesBoundedCache(Generic[K, V]):
         _fork.reinit_after_fork(self)
 
     def _init_state(self) -> None:
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._values: dict[K, V] = {}
+        self._costs: OrderedDict[K, int] = OrderedDict()  # insertion order: the eviction order
         self._bytes = 0
         self._lock = threading.Lock()
+        # the read is the dict's own ``get`` (no Python frame: the hot path reads on every tool span)
+        self.get: Callable[[K], V | None] = self._values.get
 
     def _after_fork_in_child(self) -> None:
         self._init_state()  # the lock may have been held by a thread that does not exist in the child
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._values)
 
     @property
     def bytes(self) -> int:
         """The estimated size of what the cache holds (at most ``max_bytes``)."""
         return self._bytes
 
-    def get(self, key: K) -> V | None:
-        hit = self._items.get(key)
-        return None if hit is None else hit[0]
-
     def put(self, key: K, value: V, cost: int) -> None:
         if cost > self.max_bytes:
             return
         with self._lock:
-            old = self._items.pop(key, None)
+            costs = self._costs
+            old = costs.pop(key, None)
             if old is not None:
-                self._bytes -= old[1]
-            self._items[key] = (value, cost)
+                self._bytes -= old
+            costs[key] = cost
+            self._values[key] = value
             self._bytes += cost
-            items = self._items
-            while self._bytes > self.max_bytes or (self.max_entries is not None and len(items) > self.max_entries):
-                _, (_, freed) = items.popitem(last=False)
+            while self._bytes > self.max_bytes or (self.max_entries is not None and len(costs) > self.max_entries):
+                evicted, freed = costs.popitem(last=False)
+                self._values.pop(evicted, None)
                 self._bytes -= freed
 
     def clear(self) -> None:
         with self._lock:
-            self._items.clear()
+            self._values.clear()
+            self._costs.clear()
             self._bytes = 0

@@ -75,7 +75,7 @@ class _FanOut:
         self._on_start_to = tuple(p for p in processors if _sdk.wants_on_start(p))
         self._on_ending_to = tuple(p for p in processors if _sdk.wants_on_ending(p))
 
-    def on_start(self, span: Span, parent_context: Context | None) -> None:
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         for p in self._on_start_to:
             try:
                 p.on_start(span, parent_context=parent_context)
@@ -186,6 +186,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._shutdown = False
         self._downstream = _FanOut(processors, self._log)
         self._forward = self._downstream.on_end
+        # The SDK calls these two hooks for every span: bound straight to the fan-out (no frame of ours between)
+        self.on_start = self._downstream.on_start  # type: ignore[method-assign]
+        self._on_ending = self._downstream.on_ending  # type: ignore[method-assign]
         self._gate_of: frozenset[str] | None = None
         self._gate: frozenset[str] | None = None
         evaluation = self.config.evaluation
@@ -203,10 +206,10 @@ class ToolCallEvalProcessor(SpanProcessor):
 
     # --- SpanProcessor -------------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        self._downstream.on_start(span, parent_context)
+        self._downstream.on_start(span, parent_context)  # replaced per instance in ``__init__``
 
     def _on_ending(self, span: Span) -> None:
-        self._downstream.on_ending(span)
+        self._downstream.on_ending(span)  # replaced per instance in ``__init__``
 
     def on_end(self, span: ReadableSpan) -> None:
         try:

@@ -21,9 +21,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import Tracer, set_span_in_context
-from otel_toolcall_eval.judge.config import JudgeConfig
 
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
+from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.judge import Judge
 from tests.helpers import WEATHER_TOOL, Pipeline, chat_span, make_pipeline, scores, tool_span
 

@@ -74,20 +74,6 @@ def test_trace_state_keeps_no_argument_text() -> None:
     provider.shutdown()
 
 
-def test_duplicates_are_still_found_through_compact_keys() -> None:
-    from otel_toolcall_eval.checks.duplicate import is_duplicate
-    from otel_toolcall_eval.records import CallHistory, CallScore, Outcome, compact_key
-
-    history = CallHistory()
-    long_key = "search\x00" + "z" * 10_000
-    assert isinstance(compact_key(long_key), bytes) and len(compact_key(long_key)) == 16
-    assert compact_key(compact_key(long_key)) == compact_key(long_key)
-    assert compact_key("short") == "short"
-    assert not is_duplicate(history, long_key)
-    history.add(CallScore("search", 1, Outcome.SUCCESS), long_key, None, 10)
-    assert is_duplicate(history, long_key) and not is_duplicate(history, long_key + "!")
-
-
 def big_definitions(i: int, fields: int = 1_500) -> str:
     """About 100 KB of tool definitions, different for every ``i`` (a new deployment, a per-user tool set)."""
     properties = {f"p{k}": {"type": "string", "description": f"field {k} of deployment {i}"} for k in range(fields)}

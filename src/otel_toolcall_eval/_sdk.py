@@ -14,10 +14,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import SpanContext, SpanKind
+
+from otel_toolcall_eval.conventions.base import plain_attributes
 
 # --- the gate: span parent and attributes without the properties ------------------------------------------
 
@@ -52,6 +55,20 @@ def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool:
             return False
         raw = span.attributes
     return gate is not None and (raw is None or gate.isdisjoint(raw))
+
+
+def attributes_dict(span: ReadableSpan) -> dict[str, Any] | None:
+    """The span's attributes as a plain dict, copied once (what every step of the evaluation reads), or None
+    when the span has none. For the SDK's spans the copy is taken from ``_attributes`` itself: the
+    ``attributes`` property would wrap it in a new proxy first, on every tool span."""
+    if type(span) in SDK_SPANS:
+        raw = span._attributes
+        if raw is None:
+            return {}  # what the property's proxy reads as
+        if type(raw) is BoundedAttributes:
+            return raw.copy()  # type: ignore[return-value]  # a plain dict (``BoundedAttributes.copy``)
+    attributes = span.attributes
+    return None if attributes is None else plain_attributes(attributes)
 
 
 def raw_attributes(span: ReadableSpan) -> Mapping[str, Any] | None:

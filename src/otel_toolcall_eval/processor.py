@@ -27,7 +27,6 @@ from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
-from otel_toolcall_eval.conventions.base import plain_attributes
 from otel_toolcall_eval.conventions.llm_spans import (
     LLM_KEYS,
     DefinitionCache,
@@ -281,12 +280,11 @@ class ToolCallEvalProcessor(SpanProcessor):
         ctx = span.context
         if ctx is None:
             return span
-        proxy = span.attributes
-        if proxy is None:
-            return span
         # One C-level copy read by every step (recognise, extract, the LLM checks, the enriched copy) instead of
         # one per step: the SDK's proxy copies, iterates and looks up keys in Python.
-        attrs = plain_attributes(proxy)
+        attrs = _sdk.attributes_dict(span)
+        if attrs is None:
+            return span
         parent = span.parent
         is_root = parent is None or parent.is_remote
         trace_id = ctx.trace_id

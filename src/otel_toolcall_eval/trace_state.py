@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.records import CallHistory, ToolDefinition

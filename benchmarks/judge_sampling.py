@@ -1,9 +1,9 @@
 """The judge's sampling decision on the application thread, as a fraction of one SDK span's cost.
 
-Subject: ``Judge.offer(record, score, state)`` for scored calls that are not sampled (the common case; the
-rate is 0, so nothing is queued and no judge call is made), four calls per trace so the per-trace hash of the
-trace id is computed once and reused, as in the processor. Baseline: one non-tool span started and ended through
-a BatchSpanProcessor with a no-op exporter, measured in the same rounds.
+Subject: ``Judge.offer(trace_id, record, score, tools)`` for scored calls that are not sampled (the common case;
+the rate is 0, so nothing is queued and no judge call is made), four calls per trace, as the processor makes
+them (the trace's draw is a few integer operations on the trace id, computed per call). Baseline: one non-tool
+span started and ended through a BatchSpanProcessor with a no-op exporter, measured in the same rounds.
 """
 
 from __future__ import annotations
@@ -21,42 +21,40 @@ TARGET = 0.05
 CALLS_PER_TRACE = 4
 
 
-def _offers(count: int) -> list[tuple[Any, Any, Any, bool]]:
-    """``(record, score, state, first_of_trace)`` as the processor hands them to the judge, really scored."""
+def _offers(count: int) -> list[tuple[int, Any, Any]]:
+    """``(trace_id, record, score)`` as the processor hands them to the judge, really scored."""
     import orjson
 
     from otel_toolcall_eval.engine import Scorer
-    from otel_toolcall_eval.records import ToolCallRecord
-    from otel_toolcall_eval.trace_state import TraceState
+    from otel_toolcall_eval.records import CallHistory, ToolCallRecord
 
     scorer = Scorer(policy_config(SCHEMA_5).policy())
     out = []
-    state = TraceState()
+    history = CallHistory()
     for i in range(count):
         if i % CALLS_PER_TRACE == 0:
-            state = TraceState()
+            history = CallHistory()
+        trace_id = ((i // CALLS_PER_TRACE) * 0x9E3779B97F4A7C15 + 1) & ((1 << 128) - 1)
         record = ToolCallRecord(
             name=TOOL,
             raw_arguments=orjson.dumps(valid_arguments(5, i)).decode(),
             result='{"count": 3}',
             result_recorded=True,
             convention="genai",
-            trace_id=f"{(i // CALLS_PER_TRACE) * 0x9E3779B97F4A7C15 + 1:032x}"[-32:],
+            trace_id=f"{trace_id:032x}",
             span_id=f"{i + 1:016x}",
         )
-        out.append((record, scorer.score(record, state.history), state, i % CALLS_PER_TRACE == 0))
+        out.append((trace_id, record, scorer.score(record, history)))
     return out
 
 
-def decision_round(judge: Any, offers: list[tuple[Any, Any, Any, bool]]) -> Callable[[], float]:
+def decision_round(judge: Any, offers: list[tuple[int, Any, Any]]) -> Callable[[], float]:
     def run() -> float:
         clock = time.perf_counter_ns
         total = 0
-        for record, score, state, first in offers:
-            if first:
-                state.judge_draw = -1  # every round starts its traces afresh: the trace's draw is hashed once
+        for trace_id, record, score in offers:
             t0 = clock()
-            judge.offer(record, score, state)
+            judge.offer(trace_id, record, score, None)
             total += clock() - t0
         return total / len(offers)
 

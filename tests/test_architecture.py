@@ -22,13 +22,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
     ("replay", "harvest"),  # adapters built on the processor
     ("processor", "offline"),  # the online and the offline adapter
-    ("background", "enrich", "trace_state", "judge", "metrics", "summary", "exporters"),  # the processor's parts
+    ("background", "enrich", "trace_state", "judge", "metrics", "summary", "exporters", "_sdk"),  # processor parts
     ("config",),  # the file format (pydantic), compiled to policy objects
     ("conventions", "dataset"),  # reading spans and dataset rows into records
     ("engine",),  # per-call scoring, once for every adapter
     ("checks",),  # pure checks
     ("records", "policy", "attributes", "_json", "_version"),  # plain records, policy objects, names
-    ("errors", "_files", "_text"),  # user-facing errors and exit codes, atomic outputs, untrusted text
+    # user-facing errors and exit codes, atomic outputs, untrusted text; the fork registry, deadlines, the
+    # byte-bounded cache (stdlib only)
+    ("errors", "_files", "_text", "_fork", "_deadline", "_lru"),
 )
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 PURE = ("checks", "engine", "records", "policy")

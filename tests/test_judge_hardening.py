@@ -6,10 +6,8 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -111,10 +109,12 @@ def test_a_request_cut_at_max_request_chars_never_keeps_the_start_of_a_secret() 
     judge = _judge(max_request_chars=100)
     for secret in (API_KEY, JWT):
         for offset in range(80, 100):  # the cut falls at every position inside the secret
-            state = SimpleNamespace(judge_request=None, judge_pending=None, lock=threading.Lock())
-            judge.observe_llm_span(_messages("x" * offset + " " + secret + " and more text after it"), state)
-            assert state.judge_request.startswith("x" * offset) and len(state.judge_request) <= 100
-            assert not _leaks(state.judge_request, secret), (offset, state.judge_request)
+            trace_id = hash((secret, offset)) & 0xFFFF_FFFF  # a new trace each time: the request is read once
+            judge.observe_llm_span(trace_id, _messages("x" * offset + " " + secret + " and more text after it"))
+            ctx = judge._traces.peek(trace_id)
+            assert ctx is not None and ctx.request is not None
+            assert ctx.request.startswith("x" * offset) and len(ctx.request) <= 100
+            assert not _leaks(ctx.request, secret), (offset, ctx.request)
 
 
 def test_the_models_reaction_cut_at_max_field_chars_never_keeps_the_start_of_a_secret() -> None:
@@ -126,10 +126,12 @@ def test_the_models_reaction_cut_at_max_field_chars_never_keeps_the_start_of_a_s
             (),
             reaction=Reaction(),
         )
-        state = SimpleNamespace(judge_request="r", judge_pending=[pending], lock=threading.Lock())
+        with judge._traces.lock:  # a sampled failed call of the trace waits for the model's reaction
+            ctx = judge._traces.get_or_create(offset, [])
+            ctx.request, ctx.pending = "r", [pending]
         output = [{"role": "assistant", "parts": [{"type": "text", "content": "y" * offset + " " + API_KEY + " z"}]}]
         judge.worker.submit = lambda item: True  # type: ignore[method-assign]  # only the reaction is under test
-        judge.observe_llm_span({"gen_ai.output.messages": json.dumps(output)}, state)
+        judge.observe_llm_span(offset, {"gen_ai.output.messages": json.dumps(output)})
         assert pending.reaction is not None and pending.reaction.model_output is not None
         assert not _leaks(pending.reaction.model_output, API_KEY), offset
 

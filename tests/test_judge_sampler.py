@@ -23,7 +23,6 @@ from otel_toolcall_eval.judge import Judge, JudgeConfig
 from otel_toolcall_eval.judge.ledger import Ledger, period_bounds
 from otel_toolcall_eval.judge.sampler import CLASSES, ONE, Sampler, solve_rate, trace_draw
 from otel_toolcall_eval.records import CallScore, Outcome
-from otel_toolcall_eval.trace_state import TraceState
 
 from .helpers import tool_span
 
@@ -319,22 +318,24 @@ def test_calls_flagged_by_the_checks_are_judged_more_often() -> None:
 
 def test_the_decision_takes_no_lock_and_counts_traffic() -> None:
     judge = Judge(JudgeConfig.model_validate({**JUDGE_SECTION, "sampling": {"initial_rate": 0.0}}))
-    state = TraceState()
     score = CallScore(name="lookup", step=1, outcome=Outcome.SUCCESS)
     record: Any = type("R", (), {"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "name": "lookup"})()
+    trace_id = 0x4BF92F3577B34DA6A3CE929D0E0E4736
     results: list[bool] = []
-    with state.lock:  # another thread holds the trace's lock: an unsampled decision must not wait for it
-        t = threading.Thread(target=lambda: results.extend(judge.offer(record, score, state) for _ in range(1000)))
+    with judge._traces.lock:  # another thread holds the judge's trace lock: an unsampled decision must not wait
+        t = threading.Thread(
+            target=lambda: results.extend(judge.offer(trace_id, record, score, None) for _ in range(1000))
+        )
         t.start()
         t.join(10)
         assert not t.is_alive()
     assert results == [False] * 1000
-    assert state.judge_draw == trace_draw(0x4BF92F3577B34DA6A3CE929D0E0E4736)  # hashed once, cached
+    assert len(judge._traces) == 0  # an unsampled call leaves no per-trace state behind
     judge.sampler.update(0.0)
     judge.sampler.update(10.0)
     assert judge.sampler.traffic is not None and judge.sampler.traffic[CLEAN] == pytest.approx(0.0)
     for _ in range(50):
-        judge.offer(record, score, state)
+        judge.offer(trace_id, record, score, None)
     judge.sampler.update(20.0)
     assert judge.sampler.traffic[CLEAN] > 0  # 50 calls in 10 s, smoothed
     judge.shutdown()

@@ -12,13 +12,13 @@ before the tool calls it caused, the root last).
 from __future__ import annotations
 
 import collections
-import os
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_toolcall_eval import _fork
 
 
 class _Marker:
@@ -63,9 +63,7 @@ class BackgroundQueue:
         self._thread: threading.Thread | None = None
         self._worker_ident: int | None = None
         self._stopped = False
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.WeakMethod(self._after_fork)
-            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+        _fork.reinit_after_fork(self)
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -76,6 +74,12 @@ class BackgroundQueue:
             return False
         queue = self._queue
         queue.append(span)
+        if self._stopped:  # raced with shutdown, which may have drained the queue already: exactly one of this
+            try:  # removal and the drain's popleft succeeds (both atomic), so the span is processed exactly once
+                queue.remove(span)
+            except ValueError:
+                return True  # the worker or the drain took it
+            return False
         size = len(queue)
         if size >= self._wake_at:
             self._wake.set()
@@ -109,8 +113,11 @@ class BackgroundQueue:
         thread.join(timeout_seconds)
         if thread.is_alive():
             return False
-        while self._queue:  # appended by a thread that raced the stop: still processed, here
-            item = self._queue.popleft()
+        while True:  # appended by a thread that raced the stop: still processed, here
+            try:
+                item = self._queue.popleft()
+            except IndexError:  # empty (a racing ``submit`` may take its span back: see there)
+                break
             if type(item) is _Marker:
                 item.done.set()
             else:
@@ -155,7 +162,10 @@ class BackgroundQueue:
             self._wake.wait(self._delay)
             self._wake.clear()
             while queue:
-                item = queue.popleft()
+                try:
+                    item = queue.popleft()
+                except IndexError:  # a ``submit`` that raced shutdown took its span back
+                    break
                 if type(item) is _Marker:
                     item.done.set()
                     continue
@@ -171,7 +181,7 @@ class BackgroundQueue:
                     self._room.notify_all()
                 return
 
-    def _after_fork(self) -> None:
+    def _after_fork_in_child(self) -> None:
         """In a forked child the worker thread does not exist: start afresh (queued spans belong to the parent)."""
         self._queue = collections.deque()
         self._wake = threading.Event()

@@ -11,8 +11,8 @@ from types import MappingProxyType
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanKind
 
+from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions.base import span_events, span_links
 from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, TraceVerdict
@@ -39,12 +39,9 @@ class EnrichedSpan(ReadableSpan):
     def __init__(self, span: ReadableSpan, extra: Mapping[str, Any], attributes: dict[str, Any] | None = None) -> None:
         attributes = _copy_attributes(span) if attributes is None else attributes.copy()
         attributes.update(extra)
-        if _STATE_IS_DICT and type(span) is ReadableSpan:
-            # The SDK's ReadableSpan keeps its state in its __dict__: one C-level copy instead of twelve property
-            # reads and a keyword call (checked at import, see ``_state_is_dict``).
-            self.__dict__.update(span.__dict__)
-            self._attributes = attributes
-        else:
+        # The SDK's ReadableSpan keeps its state in its __dict__: one C-level copy instead of twelve property
+        # reads and a keyword call (checked at import, see ``_sdk.adopt_state``).
+        if not _sdk.adopt_state(self, span, attributes):
             super().__init__(**_public_fields(span, attributes))
         self.original = span
 
@@ -78,33 +75,6 @@ def _public_fields(span: ReadableSpan, attributes: dict[str, Any]) -> dict[str, 
         "end_time": span.end_time,
         "instrumentation_scope": span.instrumentation_scope,
     }
-
-
-def _state_is_dict() -> bool:
-    """Whether copying a ReadableSpan's ``__dict__`` (and replacing ``_attributes``) gives the same span.
-
-    True for opentelemetry-sdk 1.x; checked once, so an SDK that stores its state differently falls back to
-    the public constructor instead of silently losing the scores.
-    """
-    try:
-        original = ReadableSpan(
-            name="probe", attributes={"a": 1}, events=(), links=(), start_time=1, end_time=2, kind=SpanKind.CLIENT
-        )
-        copy = object.__new__(EnrichedSpan)
-        copy.__dict__.update(original.__dict__)
-        copy._attributes = {"a": 1, "b": 2}
-        return (
-            copy.name == "probe"
-            and dict(copy.attributes or {}) == {"a": 1, "b": 2}
-            and dict(original.attributes or {}) == {"a": 1}
-            and (copy.start_time, copy.end_time, copy.kind) == (1, 2, SpanKind.CLIENT)
-            and copy.resource is original.resource
-        )
-    except Exception:  # noqa: BLE001 - any surprise means: use the constructor
-        return False
-
-
-_STATE_IS_DICT = _state_is_dict()
 
 
 # ``Enum.value`` is a Python-level property; a dict lookup is not (this runs for every tool span)
@@ -170,12 +140,10 @@ def with_attributes(span: ReadableSpan, attributes: dict[str, Any]) -> ReadableS
     """A copy of ``span`` whose attributes are ``attributes`` (taken as they are, not copied); all else shared.
 
     Replay uses it to strip the scores of an earlier run. The SDK's ``ReadableSpan`` is copied through its
-    ``__dict__`` as in ``EnrichedSpan`` (one C-level copy, checked at import by ``_state_is_dict``); any other span
-    type, or an SDK that keeps its state differently, goes through the public constructor.
+    ``__dict__`` as in ``EnrichedSpan`` (``_sdk.adopt_state``); any other span type, or an SDK that keeps its
+    state differently, goes through the public constructor.
     """
-    if _STATE_IS_DICT and type(span) is ReadableSpan:
-        copy: ReadableSpan = object.__new__(ReadableSpan)
-        copy.__dict__.update(span.__dict__)
-        copy._attributes = attributes
+    copy: ReadableSpan = object.__new__(ReadableSpan)
+    if _sdk.adopt_state(copy, span, attributes):
         return copy
     return ReadableSpan(**_public_fields(span, attributes))

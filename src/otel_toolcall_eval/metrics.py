@@ -20,6 +20,7 @@ from typing import Any, Final, NamedTuple
 from opentelemetry import metrics as metrics_api
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
+from otel_toolcall_eval import _fork
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
 
@@ -118,12 +119,16 @@ _OUTCOME_TEXT: dict[Outcome, str] = {o: o.value for o in Outcome}  # a dict look
 class _Tally:
     """Monotonic counts per label set; ``observe`` is the observable counter's callback (runs at collection)."""
 
-    __slots__ = ("_counts", "_labels", "_lock")
+    __slots__ = ("__weakref__", "_counts", "_labels", "_lock")
 
     def __init__(self, labels: tuple[str, ...]) -> None:
         self._labels = labels
         self._counts: dict[tuple[str, ...], int] = {}
         self._lock = threading.Lock()
+        _fork.reinit_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()  # the counts stay: the child's own counts add to what it inherited
 
     def add(self, key: tuple[str, ...]) -> None:
         with self._lock:
@@ -173,11 +178,22 @@ class _Instruments:
 
 
 _SHARED: weakref.WeakKeyDictionary[Any, _Instruments] = weakref.WeakKeyDictionary()
-_SHARED_LOCK = threading.Lock()
+
+
+class _SharedLock:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        _fork.reinit_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
+        self.lock = threading.Lock()
+
+
+_SHARED_LOCK = _SharedLock()
 
 
 def _instruments(meter: Meter) -> _Instruments:
-    with _SHARED_LOCK:
+    with _SHARED_LOCK.lock:
         try:
             found = _SHARED.get(meter)
         except TypeError:  # a meter that cannot be weakly referenced: not shared
@@ -192,6 +208,10 @@ class EvalMetrics:
         meter = (meter_provider or metrics_api.get_meter_provider()).get_meter("otel_toolcall_eval", __version__)
         self._instruments = _instruments(meter)
         self._tools: set[str] = set()
+        self._lock = threading.Lock()
+        _fork.reinit_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
 
     def _tool_label(self, score: CallScore) -> str:

@@ -72,6 +72,7 @@ class ScoringLimits:
     max_schema_errors: int = 3
     max_calls_per_trace: int = 1_000
     validator_cache_size: int = 512
+    max_cache_bytes: int = 16 * 1024 * 1024  # each cache built from trace data (estimated bytes)
 
 
 @dataclass(frozen=True, slots=True)

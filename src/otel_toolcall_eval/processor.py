@@ -8,7 +8,6 @@ application: a failed evaluation is counted, logged (rate-limited) and the span 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -16,18 +15,18 @@ from typing import Any
 from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-from opentelemetry.trace import SpanContext, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import TracerProvider
 
+from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval.background import BackgroundQueue
-from otel_toolcall_eval.checks.same_call import wraps_same_call
+from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
-from otel_toolcall_eval.conventions.base import plain_attributes
 from otel_toolcall_eval.conventions.llm_spans import (
     LLM_KEYS,
     DefinitionCache,
@@ -38,34 +37,14 @@ from otel_toolcall_eval.conventions.llm_spans import (
 )
 from otel_toolcall_eval.engine import Scorer, call_key
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
+from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, TraceVerdict
-from otel_toolcall_eval.trace_state import TraceState, TraceStore
+from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore
 
 logger = logging.getLogger("otel_toolcall_eval")
 
 _NOT_TURNS = frozenset({"invoke_agent", "create_agent"})
-# The SDK's own no-op hooks: a downstream processor that only has these is not called for them (hot path).
-_NOOP_ON_START = frozenset({SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start})
-_NOOP_ON_ENDING = frozenset({SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending})
-
-
-# Span classes whose ``parent`` and ``attributes`` are the SDK's properties over ``_parent`` / ``_attributes``: the
-# gate in ``on_end`` reads those directly (the proxy costs a wrapper object and a Python-level ``__iter__`` per span),
-# and reads ``SpanContext.is_remote`` as the tuple item that property returns. Empty (every span takes the general
-# path) if this API does not store them that way.
-_SDK_SPANS = (
-    frozenset(
-        cls
-        for cls in (ReadableSpan, Span, getattr(sdk_trace, "_Span", Span))
-        if getattr(cls, "attributes", None) is ReadableSpan.__dict__.get("attributes")
-        and getattr(cls, "parent", None) is ReadableSpan.__dict__.get("parent")
-    )
-    if isinstance(SpanContext(1, 2, True), tuple)
-    and SpanContext(1, 2, True)[2] is True
-    and SpanContext(1, 2, False)[2] is False
-    else frozenset()
-)
 
 
 class _RateLimitedLog:
@@ -80,6 +59,59 @@ class _RateLimitedLog:
         if now - self._last.get(key, -self._interval) >= self._interval:
             self._last[key] = now
             logger.warning(msg, *args, exc_info=True)
+
+
+class _FanOut:
+    """The downstream processors, each call contained: one failing processor does not stop the others (what the
+    SDK's ``SynchronousMultiSpanProcessor`` does for a provider's processors). Hooks a processor inherits as the
+    SDK's no-ops are not called (the hot path)."""
+
+    __slots__ = ("_log", "_on_ending_to", "_on_start_to", "processors")
+
+    def __init__(self, processors: tuple[SpanProcessor, ...], log: _RateLimitedLog) -> None:
+        self.processors = processors
+        self._log = log
+        self._on_start_to = tuple(p for p in processors if _sdk.wants_on_start(p))
+        self._on_ending_to = tuple(p for p in processors if _sdk.wants_on_ending(p))
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        for p in self._on_start_to:
+            try:
+                p.on_start(span, parent_context=parent_context)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.on_start", "downstream on_start failed")
+
+    def on_ending(self, span: Span) -> None:
+        for p in self._on_ending_to:
+            try:
+                _sdk.on_ending(p, span)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream._on_ending", "downstream _on_ending failed")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for p in self.processors:
+            try:
+                p.on_end(span)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.on_end", "downstream on_end failed")
+
+    def force_flush(self, deadline: Deadline) -> bool:
+        ok = True
+        for p in self.processors:
+            try:
+                ok = bool(p.force_flush(deadline.remaining_millis())) and ok
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.force_flush", "downstream force_flush failed")
+                ok = False
+        return ok
+
+    def shutdown(self) -> None:
+        """The SDK's ``SpanProcessor.shutdown()`` takes no timeout: each processor bounds its own."""
+        for p in self.processors:
+            try:
+                p.shutdown()
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.shutdown", "downstream shutdown failed")
 
 
 class ToolCallEvalProcessor(SpanProcessor):
@@ -99,7 +131,8 @@ class ToolCallEvalProcessor(SpanProcessor):
     worker thread behind a bounded queue (``background``: ``on_end`` costs the application an append);
     ``auto`` (the default) picks background when every downstream processor is a ``BatchSpanProcessor``,
     whose export is asynchronous anyway, and inline otherwise, so a ``SimpleSpanProcessor`` still exports
-    scored spans before ``end()`` returns. ``force_flush`` and ``shutdown`` score what is queued first.
+    scored spans before ``end()`` returns. ``force_flush(T)`` and ``shutdown(T)`` score what is queued first;
+    the queue, the judge and the downstream processors share one deadline, T from the call.
     """
 
     def __init__(
@@ -109,16 +142,16 @@ class ToolCallEvalProcessor(SpanProcessor):
         *,
         conventions: ConventionRegistry | None = None,
         meter_provider: MeterProvider | None = None,
-        judge: Any = None,
+        judge: JudgeHook | bool | None = None,
         tracer_provider: TracerProvider | None = None,
         logger_provider: LoggerProvider | None = None,
     ) -> None:
         if isinstance(downstream, SpanProcessor):
-            self._downstream: tuple[SpanProcessor, ...] = (downstream,)
+            processors: tuple[SpanProcessor, ...] = (downstream,)
         else:
-            self._downstream = tuple(downstream)
-            bad = [p for p in self._downstream if not isinstance(p, SpanProcessor)]
-            if bad or not self._downstream:
+            processors = tuple(downstream)
+            bad = [p for p in processors if not isinstance(p, SpanProcessor)]
+            if bad or not processors:
                 raise TypeError(
                     "downstream: expected a SpanProcessor or a non-empty sequence of them, got "
                     f"{type(bad[0]).__name__ if bad else 'an empty sequence'}"
@@ -128,6 +161,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         self.config = config or EvalConfig()
         self.conventions = conventions or default_registry()
         self.metrics = EvalMetrics(meter_provider)
+        limits = self.config.limits
         if judge is None and self.config.judge is not None:
             from otel_toolcall_eval.judge import Judge
 
@@ -137,25 +171,29 @@ class ToolCallEvalProcessor(SpanProcessor):
                 meter_provider=meter_provider,
                 logger_provider=logger_provider,
                 known_tools=self.config.tool_definitions(),
+                max_traces=limits.max_traces,
             )
-        self.judge = judge if judge is not False else None
+        self.judge: JudgeHook | None = None if judge is None or isinstance(judge, bool) else judge
         self._scorer = Scorer(self.config.policy())
-        self._definitions = DefinitionCache()
-        limits = self.config.limits
+        self._definitions = DefinitionCache(max_bytes=limits.max_cache_bytes)
         self._max_calls = limits.max_calls_per_trace
         self._config_tools = self.config.tool_definitions()
-        self._store = TraceStore(limits.max_traces, limits.trace_ttl_seconds, self._on_drop)
+        self._store = TraceStore(
+            limits.max_traces, limits.trace_ttl_seconds, self._on_drop, max_finished_bytes=limits.max_cache_bytes
+        )
         self._log = _RateLimitedLog()
         self._shutdown = False
-        self._lock = threading.Lock()
-        self._on_start_to = tuple(p for p in self._downstream if type(p).on_start not in _NOOP_ON_START)
-        self._on_ending_to = tuple(p for p in self._downstream if type(p)._on_ending not in _NOOP_ON_ENDING)
+        self._downstream = _FanOut(processors, self._log)
+        self._forward = self._downstream.on_end
+        # The SDK calls these two hooks for every span: bound straight to the fan-out (no frame of ours between)
+        self.on_start = self._downstream.on_start  # type: ignore[method-assign]
+        self._on_ending = self._downstream.on_ending  # type: ignore[method-assign]
         self._gate_of: frozenset[str] | None = None
         self._gate: frozenset[str] | None = None
         evaluation = self.config.evaluation
         self._background: BackgroundQueue | None = None
         if evaluation.mode == "background" or (
-            evaluation.mode == "auto" and all(isinstance(p, BatchSpanProcessor) for p in self._downstream)
+            evaluation.mode == "auto" and all(isinstance(p, BatchSpanProcessor) for p in processors)
         ):
             self._background = BackgroundQueue(
                 self._evaluate_and_forward,
@@ -167,40 +205,18 @@ class ToolCallEvalProcessor(SpanProcessor):
 
     # --- SpanProcessor -------------------------------------------------------------------------
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        for p in self._on_start_to:
-            try:
-                p.on_start(span, parent_context=parent_context)
-            except Exception:  # noqa: BLE001
-                self._log.error("downstream.on_start", "downstream on_start failed")
+        self._downstream.on_start(span, parent_context)  # replaced per instance in ``__init__``
 
     def _on_ending(self, span: Span) -> None:
-        for p in self._on_ending_to:
-            try:
-                p._on_ending(span)
-            except Exception:  # noqa: BLE001
-                self._log.error("downstream._on_ending", "downstream _on_ending failed")
+        self._downstream.on_ending(span)  # replaced per instance in ``__init__``
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            # ``_is_plain_child`` inlined for the SDK's own span types (every span the application ends comes here)
-            if type(span) in _SDK_SPANS:
-                parent = span._parent  # what the ``parent`` and ``attributes`` properties return, read directly
-                if parent is not None and not parent[2]:  # ``is_remote`` (see ``_SDK_SPANS``)
-                    keys = self.conventions.detect_keys  # may change when conventions are registered later
-                    if keys is not self._gate_of:
-                        self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
-                    gate = self._gate
-                    raw = span._attributes  # None reads as the proxy's empty mapping
-                    if gate is not None and (raw is None or gate.isdisjoint(raw)):
-                        # neither a tool nor an LLM span, nor a root: forwarded as is (``_forward``, inlined)
-                        for p in self._downstream:
-                            try:
-                                p.on_end(span)
-                            except Exception:  # noqa: BLE001
-                                self._log.error("downstream.on_end", "downstream on_end failed")
-                        return
-            elif self._is_plain_child(span):
-                self._forward(span)
+            keys = self.conventions.detect_keys  # may change when conventions are registered later
+            if keys is not self._gate_of:
+                self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
+            if _sdk.is_plain_child(span, self._gate):
+                self._forward(span)  # neither a tool nor an LLM span, nor a root: forwarded as is
                 return
             background = self._background
             if background is not None and background.submit(span):
@@ -225,84 +241,73 @@ class ToolCallEvalProcessor(SpanProcessor):
                 out = span
         self._forward(out)
 
-    def _forward(self, span: ReadableSpan) -> None:
-        for p in self._downstream:
-            try:
-                p.on_end(span)
-            except Exception:  # noqa: BLE001
-                self._log.error("downstream.on_end", "downstream on_end failed")
-
-    def _is_plain_child(self, span: ReadableSpan) -> bool:
-        """One set operation rejects most spans: no key any convention or LLM check needs, and not a root."""
-        parent = span.parent
-        if parent is None or parent.is_remote:
-            return False
-        keys = self.conventions.detect_keys  # may change when conventions are registered later
-        if keys is not self._gate_of:
-            self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
-        gate = self._gate
-        attrs = span.attributes
-        return gate is not None and attrs is not None and gate.isdisjoint(attrs)
-
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_millis: float = 30000) -> None:
+        """Score and forward what is queued, let the judge drain, then shut the downstream processors down:
+        the queue and the judge share one deadline, ``timeout_millis`` from now. A span that ends meanwhile is
+        scored inline and forwarded."""
         if self._shutdown:
             return
         self._shutdown = True
-        if self._background is not None:  # score and forward what is queued before the state is drained
-            self._safe(self._background.shutdown, "background.shutdown")
-        for _, state in self._store.drain():
-            if self.judge is not None:
-                self._safe(lambda state=state: self.judge.trace_done(state), "judge.trace_done")
+        deadline = Deadline.after_millis(timeout_millis)
+        background = self._background
+        if background is not None:  # score and forward what is queued before the state is drained
+            self._safe(lambda: background.shutdown(deadline.remaining()), "background.shutdown")
+        judge = self.judge
+        for trace_id, state in self._store.drain():
+            if judge is not None:
+                self._safe(lambda t=trace_id: judge.trace_done(t), "judge.trace_done")
             self._record_unfinished(state, "shutdown")
-        if self.judge is not None:
-            self._safe(self.judge.shutdown, "judge.shutdown")
-        for p in self._downstream:
-            self._safe(p.shutdown, "downstream.shutdown")
+        if judge is not None:
+            self._safe(lambda: judge.shutdown(deadline), "judge.shutdown")
+        self._downstream.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        deadline = time.monotonic() + timeout_millis / 1000
+        """Score and forward what is queued, wait for the judge, then flush the downstream processors: all
+        within one deadline, ``timeout_millis`` from now."""
+        deadline = Deadline.after_millis(timeout_millis)
         ok = True
-        if self._background is not None:  # spans queued before the flush reach the downstream before it flushes
-            ok = bool(self._safe(lambda: self._background.flush(timeout_millis / 1000), "background.flush"))
+        background = self._background
+        if background is not None:  # spans queued before the flush reach the downstream before it flushes
+            ok = bool(self._safe(lambda: background.flush(deadline.remaining()), "background.flush"))
         self._store.expire()
-        if self.judge is not None:
-            ok = bool(self._safe(lambda: self.judge.force_flush(timeout_millis), "judge.force_flush")) and ok
-        for p in self._downstream:
-            remaining = max(0, int((deadline - time.monotonic()) * 1000))
-            ok = bool(self._safe(lambda p=p, r=remaining: p.force_flush(r), "downstream.force_flush")) and ok
-        return ok
+        judge = self.judge
+        if judge is not None:
+            ok = bool(self._safe(lambda: judge.force_flush(deadline), "judge.force_flush")) and ok
+        return self._downstream.force_flush(deadline) and ok
 
     # --- evaluation ----------------------------------------------------------------------------
     def _evaluate(self, span: ReadableSpan) -> ReadableSpan:
         ctx = span.context
         if ctx is None:
             return span
-        proxy = span.attributes
-        if proxy is None:
-            return span
         # One C-level copy read by every step (recognise, extract, the LLM checks, the enriched copy) instead of
         # one per step: the SDK's proxy copies, iterates and looks up keys in Python.
-        attrs = plain_attributes(proxy)
+        attrs = _sdk.attributes_dict(span)
+        if attrs is None:
+            return span
         parent = span.parent
         is_root = parent is None or parent.is_remote
+        trace_id = ctx.trace_id
         convention = self.conventions.recognise(span, attrs)
         record = convention.extract(span, attrs) if convention is not None else None
         if record is None:
             if is_llm_span(attrs):
-                self._observe_llm_span(ctx.trace_id, attrs, is_root)
+                self._observe_llm_span(trace_id, attrs, is_root)
             if is_root:
-                return self._finish_trace(ctx.trace_id, span, {}, attrs)
+                return self._finish_trace(trace_id, span, {}, attrs)
             return span
 
-        state = self._store.get(ctx.trace_id)
+        state = self._store.get(trace_id)
         assert state is not None
         with state.lock:
             children = state.tool_children
             inner = children.pop(ctx.span_id, None) if children else None
-            if inner is not None and wraps_same_call(record.name, record.raw_arguments, inner[0], inner[1]):
+            if inner is not None and wraps_same_call(
+                record.name, record.raw_arguments, inner.name, inner.arguments_key
+            ):
                 score = None  # a second instrumentation of the call its child span already carries the scores of
-                if parent is not None:  # a third layer around this one is the same call too (FastMCP has three)
-                    state.note_tool_child(parent.span_id, inner[0], inner[1], inner[2], self._max_calls)
+                if parent is not None and inner is not None:  # a third layer around is the same call too (FastMCP)
+                    state.note_tool_child(parent.span_id, inner, self._max_calls)
             else:
                 if record.raw_arguments is None and record.call_id is not None and state.call_arguments:
                     # the tool span records no arguments: the ones the model sent for this call id are the evidence
@@ -312,20 +317,22 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, self._max_calls)
                 if parent is not None:
-                    state.note_tool_child(parent.span_id, record.name, call_key(score), ctx.span_id, self._max_calls)
+                    child = ScoredChild(record.name, same_call_key(call_key(score)), ctx.span_id)
+                    state.note_tool_child(parent.span_id, child, self._max_calls)
+            tools = state.tools
         if score is None:
             assert inner is not None
-            same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner[2]:016x}"}
-            return self._finish_trace(ctx.trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
+            same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
+            return self._finish_trace(trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
         self.metrics.record_call(score)
         extra = call_attributes(score, record.convention)
         if self.judge is not None:
-            extra[A.JUDGE_SAMPLED] = bool(self._judge("offer", "judge.offer", record, score, state))
+            extra[A.JUDGE_SAMPLED] = self._offer(trace_id, record, score, tools)
         if is_root:
-            return self._finish_trace(ctx.trace_id, span, extra, attrs)
+            return self._finish_trace(trace_id, span, extra, attrs)
         return EnrichedSpan(span, extra, attrs)
 
-    def _observe_llm_span(self, trace_id: int, attrs: Any, is_root: bool = False) -> None:
+    def _observe_llm_span(self, trace_id: int, attrs: dict[str, Any], is_root: bool = False) -> None:
         definitions = tool_definitions(attrs, self._definitions)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
         not_turn = op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT"
@@ -347,19 +354,28 @@ class ToolCallEvalProcessor(SpanProcessor):
                 state.add_turn(calls, limits.max_calls_per_trace)
                 if arguments:
                     state.add_requested_arguments(arguments, limits.max_calls_per_trace, limits.max_argument_bytes)
-        if self.judge is not None:
-            self._judge("observe_llm_span", "judge.observe", attrs, state)
+        judge = self.judge
+        if judge is not None:
+            try:
+                judge.observe_llm_span(trace_id, attrs)
+            except Exception:  # noqa: BLE001
+                self._judge_failed("judge.observe")
 
     def _finish_trace(
         self, trace_id: int, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any] | None = None
     ) -> ReadableSpan:
-        state = self._store.pop(trace_id)
-        if state is not None and self.judge is not None:
-            self._judge("trace_done", "judge.trace_done", state)
+        state, first = self._store.finish(trace_id)
+        judge = self.judge
+        if state is not None and judge is not None:
+            try:
+                judge.trace_done(trace_id)
+            except Exception:  # noqa: BLE001
+                self._judge_failed("judge.trace_done")
         if state is None or not state.tool_activity:
             return EnrichedSpan(span, extra, attrs) if extra else span
         verdict = self._verdict(state)
-        self.metrics.record_trace(verdict, "root")
+        if first:  # a later root of a trace that finished here already (another segment) is not counted again
+            self.metrics.record_trace(verdict, "root")
         extra.update(verdict_attributes(verdict))
         return EnrichedSpan(span, extra, attrs)
 
@@ -377,8 +393,9 @@ class ToolCallEvalProcessor(SpanProcessor):
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:
         self.metrics.record_dropped(reason)
-        if self.judge is not None:
-            self._safe(lambda: self.judge.trace_done(state), "judge.trace_done")
+        judge = self.judge
+        if judge is not None:
+            self._safe(lambda: judge.trace_done(trace_id), "judge.trace_done")
         self._record_unfinished(state, reason)
 
     def _record_unfinished(self, state: TraceState, reason: str) -> None:
@@ -386,15 +403,20 @@ class ToolCallEvalProcessor(SpanProcessor):
             return
         self.metrics.record_trace(self._verdict(state), reason)
 
-    def _judge(self, method: str, key: str, *args: Any) -> Any:
-        """``_safe`` for a judge call, without a closure: a lambda makes its variables cells for the whole of the
-        calling function, which is the span path."""
+    def _offer(self, trace_id: int, record: ToolCallRecord, score: CallScore, tools: Any) -> bool:
+        """``judge.offer``, contained (a method, not ``_safe``: a lambda on the span path makes its variables
+        cells for the whole calling function)."""
+        judge = self.judge
+        assert judge is not None
         try:
-            return getattr(self.judge, method)(*args)
+            return bool(judge.offer(trace_id, record, score, tools))
         except Exception:  # noqa: BLE001
-            self.metrics.record_error(key)
-            self._log.error(key, "toolcall-eval: %s failed", key)
+            self._judge_failed("judge.offer")
             return False
+
+    def _judge_failed(self, key: str) -> None:
+        self.metrics.record_error(key)
+        self._log.error(key, "toolcall-eval: %s failed", key)
 
     def _safe(self, fn: Any, key: str) -> Any:
         try:

@@ -1,7 +1,8 @@
 """Bounded per-trace state: an LRU of traces with a TTL for traces whose root never ends here.
 
 Expired and evicted traces are handed back to the caller (outside the lock) so their verdict still reaches
-the metrics.
+the metrics. A small record of recently finished traces lets a span that ends after its root (a tool call the
+agent did not wait for) be scored against its trace's history instead of starting a second trace.
 """
 
 from __future__ import annotations
@@ -11,10 +12,33 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from otel_toolcall_eval import _json
+from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.records import CallHistory, ToolDefinition
+
+FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
+_KEY_BYTES: Final = 128  # a remembered call: a compact key (at most 64 characters) in a set
+_DEFINITION_FACTOR: Final = 8  # a parsed tool definition, per character of its canonical schema
+
+
+def state_bytes(state: TraceState) -> int:
+    """An estimate of what a finished trace's state keeps alive: its remembered calls and its tool definitions
+    (shared with the definition cache while that holds them; counted here as if not, an overestimate)."""
+    size = 512 + _KEY_BYTES * state.history.remembered
+    for d in (state.tools or {}).values():
+        size += 256 + _DEFINITION_FACTOR * len(d.schema_key or "")
+    return size
+
+
+@dataclass(slots=True)
+class ScoredChild:
+    """The latest scored tool span under a parent span: tells a wrapping second instrumentation of the same call
+    (``checks.same_call``). ``arguments_key`` is the compacted key the call history holds already."""
+
+    name: str
+    arguments_key: str | bytes | None
+    span_id: int
 
 
 @dataclass(slots=True)
@@ -37,24 +61,24 @@ class TraceState:
     # that arrives on a span ending later (Strands' root ``invoke_agent``); bounded like the call history
     unlisted: dict[str, int] | None = None
     listed_late: bool = False  # a tool list arrived after such calls
-    # parent span id -> (tool, normalised arguments key, span id) of the latest scored tool span under it: tells
-    # a wrapping second instrumentation of the same call (``checks.same_call``); the key is the string the call
-    # history holds already, so an entry costs a tuple
-    tool_children: dict[int, tuple[str, str | None, int]] | None = None
+    # parent span id -> the latest scored tool span under it (bounded by ``max_calls_per_trace``)
+    tool_children: dict[int, ScoredChild] | None = None
     last_seen: float = 0.0
-    # The LLM judge's per-trace context (bounded: the request is capped, at most a few items wait).
-    judge_draw: int = -1  # the trace's sampling draw, hashed once
-    judge_request: str | None = None  # the user's request: None = not seen yet, "" = none recorded
-    judge_pending: list[Any] | None = None  # sampled failed calls waiting for the model's reaction
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:
-        if self.tools is None:
-            self.tools = {}
+        """Copy on write: a reader holding ``tools`` (the judge, on another thread) never sees it change; the
+        usual turn repeats the same definitions (one parse cache) and copies nothing."""
+        tools = self.tools
+        if tools is None:
             self.listed_late = bool(self.unlisted)
+        elif all(tools.get(d.name) is d for d in definitions):
+            return
+        updated = dict(tools) if tools else {}
         for d in definitions:
-            if d.parameters is not None or d.name not in self.tools:  # a bare name never hides a schema
-                self.tools[d.name] = d
+            if d.parameters is not None or d.name not in updated:  # a bare name never hides a schema
+                updated[d.name] = d
+        self.tools = updated
 
     def note_unlisted(self, name: str, max_entries: int) -> None:
         """A call scored while no tool list was known."""
@@ -93,14 +117,12 @@ class TraceState:
             if name is not None:
                 self.pending_names.setdefault(name, deque()).append(self.turns)
 
-    def note_tool_child(
-        self, parent_span_id: int, name: str, arguments_key: str | None, span_id: int, max_entries: int
-    ) -> None:
+    def note_tool_child(self, parent_span_id: int, child: ScoredChild, max_entries: int) -> None:
         children = self.tool_children
         if children is None:
             children = self.tool_children = {}
         if len(children) < max_entries:
-            children[parent_span_id] = (name, arguments_key, span_id)
+            children[parent_span_id] = child
 
     @property
     def tool_activity(self) -> bool:
@@ -151,48 +173,86 @@ class TraceState:
 
 
 class TraceStore:
+    """Live traces (LRU, TTL) and a bounded record of finished ones; thread-safe and fork-safe."""
+
     def __init__(
         self,
         max_traces: int,
         ttl_seconds: float,
         on_drop: Callable[[int, TraceState, str], None],
         clock: Callable[[], float] = time.monotonic,
+        max_finished_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self._max = max_traces
+        self._max_finished_bytes = max_finished_bytes
         self._ttl = ttl_seconds
         self._on_drop = on_drop
         self._clock = clock
+        self._init_state()
+        _fork.reinit_after_fork(self)
+
+    def _init_state(self) -> None:
         self._items: OrderedDict[int, TraceState] = OrderedDict()
+        self._finished: OrderedDict[int, tuple[TraceState, int]] = OrderedDict()
+        self._finished_bytes = 0
         self._lock = threading.Lock()
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's traces are the parent's to finish (its spans are not forwarded twice): start empty,
+        with a lock no thread of the parent can be holding."""
+        self._init_state()
 
     def __len__(self) -> int:
         return len(self._items)
 
     def get(self, trace_id: int, create: bool = True) -> TraceState | None:
+        """The trace's live state, else its finished one (a span that ended after its root), else a new one."""
         now = self._clock()
         dropped: list[tuple[int, TraceState, str]] = []
         with self._lock:
             state = self._items.get(trace_id)
             if state is not None:
                 self._items.move_to_end(trace_id)
-            elif create:
-                self._expire(now, dropped)
-                # make room first: a reader of ``len`` on another thread (the background worker fills the store)
-                # never sees more than the limit, not even between two statements
-                while len(self._items) >= self._max:
-                    tid, old = self._items.popitem(last=False)
-                    dropped.append((tid, old, "evicted"))
-                state = TraceState(last_seen=now)
-                self._items[trace_id] = state
+            else:
+                finished = self._finished.get(trace_id)
+                state = None if finished is None else finished[0]
+                if state is None and create:
+                    self._expire(now, dropped)
+                    # make room first: a reader of ``len`` on another thread (the background worker fills the
+                    # store) never sees more than the limit, not even between two statements
+                    while len(self._items) >= self._max:
+                        tid, old = self._items.popitem(last=False)
+                        dropped.append((tid, old, "evicted"))
+                    state = TraceState(last_seen=now)
+                    self._items[trace_id] = state
             if state is not None:
                 state.last_seen = now
         for item in dropped:
             self._on_drop(*item)
         return state
 
-    def pop(self, trace_id: int) -> TraceState | None:
+    def finish(self, trace_id: int) -> tuple[TraceState | None, bool]:
+        """The trace's root ended: its state, and whether this is the first time (False: a trace that finished
+        here before, whose state late spans kept adding to). The state is remembered as finished."""
         with self._lock:
-            return self._items.pop(trace_id, None)
+            state = self._items.pop(trace_id, None)
+            if state is None:
+                finished = self._finished.get(trace_id)
+                return (None, False) if finished is None else (finished[0], False)
+            self._remember_finished(trace_id, state)
+            return state, True
+
+    def _remember_finished(self, trace_id: int, state: TraceState) -> None:
+        """Bounded in traces and in bytes (``state_bytes`` when it finished; late spans add a few calls)."""
+        size = state_bytes(state)
+        if size > self._max_finished_bytes:
+            return
+        finished = self._finished
+        finished[trace_id] = (state, size)
+        self._finished_bytes += size
+        while len(finished) > FINISHED_TRACES or self._finished_bytes > self._max_finished_bytes:
+            _, (_, freed) = finished.popitem(last=False)
+            self._finished_bytes -= freed
 
     def expire(self) -> None:
         dropped: list[tuple[int, TraceState, str]] = []
@@ -205,6 +265,8 @@ class TraceStore:
         with self._lock:
             items = list(self._items.items())
             self._items.clear()
+            self._finished.clear()
+            self._finished_bytes = 0
         return items
 
     def _expire(self, now: float, dropped: list[tuple[int, TraceState, str]]) -> None:

@@ -1,4 +1,4 @@
-"""JSON-Schema validity of arguments, with compiled validators cached per schema (bounded LRU).
+"""JSON-Schema validity of arguments, with compiled validators cached per schema (bounded in entries and bytes).
 
 jsonschema-rs is the hot-path validator (measured ~40x faster than a prebuilt ``jsonschema`` validator,
 same verdicts with format checking off, the Draft 2020-12 default of both).
@@ -12,14 +12,13 @@ document (``#/$defs/...``, anchors, the built-in meta-schemas of the known draft
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
 
 from otel_toolcall_eval import _json
+from otel_toolcall_eval._lru import BytesBoundedCache
 from otel_toolcall_eval.records import ToolDefinition
 
 
@@ -60,42 +59,43 @@ def compile_schema(schema: dict[str, Any]) -> Any:
 _BROKEN = object()  # cached in place of a validator for a schema that does not compile
 
 
+# A compiled validator costs a multiple of its schema's text (measured 2-4x for jsonschema-rs); the key is the text.
+VALIDATOR_COST_FACTOR = 4
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+
+
 class ValidatorCache:
-    """Compiled validators keyed by the schema's canonical JSON. Thread-safe; building happens outside the lock.
+    """Compiled validators keyed by the schema's canonical JSON, bounded in entries and in (estimated) bytes:
+    schemas come from trace data. Thread-safe and fork-safe; building happens outside the lock.
 
     A schema that does not compile is remembered too (bounded like the rest), so a trace that repeats a broken
     or externally referencing schema pays the failed compilation once, not on every call.
     """
 
-    def __init__(self, maxsize: int = 512) -> None:
-        self._maxsize = maxsize
-        self._items: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, maxsize: int = 512, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self._items: BytesBoundedCache[str, Any] = BytesBoundedCache(max_bytes, maxsize)
 
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def bytes(self) -> int:
+        return self._items.bytes
+
     def get(self, key: str, schema: dict[str, Any]) -> Any:
-        with self._lock:
-            validator = self._items.get(key)
-            if validator is not None:
-                self._items.move_to_end(key)
-                if validator is _BROKEN:
-                    raise SchemaCompileError("the schema does not compile")
-                return validator
+        validator = self._items.get(key)
+        if validator is not None:
+            if validator is _BROKEN:
+                raise SchemaCompileError("the schema does not compile")
+            return validator
+        cost = VALIDATOR_COST_FACTOR * len(key) + 256
         try:
             validator = compile_schema(schema)
         except SchemaCompileError:
-            self._remember(key, _BROKEN)
+            self._items.put(key, _BROKEN, cost)
             raise
-        self._remember(key, validator)
+        self._items.put(key, validator, cost)
         return validator
-
-    def _remember(self, key: str, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            if len(self._items) > self._maxsize:
-                self._items.popitem(last=False)
 
 
 def validate_arguments(

@@ -200,6 +200,11 @@ class Limits(_Strict):
     max_attribute_length: int = Field(default=256, ge=16, description="cap on each string written")
     max_schema_errors: int = Field(default=3, ge=1)
     validator_cache_size: int = Field(default=512, ge=1)
+    max_cache_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=4096,
+        description="bytes (estimated) each of the definition, validator and schema-resolution caches may hold",
+    )
 
     def compile(self) -> P.ScoringLimits:
         return P.ScoringLimits(
@@ -208,6 +213,7 @@ class Limits(_Strict):
             max_schema_errors=self.max_schema_errors,
             max_calls_per_trace=self.max_calls_per_trace,
             validator_cache_size=self.validator_cache_size,
+            max_cache_bytes=self.max_cache_bytes,
         )
 
 

@@ -7,13 +7,12 @@ definitions are cached by their raw attribute text: every turn of every trace re
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._lru import BytesBoundedCache
 from otel_toolcall_eval.records import ToolDefinition
 
 Attrs = Mapping[str, Any]
@@ -77,20 +76,30 @@ def definition_from(item: Any) -> ToolDefinition | None:
     return ToolDefinition(name, params, description if isinstance(description, str) else None, key)
 
 
-class DefinitionCache:
-    """Bounded LRU from a raw definitions string to its parsed tools."""
+# Parsed definitions (dicts, their canonical keys) cost a multiple of the raw text they came from (measured ~5x
+# with tracemalloc for JSON schemas); the raw text is the key.
+DEFINITION_COST_FACTOR = 8
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 
-    def __init__(self, maxsize: int = 256) -> None:
-        self._maxsize = maxsize
-        self._items: OrderedDict[str, tuple[ToolDefinition, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+
+class DefinitionCache:
+    """From a raw definitions string to its parsed tools, bounded in entries and in (estimated) bytes: the
+    strings come from trace data. Thread-safe and fork-safe."""
+
+    def __init__(self, maxsize: int = 256, max_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self._items: BytesBoundedCache[str, tuple[ToolDefinition, ...]] = BytesBoundedCache(max_bytes, maxsize)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def bytes(self) -> int:
+        return self._items.bytes
 
     def parse(self, raw: str) -> tuple[ToolDefinition, ...]:
-        with self._lock:
-            hit = self._items.get(raw)
-            if hit is not None:
-                self._items.move_to_end(raw)
-                return hit
+        hit = self._items.get(raw)
+        if hit is not None:
+            return hit
         try:  # not ``try_loads``: one definition nested too deeply must not take the others with it
             value: Any = _json.loads(raw)
         except (_json.JSONDecodeError, RecursionError):
@@ -98,10 +107,7 @@ class DefinitionCache:
         if isinstance(value, Mapping):
             value = [value]
         defs = tuple(d for d in (definition_from(v) for v in value) if d is not None) if isinstance(value, list) else ()
-        with self._lock:
-            self._items[raw] = defs
-            if len(self._items) > self._maxsize:
-                self._items.popitem(last=False)
+        self._items.put(raw, defs, DEFINITION_COST_FACTOR * len(raw) + 256)
         return defs
 
 

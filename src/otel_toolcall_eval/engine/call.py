@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from otel_toolcall_eval._lru import BytesBoundedCache
 from otel_toolcall_eval.checks.argument_rules import argument_rule_violations
 from otel_toolcall_eval.checks.destructive import unconfirmed_destructive
 from otel_toolcall_eval.checks.duplicate import is_duplicate
@@ -130,7 +131,8 @@ class Scorer:
     def __init__(self, policy: Policy | None = None, cache: ValidatorCache | None = None) -> None:
         policy = policy if policy is not None else Policy()
         self.policy = policy
-        self.cache = cache if cache is not None else ValidatorCache(policy.limits.validator_cache_size)
+        limits = policy.limits
+        self.cache = cache if cache is not None else ValidatorCache(limits.validator_cache_size, limits.max_cache_bytes)
         self._tools = policy.tools
         self._forbidden = policy.must_not_call
         self._policies = PolicyIndex.from_policy(policy)
@@ -138,7 +140,9 @@ class Scorer:
         self._empty_results = policy.errors.empty_results
         self._undeclared_fail = policy.undeclared_arguments_fail
         # (tool name, id of the trace's definition) -> (that definition, its resolution, its single parameter)
-        self._resolved: dict[tuple[str, int], tuple[ToolDefinition | None, _Resolution]] = {}
+        self._resolved: BytesBoundedCache[tuple[str, int], tuple[ToolDefinition | None, _Resolution]] = (
+            BytesBoundedCache(limits.max_cache_bytes, limits.validator_cache_size)
+        )
 
     def score(
         self,
@@ -266,7 +270,8 @@ class Scorer:
         All three depend only on the trace's definition of the tool (shared by every trace that saw the same
         definitions: they come from one parse cache) and the config; a schema on the span itself is rare and
         not memoised. The entry keeps the definition alive, so its id cannot be reused while it is cached; the
-        memo holds at most ``validator_cache_size`` entries.
+        memo holds at most ``validator_cache_size`` entries and ``max_cache_bytes`` (estimated: the definition's
+        schema text, times a factor for its parsed form).
         """
         if span_schema is not None:
             return self._resolution(resolve_schema(name, trace_tools, ToolDefinition(name, span_schema), self._tools))
@@ -276,9 +281,8 @@ class Scorer:
         if hit is not None and hit[0] is seen:
             return hit[1]
         value = self._resolution(resolve_schema(name, trace_tools, None, self._tools))
-        if len(self._resolved) >= self.policy.limits.validator_cache_size:
-            self._resolved.clear()
-        self._resolved[key] = (seen, value)
+        size = 256 if seen is None or seen.schema_key is None else 8 * len(seen.schema_key) + 256
+        self._resolved.put(key, (seen, value), size)
         return value
 
     def _resolution(self, resolved: ResolvedSchema) -> _Resolution:

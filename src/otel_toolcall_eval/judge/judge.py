@@ -1,16 +1,20 @@
 """``Judge``: what the processor calls. Samples on the application thread, judges on the worker's.
 
-The processor calls ``offer`` for every scored tool call, ``observe_llm_span`` for every LLM span (the user's
-request; the reaction to a failed call), ``trace_done`` when a trace's state goes, and ``force_flush`` /
-``shutdown`` with its own. A sampled call whose questions need the reaction to a failure waits in the trace's
-state until the next LLM span (or the end of the trace), then joins the queue.
+The processor calls it through ``judge.hook.JudgeHook``: ``offer`` for every scored tool call,
+``observe_llm_span`` for every LLM span (the user's request; the reaction to a failed call), ``trace_done``
+when it lets go of a trace, and ``force_flush`` / ``shutdown`` with its one deadline. The judge keeps its own
+per-trace context (``_Traces``: bounded, fork-safe): a sampled call whose questions need the reaction to a
+failure waits there until the next LLM span (or the end of the trace), then joins the queue.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
@@ -18,6 +22,8 @@ from opentelemetry import _logs as logs_api
 from opentelemetry import trace as trace_api
 from opentelemetry.metrics import MeterProvider
 
+from otel_toolcall_eval import _fork
+from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval.config.judge import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge import providers
 from otel_toolcall_eval.judge.context import (
@@ -47,11 +53,57 @@ from otel_toolcall_eval.judge.worker import Worker
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, ToolDefinition
 
 MAX_PENDING_PER_TRACE: Final = 8
+MAX_TRACES: Final = 10_000  # traces with a context at once (the processor's default ``limits.max_traces``)
 PROMPT_OVERHEAD_TOKENS: Final = 512  # chat template, tool schema (Anthropic) and message framing
 
 
 class BudgetExhausted(Exception):
     """The period's ceiling leaves no room for this call's worst case."""
+
+
+@dataclass(slots=True)
+class _TraceContext:
+    request: str | None = None  # the user's request: None = not seen yet, "" = none recorded
+    pending: list[JudgeItem] | None = None  # sampled failed calls waiting for the model's reaction
+
+
+class _Traces:
+    """The judge's per-trace context, bounded (LRU of ``max_traces``); reads take no lock, changes do.
+
+    An evicted trace's waiting items are handed back to be queued, as at the end of the trace."""
+
+    def __init__(self, max_traces: int) -> None:
+        self._max = max_traces
+        self._init_state()
+        _fork.reinit_after_fork(self)
+
+    def _init_state(self) -> None:
+        self._items: OrderedDict[int, _TraceContext] = OrderedDict()
+        self.lock = threading.Lock()  # guards ``_items`` and every context's ``pending``
+
+    def _after_fork_in_child(self) -> None:
+        self._init_state()  # the parent's traces and waiting items are the parent's
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def peek(self, trace_id: int) -> _TraceContext | None:
+        return self._items.get(trace_id)
+
+    def get_or_create(self, trace_id: int, evicted: list[JudgeItem]) -> _TraceContext:
+        """Call with ``lock`` held; waiting items of an evicted trace are appended to ``evicted``."""
+        items = self._items
+        ctx = items.get(trace_id)
+        if ctx is None:
+            while len(items) >= self._max:
+                _, old = items.popitem(last=False)
+                evicted.extend(old.pending or ())
+            ctx = items[trace_id] = _TraceContext()
+        return ctx
+
+    def pop(self, trace_id: int) -> _TraceContext | None:
+        with self.lock:
+            return self._items.pop(trace_id, None)
 
 
 class Judge:
@@ -73,6 +125,7 @@ class Judge:
         known_tools: Mapping[str, ToolDefinition] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
+        max_traces: int = MAX_TRACES,
     ) -> None:
         self.config = config
         self._key = providers.api_key(config)
@@ -86,6 +139,7 @@ class Judge:
         self.ledger = Ledger(config.budget, clock)
         self.sampler = Sampler(config, self.ledger, clock)
         self._draw_seed = self.sampler.seed
+        self._traces = _Traces(max_traces)
         self.worker: Worker[JudgeItem, httpx.AsyncClient] = Worker(
             self._judge,
             self._http,
@@ -106,57 +160,78 @@ class Judge:
             sample_rate=lambda: self.sampler.rate,
         )
 
-    # --- application thread --------------------------------------------------------------------
-    def offer(self, record: ToolCallRecord, score: CallScore, state: Any) -> bool:
-        """One scored call: sampled (and queued) or not. Cheap unless sampled; never blocks."""
-        if state.judge_pending:
-            self._follow_up(record, score, state)
-        draw = state.judge_draw
-        if draw < 0:
-            draw = trace_draw(int(record.trace_id or "0", 16), self._draw_seed)
-            state.judge_draw = draw
-        if not self.sampler.decide(draw, self.sampler.risk_class(score)):
+    # --- application thread (``JudgeHook``) -----------------------------------------------------
+    def offer(
+        self,
+        trace_id: int,
+        record: ToolCallRecord,
+        score: CallScore,
+        tools: Mapping[str, ToolDefinition] | None,
+        /,
+    ) -> bool:
+        """One scored call: sampled (and queued) or not. Cheap unless sampled; never blocks, takes no lock
+        unless the trace has calls waiting or this one is sampled."""
+        ctx = self._traces.peek(trace_id)
+        if ctx is not None and ctx.pending:
+            self._follow_up(trace_id, record, score)
+        if not self.sampler.decide(trace_draw(trace_id, self._draw_seed), self.sampler.risk_class(score)):
             return False
-        return self._accept(record, score, state)
+        return self._accept(trace_id, record, score, tools, ctx)
 
-    def observe_llm_span(self, attrs: Mapping[str, Any], state: Any) -> None:
+    def observe_llm_span(self, trace_id: int, attrs: Mapping[str, Any], /) -> None:
         """An LLM span of the trace: the user's request (once per trace) and the reaction to pending failures."""
         config = self.config
-        if self._needs_request and state.judge_request is None:
+        traces = self._traces
+        ctx = traces.peek(trace_id)
+        if self._needs_request and (ctx is None or ctx.request is None):
             # Kept redacted and cut: redaction first, so a cut through a secret cannot keep its start.
             request = user_request(attrs, config.max_request_chars + REDACT_LOOKAHEAD)
-            state.judge_request = self._redact.cut(request, config.max_request_chars) if request else request
-        if state.judge_pending:
+            if request is not None:
+                request = self._redact.cut(request, config.max_request_chars) if request else request
+                evicted: list[JudgeItem] = []
+                with traces.lock:
+                    ctx = traces.get_or_create(trace_id, evicted)
+                    if ctx.request is None:
+                        ctx.request = request
+                self._submit_all(evicted)
+        if ctx is not None and ctx.pending:
             reaction = model_reaction(attrs, config.max_field_chars + REDACT_LOOKAHEAD)
             if reaction is not None:
                 if reaction.model_output:
                     reaction.model_output = self._redact.cut(reaction.model_output, config.max_field_chars)
-                with state.lock:
-                    pending, state.judge_pending = state.judge_pending, None
+                with traces.lock:
+                    pending, ctx.pending = ctx.pending, None
                 for item in pending or ():
                     item.reaction = _merged(item.reaction, reaction)
                     self.worker.submit(item)
 
-    def trace_done(self, state: Any) -> None:
-        """The trace's state is going (root ended, evicted, expired, shutdown): release waiting items."""
-        if state.judge_pending:
-            with state.lock:
-                pending, state.judge_pending = state.judge_pending, None
-            for item in pending or ():
-                self.worker.submit(item)
+    def trace_done(self, trace_id: int, /) -> None:
+        """The processor let go of the trace (root ended, evicted, expired, shutdown): release waiting items."""
+        ctx = self._traces.pop(trace_id)
+        if ctx is not None:
+            self._submit_all(ctx.pending or ())
 
-    def _accept(self, record: ToolCallRecord, score: CallScore, state: Any) -> bool:
-        with state.lock:  # the processor adds tool definitions under this lock
-            tools = state.tools or self._known_tools
-            definition = tools.get(record.name)
-            available = tuple(tools)
+    def _submit_all(self, items: Any) -> None:
+        for item in items:
+            self.worker.submit(item)
+
+    def _accept(
+        self,
+        trace_id: int,
+        record: ToolCallRecord,
+        score: CallScore,
+        tools: Mapping[str, ToolDefinition] | None,
+        ctx: _TraceContext | None,
+    ) -> bool:
+        tools = tools or self._known_tools  # the processor's snapshot: it never changes once handed over
+        definition = tools.get(record.name)
         item = JudgeItem(
             record=record,
             score=score,
             questions=(),
-            request=state.judge_request or None,
+            request=(ctx.request if ctx is not None else None) or None,
             tool_description=definition.description if definition is not None else None,
-            available_tools=available,
+            available_tools=tuple(tools),
         )
         if self._needs_free_text and score.arguments is not None:
             item.free_text = free_text_arguments(score.arguments, self.config.min_free_text_chars)
@@ -166,36 +241,53 @@ class Judge:
             return False
         if any("reaction" in q.fields for q in item.questions):
             item.reaction = Reaction()
-            with state.lock:
-                pending = state.judge_pending
+            traces = self._traces
+            evicted: list[JudgeItem] = []
+            with traces.lock:
+                ctx = traces.get_or_create(trace_id, evicted)
+                pending = ctx.pending
                 if pending is None:
-                    pending = state.judge_pending = []
-                if len(pending) < MAX_PENDING_PER_TRACE:
+                    pending = ctx.pending = []
+                queued = len(pending) < MAX_PENDING_PER_TRACE
+                if queued:
                     pending.append(item)
-                    return True
+            self._submit_all(evicted)
+            if queued:
+                return True
         return self.worker.submit(item)
 
-    def _follow_up(self, record: ToolCallRecord, score: CallScore, state: Any) -> None:
+    def _follow_up(self, trace_id: int, record: ToolCallRecord, score: CallScore) -> None:
         """A call after a failure is part of the reaction; ``MAX_LATER_CALLS`` of them complete it."""
         call = later_call(record, score)
-        with state.lock:
-            pending = state.judge_pending or []
+        traces = self._traces
+        with traces.lock:
+            ctx = traces.peek(trace_id)
+            pending = (ctx.pending if ctx is not None else None) or []
             for item in pending:
                 if item.reaction is not None:
                     item.reaction.later_calls.append(call)
             done = [i for i in pending if i.reaction is not None and len(i.reaction.later_calls) >= MAX_LATER_CALLS]
-            state.judge_pending = [i for i in pending if i not in done] or None
-        for item in done:
-            self.worker.submit(item)
+            if ctx is not None:
+                ctx.pending = [i for i in pending if i not in done] or None
+        self._submit_all(done)
 
     # --- lifecycle -----------------------------------------------------------------------------
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.worker.force_flush(timeout_millis / 1000)
+    def force_flush(self, timeout: Deadline | int = 30000, /) -> bool:
+        """Wait for every queued call: until ``timeout`` (the processor's ``Deadline``, or milliseconds)."""
+        deadline = timeout if isinstance(timeout, Deadline) else Deadline.after_millis(timeout)
+        return self.worker.force_flush(deadline.remaining())
 
-    def shutdown(self, timeout_millis: int | None = None) -> int:
-        """Drain within the timeout (default ``shutdown_timeout_seconds``); returns the calls dropped."""
-        timeout = self.config.shutdown_timeout_seconds if timeout_millis is None else timeout_millis / 1000
-        return self.worker.shutdown(timeout)
+    def shutdown(self, timeout: Deadline | int | None = None, /) -> int:
+        """Drain until ``timeout`` (a ``Deadline`` or milliseconds), and never longer than
+        ``shutdown_timeout_seconds``; returns the calls dropped."""
+        limit = self.config.shutdown_timeout_seconds
+        if timeout is None:
+            seconds = limit
+        elif isinstance(timeout, Deadline):
+            seconds = min(limit, timeout.remaining())
+        else:
+            seconds = min(limit, max(0, timeout) / 1000)
+        return self.worker.shutdown(seconds)
 
     def _tick(self) -> None:
         self.sampler.update()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from otel_toolcall_eval import _fork
 from otel_toolcall_eval.config.judge import Budget, Period
 
 logger = logging.getLogger("otel_toolcall_eval.judge")
@@ -65,6 +66,11 @@ class Ledger:
         self._period_start = float("-inf")
         self._spent = 0.0
         self._path: Path | None = budget.ledger_file if budget is not None else None
+        _fork.reinit_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
+        """A lock the parent's worker held at the fork would stay held here (the spend so far stays)."""
+        self._lock = threading.Lock()
 
     # --- reading -------------------------------------------------------------------------------
     def bounds(self, now: float | None = None) -> tuple[float, float]:

@@ -16,15 +16,13 @@ import contextlib
 import email.utils
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
-from opentelemetry import context as otel_context
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from otel_toolcall_eval import _json
+from otel_toolcall_eval import _json, _sdk
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.config.judge import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge.questions import Prompt, answer_schema
@@ -214,17 +212,6 @@ def new_client(
     )
 
 
-@contextlib.contextmanager
-def _uninstrumented() -> Iterator[None]:
-    ctx = otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
-    ctx = otel_context.set_value(otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, ctx)
-    token = otel_context.attach(ctx)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
-
-
 def retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
     ms = headers.get("retry-after-ms")
@@ -262,7 +249,7 @@ async def send(
     """
     path, body = api.request(question, prompt)
     try:
-        with _uninstrumented():
+        with _sdk.uninstrumented():
             status, headers, payload = await asyncio.wait_for(_exchange(client, path, body, max_bytes), deadline)
     except (asyncio.TimeoutError, TimeoutError):
         raise JudgeCallError(

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from otel_toolcall_eval import _fork
 from otel_toolcall_eval.config.judge import JudgeConfig, RiskWeights
 from otel_toolcall_eval.judge.ledger import Ledger
 from otel_toolcall_eval.records import CallScore, Outcome
@@ -112,6 +113,11 @@ class Sampler:
         self.evals_measured = 0
         self.rate = s.initial_rate
         self._thresholds = self._thresholds_for(self.rate)
+        _fork.reinit_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
+        """A lock the parent's worker held at the fork would stay held here (the measured traffic stays)."""
+        self._lock = threading.Lock()
 
     # --- application thread ------------------------------------------------------------------
     def risk_class(self, score: CallScore) -> int:

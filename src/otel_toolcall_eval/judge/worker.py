@@ -3,10 +3,12 @@
 ``submit`` is called on the application thread and never blocks: a ``deque`` append (atomic in CPython), a
 length check for the bound (overflow is dropped and counted) and, only when the loop is parked, one
 ``call_soon_threadsafe`` to wake it. ``force_flush`` waits for every submitted item to finish; ``shutdown``
-drains within its timeout, then cancels what is left and reports how many it dropped.
+drains until its deadline, then counts what is left as dropped and returns: it never waits past the deadline,
+also when an item keeps the worker's loop busy (the cancellation then completes on the daemon thread).
 
-After ``os.fork`` the child has no worker thread and must not judge its parent's queue: an at-fork hook gives
-every worker in the child fresh state, and the thread starts again on the child's first submit.
+After ``os.fork`` the child has no worker thread and must not judge its parent's queue: the project's at-fork
+registry (``otel_toolcall_eval._fork``) gives every worker in the child fresh state and locks, and the thread
+starts again on the child's first submit.
 """
 
 from __future__ import annotations
@@ -15,28 +17,18 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
+
+from otel_toolcall_eval import _fork
 
 logger = logging.getLogger("otel_toolcall_eval.judge")
 
 T = TypeVar("T")
 S = TypeVar("S")
-
-_WORKERS: weakref.WeakSet[Worker[Any, Any]] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for worker in list(_WORKERS):
-        worker._reset_after_fork()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Worker(Generic[T, S]):
@@ -67,7 +59,7 @@ class Worker(Generic[T, S]):
         self._interval = interval
         self._name = name
         self._init_state()
-        _WORKERS.add(self)
+        _fork.reinit_after_fork(self)
 
     def _init_state(self) -> None:
         self._queue: deque[T] = deque()
@@ -85,7 +77,7 @@ class Worker(Generic[T, S]):
         self._closed = False  # no more submits
         self._crash_logged = False
 
-    def _reset_after_fork(self) -> None:
+    def _after_fork_in_child(self) -> None:
         self._init_state()
 
     # --- application thread --------------------------------------------------------------------
@@ -147,7 +139,14 @@ class Worker(Generic[T, S]):
         return True
 
     def shutdown(self, timeout: float) -> int:
-        """Stop accepting, drain for up to ``timeout`` seconds, then drop the rest; returns how many dropped."""
+        """Stop accepting, drain for up to ``timeout`` seconds, then drop the rest; returns how many dropped.
+
+        Every wait is bounded by one deadline: at the deadline what is unfinished is counted as dropped (here,
+        so the count is final when this returns) and the worker is told to cancel it on its own thread."""
+        timeout = max(0.0, timeout)
+        deadline = time.monotonic() + timeout
+        # the last part of the time is for cancelling what is left (asyncio cancellation takes milliseconds)
+        drain_until = deadline - min(0.5, timeout / 4)
         self._closed = True
         thread = self._thread
         if thread is None:  # never started (nothing submitted, or a start raced with this shutdown)
@@ -158,12 +157,19 @@ class Worker(Generic[T, S]):
             return dropped
         self._stopping = True
         self._wake_always()
-        thread.join(max(0.0, timeout))
-        if thread.is_alive():
+        thread.join(max(0.0, drain_until - time.monotonic()))
+        if not thread.is_alive():
+            return self._dropped_at_shutdown
+        with self._cond:
             self._abort = True
-            self._wake_always()
-            thread.join(5.0)
-        return self._dropped_at_shutdown
+            dropped = self._submitted - self._finished
+            self._finished = self._submitted  # settled now: a flush waiting on them returns
+            self._dropped_at_shutdown = dropped
+            self._cond.notify_all()
+        self._on_drop("shutdown", dropped)
+        self._wake_always()
+        thread.join(max(0.0, deadline - time.monotonic()))
+        return dropped
 
     def _wake_always(self) -> None:
         loop, event = self._loop, self._wakeup
@@ -247,19 +253,17 @@ class Worker(Generic[T, S]):
             self._done(1)
 
     async def _cancel(self, tasks: set[asyncio.Task[None]]) -> None:
-        left = len(self._queue)
+        """After the shutdown deadline: what is left was counted as dropped by ``shutdown`` already."""
         self._queue.clear()
         running = [t for t in tasks if not t.done()]
         for t in running:
             t.cancel()
-        await asyncio.gather(*running, return_exceptions=True)  # their finally blocks count them as done
-        self._dropped_at_shutdown = left + len(running)
-        self._on_drop("shutdown", self._dropped_at_shutdown)
-        self._done(left)
+        await asyncio.gather(*running, return_exceptions=True)
 
     def _done(self, count: int) -> None:
         with self._cond:
-            self._finished += count
+            if not self._abort:  # once aborted, ``shutdown`` settled every unfinished item
+                self._finished += count
             self._cond.notify_all()
 
     def _safe_tick(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
+from otel_toolcall_eval import _sdk
 from otel_toolcall_eval.attributes import PREFIX
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
@@ -52,7 +53,9 @@ def _unscored(span: ReadableSpan) -> ReadableSpan:
     """The span without ``toolcall_eval.*`` attributes; the same object when it has none (the usual case)."""
     # The SDK's ReadableSpan holds a plain dict (or BoundedAttributes) here; its ``attributes`` property would wrap
     # it in a proxy first. Any other span type is read through the property, copied once in C.
-    attrs: Any = span._attributes if type(span) is ReadableSpan else plain_attributes(span.attributes)
+    attrs: Any = _sdk.raw_attributes(span)
+    if attrs is None:
+        attrs = plain_attributes(span.attributes)
     # One C-level search over the joined keys instead of a ``startswith`` per key (a key holding NUL could match
     # falsely: the filter below then keeps every key, so the copy equals the span).
     if not attrs or _MARK not in _SEP + _SEP.join(attrs):

@@ -1,0 +1,73 @@
+"""A cache bounded in bytes, not only in entries: what trace data puts in it cannot grow memory without limit.
+
+Counting entries is not a bound when the entries come from trace data: 300 traces with 1 MB tool definitions
+took the definition, validator and resolution caches (512 entries each) to +3 GB. Each entry here has a cost
+in bytes, an estimate its owner gives (the length of the text it was built from, times a factor for the
+objects built from it); the oldest entries go once the total passes the limit. An entry larger than the
+whole limit is not kept at all (built again when asked again).
+
+Reads take no lock (a dict lookup is atomic in CPython; the hot path reads on every tool span); insertion and
+eviction do. Eviction is in insertion order: a hit does not move the entry (that would need the lock on
+every read), which only matters for a cache that churns anyway.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from otel_toolcall_eval import _fork
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BytesBoundedCache(Generic[K, V]):
+    def __init__(self, max_bytes: int, max_entries: int | None = None) -> None:
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self._init_state()
+        _fork.reinit_after_fork(self)
+
+    def _init_state(self) -> None:
+        self._values: dict[K, V] = {}
+        self._costs: OrderedDict[K, int] = OrderedDict()  # insertion order: the eviction order
+        self._bytes = 0
+        self._lock = threading.Lock()
+        # the read is the dict's own ``get`` (no Python frame: the hot path reads on every tool span)
+        self.get: Callable[[K], V | None] = self._values.get
+
+    def _after_fork_in_child(self) -> None:
+        self._init_state()  # the lock may have been held by a thread that does not exist in the child
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @property
+    def bytes(self) -> int:
+        """The estimated size of what the cache holds (at most ``max_bytes``)."""
+        return self._bytes
+
+    def put(self, key: K, value: V, cost: int) -> None:
+        if cost > self.max_bytes:
+            return
+        with self._lock:
+            costs = self._costs
+            old = costs.pop(key, None)
+            if old is not None:
+                self._bytes -= old
+            costs[key] = cost
+            self._values[key] = value
+            self._bytes += cost
+            while self._bytes > self.max_bytes or (self.max_entries is not None and len(costs) > self.max_entries):
+                evicted, freed = costs.popitem(last=False)
+                self._values.pop(evicted, None)
+                self._bytes -= freed
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._costs.clear()
+            self._bytes = 0

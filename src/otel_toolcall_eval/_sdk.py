@@ -1,0 +1,152 @@
+"""Every access to a private part of the OpenTelemetry SDK and API, in one module.
+
+The hot path reads a few private fields directly because the public properties cost a proxy object and a
+Python-level iteration per span, and the SDK offers no public hook for ``_on_ending`` or for suppressing
+instrumentation. Each access is probed once at import: if an SDK release stores its state differently, the
+probe fails and the callers take the public (slower) path instead of silently losing scores. Upgrading the
+SDK means reading this module, nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk import trace as sdk_trace
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.trace import SpanContext, SpanKind
+
+from otel_toolcall_eval.conventions.base import plain_attributes
+
+# --- the gate: span parent and attributes without the properties ------------------------------------------
+
+# Span classes whose ``parent`` and ``attributes`` are the SDK's properties over ``_parent`` / ``_attributes``:
+# ``is_plain_child`` reads those directly, and reads ``SpanContext.is_remote`` as the tuple item that property
+# returns. Empty (every span takes the public path) if this SDK does not store them that way.
+SDK_SPANS: frozenset[type] = (
+    frozenset(
+        cls
+        for cls in (ReadableSpan, Span, getattr(sdk_trace, "_Span", Span))
+        if getattr(cls, "attributes", None) is ReadableSpan.__dict__.get("attributes")
+        and getattr(cls, "parent", None) is ReadableSpan.__dict__.get("parent")
+    )
+    if isinstance(SpanContext(1, 2, True), tuple)
+    and SpanContext(1, 2, True)[2] is True
+    and SpanContext(1, 2, False)[2] is False
+    else frozenset()
+)
+
+
+def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool:
+    """Whether ``span`` has a local parent and none of the ``gate`` keys (no convention or LLM check needs it):
+    then it is forwarded untouched. ``gate`` None (a convention without detect keys) lets every span through."""
+    if type(span) in SDK_SPANS:
+        parent = span._parent
+        if parent is None or parent[2]:  # a root, or a remote parent (``is_remote``, see ``SDK_SPANS``)
+            return False
+        raw = span._attributes
+    else:
+        parent = span.parent
+        if parent is None or parent.is_remote:
+            return False
+        raw = span.attributes
+    return gate is not None and (raw is None or gate.isdisjoint(raw))
+
+
+def attributes_dict(span: ReadableSpan) -> dict[str, Any] | None:
+    """The span's attributes as a plain dict, copied once (what every step of the evaluation reads), or None
+    when the span has none. For the SDK's spans the copy is taken from ``_attributes`` itself: the
+    ``attributes`` property would wrap it in a new proxy first, on every tool span."""
+    if type(span) in SDK_SPANS:
+        raw = span._attributes
+        if raw is None:
+            return {}  # what the property's proxy reads as
+        if type(raw) is BoundedAttributes:
+            return raw.copy()  # type: ignore[return-value]  # a plain dict (``BoundedAttributes.copy``)
+    attributes = span.attributes
+    return None if attributes is None else plain_attributes(attributes)
+
+
+def raw_attributes(span: ReadableSpan) -> Mapping[str, Any] | None:
+    """The SDK ``ReadableSpan``'s attribute mapping itself (no proxy), or None for any other span type."""
+    return span._attributes if type(span) is ReadableSpan else None
+
+
+# --- hooks the SDK's own processors do not need ----------------------------------------------------------
+
+# The SDK's own no-op hooks: a downstream processor that only has these is not called for them (hot path).
+_NOOP_ON_START = frozenset({SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start})
+_NOOP_ON_ENDING = frozenset({SpanProcessor._on_ending, BatchSpanProcessor._on_ending, SimpleSpanProcessor._on_ending})
+
+
+def wants_on_start(processor: SpanProcessor) -> bool:
+    return type(processor).on_start not in _NOOP_ON_START
+
+
+def wants_on_ending(processor: SpanProcessor) -> bool:
+    return type(processor)._on_ending not in _NOOP_ON_ENDING
+
+
+def on_ending(processor: SpanProcessor, span: Span) -> None:
+    """The SDK's private ``_on_ending`` hook (since 1.40), forwarded to a wrapped processor."""
+    processor._on_ending(span)
+
+
+# --- copying a ReadableSpan with other attributes ---------------------------------------------------------
+
+
+def adopt_state(target: ReadableSpan, source: ReadableSpan, attributes: dict[str, Any]) -> bool:
+    """Make ``target`` (a bare ``ReadableSpan`` subclass instance) a copy of ``source`` with ``attributes``, by
+    one C-level copy of the SDK ``ReadableSpan``'s ``__dict__``; False when that is not safe (the caller then
+    uses the public constructor)."""
+    if not STATE_IS_DICT or type(source) is not ReadableSpan:
+        return False
+    target.__dict__.update(source.__dict__)
+    target._attributes = attributes
+    return True
+
+
+def _state_is_dict() -> bool:
+    """Whether copying a ReadableSpan's ``__dict__`` (and replacing ``_attributes``) gives the same span.
+
+    True for opentelemetry-sdk 1.x; checked once, so an SDK that stores its state differently falls back to
+    the public constructor.
+    """
+    try:
+        original = ReadableSpan(
+            name="probe", attributes={"a": 1}, events=(), links=(), start_time=1, end_time=2, kind=SpanKind.CLIENT
+        )
+        copy = object.__new__(ReadableSpan)
+        copy.__dict__.update(original.__dict__)
+        copy._attributes = {"a": 1, "b": 2}
+        return (
+            copy.name == "probe"
+            and dict(copy.attributes or {}) == {"a": 1, "b": 2}
+            and dict(original.attributes or {}) == {"a": 1}
+            and (copy.start_time, copy.end_time, copy.kind) == (1, 2, SpanKind.CLIENT)
+            and copy.resource is original.resource
+        )
+    except Exception:  # noqa: BLE001 - any surprise means: use the constructor
+        return False
+
+
+STATE_IS_DICT = _state_is_dict()
+
+
+# --- the API's instrumentation suppression ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def uninstrumented() -> Iterator[None]:
+    """Suppress OpenTelemetry instrumentation (the judge's own HTTP calls are not the application's spans)."""
+    ctx = otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+    ctx = otel_context.set_value(otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, ctx)
+    token = otel_context.attach(ctx)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)

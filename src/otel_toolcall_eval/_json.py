@@ -42,7 +42,14 @@ def try_loads(value: Any) -> Any:
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether containers nest more than ``limit`` levels (``{"a": 1}`` is one level). Iterative: any depth."""
-    if type(value) not in _CONTAINERS:
+    kind = type(value)
+    if kind is dict:  # the usual arguments: a flat object, decided in one pass without the walk's stack
+        for item in value.values():
+            if type(item) in _CONTAINERS:
+                break
+        else:
+            return limit < 1
+    elif kind not in _CONTAINERS:
         return False
     stack = [(value, 1)]
     pop, push = stack.pop, stack.append

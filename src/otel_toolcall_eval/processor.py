@@ -185,6 +185,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._shutdown = False
         self._downstream = _FanOut(processors, self._log)
         self._forward = self._downstream.on_end
+        self._only_on_end = processors[0].on_end if len(processors) == 1 else None
         # The SDK calls these two hooks for every span: bound straight to the fan-out (no frame of ours between)
         self.on_start = self._downstream.on_start  # type: ignore[method-assign]
         self._on_ending = self._downstream.on_ending  # type: ignore[method-assign]
@@ -215,8 +216,15 @@ class ToolCallEvalProcessor(SpanProcessor):
             keys = self.conventions.detect_keys  # may change when conventions are registered later
             if keys is not self._gate_of:
                 self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
-            if _sdk.is_plain_child(span, self._gate):
-                self._forward(span)  # neither a tool nor an LLM span, nor a root: forwarded as is
+            if _sdk.is_plain_child(span, self._gate):  # neither a tool nor an LLM span, nor a root: forwarded as is
+                only = self._only_on_end
+                if only is None:
+                    self._forward(span)
+                    return
+                try:  # one downstream processor (the usual case): called directly, one frame fewer per span
+                    only(span)
+                except Exception:  # noqa: BLE001
+                    self._log.error("downstream.on_end", "downstream on_end failed")
                 return
             background = self._background
             if background is not None and background.submit(span):

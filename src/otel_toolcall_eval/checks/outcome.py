@@ -67,7 +67,6 @@ def _short(type_name: str) -> str:
 
 
 def classify_outcome(
-    *,
     parse_ok: bool | None,
     tool_known: bool | None,
     schema_valid: bool | None,

@@ -125,7 +125,7 @@ def validator_for(definition: ToolDefinition, cache: ValidatorCache) -> Any:
 
 
 def validate_with(
-    validator: Any, arguments: dict[str, Any], *, max_errors: int = 3, max_length: int = 256
+    validator: Any, arguments: dict[str, Any], max_errors: int = 3, max_length: int = 256
 ) -> SchemaVerdict:
     """The verdict of one compiled validator: the first ``max_errors`` errors, each ``path: message``."""
     if validator.is_valid(arguments):

@@ -183,21 +183,19 @@ class Scorer:
 
         schema_verdict = None
         if arguments is not None and validator is not None:
-            schema_verdict = validate_with(
-                validator, arguments, max_errors=limits.max_schema_errors, max_length=limits.max_attribute_length
-            )
+            schema_verdict = validate_with(validator, arguments, limits.max_schema_errors, limits.max_attribute_length)
         schema_valid = None if schema_verdict is None else schema_verdict.valid
         parse_ok = _PARSE_OK[status]
         error = record.error
-        outcome, source = classify_outcome(
-            parse_ok=parse_ok,
-            tool_known=known,
-            schema_valid=schema_valid,
-            error=error,
-            result=record.result,
-            result_recorded=record.result_recorded,
-            input_error_types=self._input_errors,
-            empty_results=self._empty_results,
+        outcome, source = classify_outcome(  # positional, in its parameters' order: the hot path
+            parse_ok,
+            known,
+            schema_valid,
+            error,
+            record.result,
+            record.result_recorded,
+            self._input_errors,
+            self._empty_results,
         )
 
         step = history.calls + 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from hashlib import blake2b
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ParseStatus(str, Enum):
@@ -143,6 +143,16 @@ class CallScore:
         )
 
 
+class PendingCall(NamedTuple):
+    """The first call of a tool in a trace, kept until a second call of that tool needs its normalised form."""
+
+    arguments: dict[str, Any] | None
+    raw_arguments: Any  # only when the arguments did not parse (then the raw text is the call)
+    outcome: Outcome
+    error_source: str | None
+    error_name: str | None
+
+
 def call_digest(key: str) -> bytes:
     """What a trace's history keeps of a normalised call: 16 bytes, whatever the size of its arguments."""
     return blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
@@ -154,7 +164,8 @@ class CallHistory:
     (``max_calls_per_trace``) and in bytes: a call is remembered as a 16-byte digest of its normalised form.
 
     Keys are computed lazily: a call can only repeat an earlier call of the same tool, so the first call of each
-    tool waits in ``pending`` (its score) until a second call of that tool arrives; the engine then digests it.
+    tool waits in ``pending`` (a ``PendingCall``: only what its normalised form and failure need, not its whole
+    score) until a second call of that tool arrives; the engine then digests it.
     Most traces call each tool once and never normalise any arguments.
     """
 
@@ -164,16 +175,16 @@ class CallHistory:
     violation_weight: int = 0
     all_correct: bool = True
     seen_calls: set[bytes] = field(default_factory=set)  # digests of earlier calls' normalised forms
-    failures: set[bytes] = field(default_factory=set)  # digests of earlier failures (call, outcome, error)
+    failures: set[bytes] | None = None  # digests of earlier failures (call, outcome, error); None until one
     succeeded: dict[str, list[int | None]] = field(default_factory=dict)
-    pending: dict[str, CallScore | None] = field(default_factory=dict)  # tool -> its first call, until keyed
+    pending: dict[str, PendingCall | None] = field(default_factory=dict)  # tool -> its first call, until keyed
     remembered: int = 0  # calls remembered, for the bound
 
     def first_call_of(self, name: str) -> bool:
         """No earlier call of ``name``: this call cannot repeat one."""
         return name not in self.pending
 
-    def take_pending(self, name: str) -> CallScore | None:
+    def take_pending(self, name: str) -> PendingCall | None:
         """The first call of ``name`` if it still waits to be remembered (the caller then ``remember``s it)."""
         first = self.pending.get(name)
         if first is not None:
@@ -198,14 +209,21 @@ class CallHistory:
         if score.outcome is Outcome.SUCCESS:
             self.succeeded.setdefault(score.name, []).append(score.batch)
         if call is None:
-            self.pending[score.name] = score
+            arguments = score.arguments  # the parsed object when there is one, else the raw text decides
+            self.pending[score.name] = PendingCall(
+                arguments, score.raw_arguments if arguments is None else None, score.outcome, score.error_source,
+                score.error_name,
+            )  # fmt: skip
         else:
             self.remember(call, failure)
 
     def remember(self, call: bytes, failure: bytes | None) -> None:
         self.seen_calls.add(call)
-        if failure is not None:
-            self.failures.add(failure)
+        if failure is not None:  # failures are rare: the set (216 bytes empty) is made for the first one
+            failures = self.failures
+            if failures is None:
+                failures = self.failures = set()
+            failures.add(failure)
 
 
 @dataclass(slots=True, frozen=True)

@@ -54,7 +54,7 @@ class TraceState:
     # requested call id -> the arguments the model sent (JSON text within ``limits.max_argument_bytes``), until a tool
     # span of that id claims them because it records none of its own
     call_arguments: dict[str, str] | None = None
-    unknown_replies: set[str] = field(default_factory=set)  # requested call ids the framework answered "unknown tool"
+    unknown_replies: set[str] | None = None  # requested call ids the framework answered "unknown tool" (rare)
     genai: bool = False
     offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
     # tool name -> calls scored while the trace listed no tools (``tool_known`` absent): checked against a list
@@ -134,6 +134,8 @@ class TraceState:
         """Pending requests the framework answered with "unknown tool" in the conversation (no tool span ran)."""
         for call_id in call_ids:
             if call_id in self.call_names:
+                if self.unknown_replies is None:
+                    self.unknown_replies = set()
                 self.unknown_replies.add(call_id)
 
     @property
@@ -154,9 +156,8 @@ class TraceState:
 
         count = sum(len(batches) for name, batches in self.pending_names.items() if batches and unlisted(name))
         # requests answered "unknown tool" whose name the definitions do list (or no definitions were recorded)
-        return count + sum(
-            1 for cid in self.unknown_replies if cid in self.call_batches and not unlisted(self.call_names[cid])
-        )
+        replies = self.unknown_replies or ()
+        return count + sum(1 for cid in replies if cid in self.call_batches and not unlisted(self.call_names[cid]))
 
     def batch_for(self, call_id: str | None, name: str) -> int | None:
         """The turn that issued this call: by call id, else the earliest unclaimed request of this name."""

@@ -247,10 +247,13 @@ class Scorer:
             return score
         first = history.take_pending(name)
         if first is not None:
-            first_key = call_key(first)
-            history.remember(call_digest(first_key), failure_digest(first, first_key))
+            first_key = arguments_key(name, first.arguments, first.raw_arguments)
+            history.remember(
+                call_digest(first_key), failure_digest(first_key, first.outcome, first.error_source, first.error_name)
+            )
         args_key = call_key(score)
-        call, failure = call_digest(args_key), failure_digest(score, args_key)
+        call = call_digest(args_key)
+        failure = failure_digest(args_key, score.outcome, score.error_source, score.error_name)
         # arguments not recorded (GenAI content capture is opt-in): two such calls cannot be told apart,
         # so neither is called a repeat of the other
         if status is not ParseStatus.ABSENT:

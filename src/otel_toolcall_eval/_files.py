@@ -68,12 +68,12 @@ class StagedFile:
 
 
 @contextmanager
-def write_atomically(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Yield a handle; the target is replaced only when the block finishes without an exception."""
+def _staged(path: str | Path) -> Iterator[StagedFile]:
+    """A ``StagedFile`` renamed over ``path`` when the block finishes without an exception, discarded otherwise;
+    an ``OSError`` becomes the ``OutputError`` that names the file."""
     staged = StagedFile(path)
     try:
-        with staged.open(mode) as handle:
-            yield handle
+        yield staged
     except OSError as exc:
         staged.discard()
         raise OutputError(path, exc) from None
@@ -81,17 +81,16 @@ def write_atomically(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         staged.discard()
         raise
     staged.commit()
+
+
+@contextmanager
+def write_atomically(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Yield a handle; the target is replaced only when the block finishes without an exception."""
+    with _staged(path) as staged, staged.open(mode) as handle:
+        yield handle
 
 
 def write_via(path: str | Path, writer: Callable[[Path], object]) -> None:
     """Run ``writer`` on a temporary path and rename the result over ``path`` (for writers that open the file)."""
-    staged = StagedFile(path)
-    try:
+    with _staged(path) as staged:
         writer(staged.tmp)
-    except OSError as exc:
-        staged.discard()
-        raise OutputError(path, exc) from None
-    except BaseException:
-        staged.discard()
-        raise
-    staged.commit()

@@ -42,7 +42,7 @@ from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
 from otel_toolcall_eval.replay.otlp import encode_json
 from otel_toolcall_eval.serve import Service
-from otel_toolcall_eval.serve.metrics import REJECTED_REQUESTS, REJECTED_SPANS, SCORED
+from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS, REJECTED_SPANS, SCORED
 
 from .otlp_receiver import GrpcTraceReceiver, WireSpan
 
@@ -238,7 +238,10 @@ def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiv
     svc = Service(config_for(receiver, **limits), span_exporter=gated)
     svc.start()
     try:
-        # 4 senders x 4 spans; held at once: 4 at the exporter + 4 with the scoring thread + 4 queued = 12 < 16
+        # 4 senders x 4 spans; held at once: 4 at the exporter + 4 with the scoring thread + 4 queued = 12 < 16.
+        # Wait for 12 admitted, not just for the first refusal: a sender can be refused while the scoring thread
+        # has yet to take a batch from the queue (the queue then empties again for a moment). Once 12 are in and
+        # the exporter is held, nothing moves, so the probe below is refused whatever the threads' timing.
         batches = [_plain_spans(4, seed) for seed in range(4)]
         results: queue.Queue[SpanExportResult] = queue.Queue()
 
@@ -254,7 +257,9 @@ def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiv
         threads = [threading.Thread(target=send, args=(b,)) for b in batches]
         for t in threads:
             t.start()
+        wait_until(lambda: svc.metrics.total(RECEIVED) >= 12, "12 spans admitted (the pipeline full)")
         wait_until(lambda: svc.metrics.total(REJECTED_SPANS, "queue_full") >= 4, "a request refused as queue_full")
+        assert svc.metrics.total(RECEIVED) == 12
         base = f"http://127.0.0.1:{svc.http_port}"
         answer = httpx.post(
             base + "/v1/traces",

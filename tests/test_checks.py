@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.outcome import classify_outcome
@@ -16,7 +18,15 @@ from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.engine import Scorer
-from otel_toolcall_eval.records import CallHistory, ErrorEvidence, Outcome, ParseStatus, ToolCallRecord, ToolDefinition
+from otel_toolcall_eval.records import (
+    NO_ERROR,
+    CallHistory,
+    ErrorEvidence,
+    Outcome,
+    ParseStatus,
+    ToolCallRecord,
+    ToolDefinition,
+)
 
 from .helpers import WEATHER_SCHEMA
 
@@ -403,3 +413,63 @@ def test_undeclared_arguments_setting_is_validated_naming_the_field() -> None:
 
     with pytest.raises(ConfigError, match="undeclared_arguments"):
         EvalConfig.from_dict({"policies": {"undeclared_arguments": "maybe"}})
+
+
+_CORRECTNESS_CONFIG = EvalConfig.from_dict(
+    {
+        "policies": {"must_not_call": ["drop"], "undeclared_arguments": "fail"},
+        "tools": [{"name": "lookup", "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}}}],
+    }
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(["get_weather", "lookup", "ghost", "drop"]),
+            st.sampled_from(['{"city": "Oslo"}', '{"city": 3}', '{"id": 2}', '{"id": 2, "x": 1}', "{bad", None]),
+            st.sampled_from([None, "status", "exception", "unknown_reply"]),
+        ),
+        max_size=8,
+    )
+)
+def test_the_engine_tracks_correctness_exactly_as_call_score_correct_says(
+    calls: list[tuple[str, str | None, str | None]],
+) -> None:
+    """``Scorer.score`` passes ``correct`` to ``CallHistory.add`` from the parts it has; it must equal the property
+    (parse, unknown tool, schema, input rejection, violations, duplicates, repeated failures)."""
+    scorer = Scorer(_CORRECTNESS_CONFIG.policy())
+    history = CallHistory()
+    made = []
+    for name, raw, failure in calls:
+        error = {
+            None: NO_ERROR,
+            "status": ErrorEvidence(status_error=True, status_description="Validation failed for input parameters"),
+            "exception": ErrorEvidence(exception_type="TimeoutError", exception_message="slow"),
+            "unknown_reply": NO_ERROR,
+        }[failure]
+        record = ToolCallRecord(
+            name, raw, "Unknown tool: x" if failure == "unknown_reply" else None, failure == "unknown_reply", error
+        )
+        made.append(scorer.score(record, history, trace_tools={"get_weather": WEATHER}))
+    assert history.all_correct == all(s.correct for s in made)
+    assert history.errors == sum(s.outcome is not Outcome.SUCCESS for s in made)
+
+
+def test_a_span_without_a_failure_shares_the_no_error_evidence() -> None:
+    """``error_evidence`` returns ``NO_ERROR`` (the engine's identity fast path) only when nothing was recorded."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Status, StatusCode
+
+    from otel_toolcall_eval.conventions import error_evidence
+
+    tracer = TracerProvider().get_tracer("t")
+    with tracer.start_as_current_span("ok") as ok:
+        pass
+    with tracer.start_as_current_span("failed") as failed:
+        failed.set_status(Status(StatusCode.ERROR, "boom"))
+    assert error_evidence(ok, {}) is NO_ERROR  # type: ignore[arg-type]
+    evidence = error_evidence(failed, {})  # type: ignore[arg-type]
+    assert evidence is not NO_ERROR and evidence.status_error and evidence.status_description == "boom"
+    assert error_evidence(ok, {"error.type": "timeout"}).error_type == "timeout"  # type: ignore[arg-type]

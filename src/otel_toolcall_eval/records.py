@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from hashlib import blake2b
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 
 class ParseStatus(str, Enum):
@@ -52,9 +52,13 @@ class ToolDefinition:
     schema_key: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class ErrorEvidence:
-    """Everything a convention recorded about a failure; classification happens in ``checks.outcome``."""
+    """Everything a convention recorded about a failure; classification happens in ``checks.outcome``.
+
+    Frozen so that one instance, ``NO_ERROR``, can stand for "nothing recorded" on every call that recorded no
+    failure (most of them): the engine and ``checks.outcome`` then skip the error evidence with one identity test.
+    """
 
     status_error: bool = False
     status_description: str | None = None
@@ -66,6 +70,9 @@ class ErrorEvidence:
     @property
     def any(self) -> bool:
         return bool(self.status_error or self.exception_type or self.error_type or self.retry_cause)
+
+
+NO_ERROR: Final = ErrorEvidence()  # no failure recorded; shared (frozen), compared by identity on the hot path
 
 
 @dataclass(slots=True)
@@ -86,7 +93,7 @@ class ToolCallRecord:
     raw_arguments: Any = None  # as recorded: usually a string, may be an object or a bare value
     result: Any = None  # as recorded; None when not recorded
     result_recorded: bool = False
-    error: ErrorEvidence = field(default_factory=ErrorEvidence)
+    error: ErrorEvidence = NO_ERROR
     call_id: str | None = None
     convention: str = "unknown"
     span_schema: dict[str, Any] | None = None  # a schema carried on the tool span itself
@@ -153,6 +160,12 @@ class PendingCall(NamedTuple):
     error_name: str | None
 
 
+# Builds a ``PendingCall`` from a tuple of its fields in order without the Python frame of the NamedTuple's own
+# ``__new__`` (it runs for the first call of each tool of every trace).
+_new_pending: Any = tuple.__new__
+_SUCCESS: Final = Outcome.SUCCESS
+
+
 def call_digest(key: str) -> bytes:
     """What a trace's history keeps of a normalised call: 16 bytes, whatever the size of its arguments."""
     return blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
@@ -178,7 +191,6 @@ class CallHistory:
     failures: set[bytes] | None = None  # digests of earlier failures (call, outcome, error); None until one
     succeeded: dict[str, list[int | None]] = field(default_factory=dict)
     pending: dict[str, PendingCall | None] = field(default_factory=dict)  # tool -> its first call, until keyed
-    remembered: int = 0  # calls remembered, for the bound
 
     def first_call_of(self, name: str) -> bool:
         """No earlier call of ``name``: this call cannot repeat one."""
@@ -191,31 +203,46 @@ class CallHistory:
             self.pending[name] = None
         return first
 
-    def add(self, score: CallScore, call: bytes | None, failure: bytes | None, max_remembered: int) -> None:
+    def add(
+        self, score: CallScore, call: bytes | None, failure: bytes | None, max_remembered: int, correct: bool
+    ) -> None:
         """Count ``score`` and remember it by the digests of its normalised form and failure (``call_digest``);
-        ``call`` None: the first call of its tool, kept pending instead."""
-        self.calls += 1
-        if score.outcome is not Outcome.SUCCESS:
+        ``call`` None: the first call of its tool, kept pending instead. ``correct``: ``score.correct``, which
+        the engine already knows from its parts (passed in: the property is a second pass over them).
+        The first ``max_remembered`` calls are remembered, the rest only counted."""
+        calls = self.calls = self.calls + 1
+        outcome = score.outcome
+        if outcome is not _SUCCESS:
             self.errors += 1
         violations = score.violations
         if violations:
             self.violations += len(violations)
             self.violation_weight += score.violation_weight
-        if self.all_correct and not score.correct:
+        if not correct:
             self.all_correct = False
-        if self.remembered >= max_remembered:
+        if calls > max_remembered:
             return
-        self.remembered += 1
-        if score.outcome is Outcome.SUCCESS:
-            self.succeeded.setdefault(score.name, []).append(score.batch)
+        name = score.name
+        if outcome is _SUCCESS:
+            done = self.succeeded.get(name)
+            if done is None:
+                self.succeeded[name] = [score.batch]
+            else:
+                done.append(score.batch)
         if call is None:
             arguments = score.arguments  # the parsed object when there is one, else the raw text decides
-            self.pending[score.name] = PendingCall(
-                arguments, score.raw_arguments if arguments is None else None, score.outcome, score.error_source,
-                score.error_name,
+            self.pending[name] = _new_pending(
+                PendingCall,
+                (arguments, score.raw_arguments if arguments is None else None, outcome, score.error_source,
+                 score.error_name),
             )  # fmt: skip
         else:
             self.remember(call, failure)
+
+    @property
+    def remembered(self) -> int:
+        """Calls remembered (digests and pending first calls), for the size of a trace's state."""
+        return len(self.seen_calls) + len(self.pending)
 
     def remember(self, call: bytes, failure: bytes | None) -> None:
         self.seen_calls.add(call)

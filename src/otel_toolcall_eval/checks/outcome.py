@@ -10,7 +10,7 @@ import re
 from collections.abc import Collection
 from typing import Any, TypeGuard
 
-from otel_toolcall_eval.records import ErrorEvidence, Outcome
+from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, Outcome
 
 # What frameworks write when they refuse a call before the tool runs. Matched case-insensitively on the first
 # ``_MAX_TEXT`` characters of a failed span's status description, exception message or result (MCP's ``isError``
@@ -83,6 +83,8 @@ def classify_outcome(
         return Outcome.MALFORMED_CALL, "unknown_tool"
     if schema_valid is False:
         return Outcome.MALFORMED_CALL, "schema"
+    if error is NO_ERROR and not result_recorded:  # nothing recorded of the execution: the common case
+        return _SUCCESS
     if error.retry_cause is not None:
         return Outcome.MALFORMED_CALL, "input_rejected"
     for name in (error.exception_type, error.error_type):
@@ -98,7 +100,10 @@ def classify_outcome(
         return Outcome.EXECUTION_FAILED, "status"
     if result_recorded and _is_empty(result, empty_results):
         return Outcome.EMPTY_RESULT, "result_text"
-    return Outcome.SUCCESS, None
+    return _SUCCESS
+
+
+_SUCCESS: tuple[Outcome, str | None] = (Outcome.SUCCESS, None)
 
 
 def _is_empty(result: Any, empty_results: Collection[str]) -> bool:

@@ -17,7 +17,7 @@ from opentelemetry.trace import StatusCode
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
+from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, ToolCallRecord
 
 # An exception message is kept up to this many characters: the judge shows at most 512 of them and redacts 4 KiB
 # past that cut first (judge.questions.REDACT_LOOKAHEAD), so a secret that straddles 512 is replaced whole.
@@ -87,28 +87,35 @@ def _first(attrs: Attrs, keys: Sequence[str]) -> tuple[Any, bool]:
 
 
 def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
-    """Status, the first exception event and ``error.type``: the ways every convention records a failure."""
-    evidence = ErrorEvidence()
+    """Status, the first exception event and ``error.type``: the ways every convention records a failure
+    (``NO_ERROR`` when there is none, the usual case)."""
+    status_error = False
+    description = exception_type = exception_message = None
     status = span.status
     if status is not None and status.status_code is StatusCode.ERROR:
-        evidence.status_error = True
-        evidence.status_description = status.description
+        status_error = True
+        description = status.description
     events = span_events(span)
     for event in events if events else ():
         if event.name == "exception":
             ev = event.attributes or {}
-            evidence.exception_type = str(ev.get("exception.type") or "Exception")
+            exception_type = str(ev.get("exception.type") or "Exception")
             message = ev.get("exception.message")
             # Bounded, and long enough that the judge redacts before it cuts to 512 (a cut secret leaks its start)
-            evidence.exception_message = None if message is None else str(message)[:MAX_EXCEPTION_MESSAGE]
+            exception_message = None if message is None else str(message)[:MAX_EXCEPTION_MESSAGE]
             break
     error_type = attrs.get(A.ERROR_TYPE)
-    if error_type is not None:
-        evidence.error_type = str(error_type)
     retry = attrs.get(A.PYDANTIC_AI_RETRY_CAUSE)
-    if retry is not None:
-        evidence.retry_cause = str(retry)
-    return evidence
+    if not status_error and exception_type is None and error_type is None and retry is None:
+        return NO_ERROR
+    return ErrorEvidence(
+        status_error,
+        description,
+        exception_type,
+        exception_message,
+        None if error_type is None else str(error_type),
+        None if retry is None else str(retry),
+    )
 
 
 def base_record(span: ReadableSpan, name: Any, convention: str) -> ToolCallRecord:

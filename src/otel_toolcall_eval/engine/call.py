@@ -40,8 +40,10 @@ from otel_toolcall_eval.checks.undeclared import declared_names, undeclared_in
 from otel_toolcall_eval.checks.unknown_tool import tool_known
 from otel_toolcall_eval.policy import ArgumentRule, DestructiveTool, Policy, RequiredStep
 from otel_toolcall_eval.records import (
+    NO_ERROR,
     CallHistory,
     CallScore,
+    Outcome,
     ParseStatus,
     ToolCallRecord,
     ToolDefinition,
@@ -49,8 +51,9 @@ from otel_toolcall_eval.records import (
 )
 
 # the schema to use, its single parameter, whether that is a string, the schema's compiled validator, the
-# argument names it declares (None: it allows others or cannot tell; checks.undeclared)
-_Resolution = tuple[ResolvedSchema, str | None, bool, Any, frozenset[str] | None]
+# argument names it declares (None: it allows others or cannot tell; checks.undeclared), whether the trace's
+# tool list offers the tool (then it is known without asking ``checks.unknown_tool``)
+_Resolution = tuple[ResolvedSchema, str | None, bool, Any, frozenset[str] | None, bool]
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,10 +120,16 @@ class Scorer:
     """
 
     __slots__ = (
+        "_budget",
         "_empty_results",
         "_forbidden",
         "_input_errors",
+        "_max_attribute",
+        "_max_bytes",
+        "_max_calls",
+        "_max_errors",
         "_policies",
+        "_policy_tools",
         "_resolved",
         "_tools",
         "_undeclared_fail",
@@ -136,9 +145,17 @@ class Scorer:
         self._tools = policy.tools
         self._forbidden = policy.must_not_call
         self._policies = PolicyIndex.from_policy(policy)
+        index = self._policies  # the tools any trajectory policy applies to: one set test per call
+        self._policy_tools = frozenset(index.required) | frozenset(index.destructive) | frozenset(index.rules)
         self._input_errors = policy.errors.input_error_types
         self._empty_results = policy.errors.empty_results
         self._undeclared_fail = policy.undeclared_arguments_fail
+        # the limits read on every call, one attribute away instead of two
+        self._max_bytes = limits.max_argument_bytes
+        self._max_errors = limits.max_schema_errors
+        self._max_attribute = limits.max_attribute_length
+        self._max_calls = limits.max_calls_per_trace
+        self._budget = policy.step_budget
         # (tool name, id of the trace's definition) -> (that definition, its resolution, its single parameter)
         self._resolved: BytesBoundedCache[tuple[str, int], tuple[ToolDefinition | None, _Resolution]] = (
             BytesBoundedCache(limits.max_cache_bytes, limits.validator_cache_size)
@@ -159,13 +176,11 @@ class Scorer:
         issued the call; ``forbidden``: the must-not-call set when it is not the policy's own (a dataset case adds
         its ``must_not_call`` to the config's).
         """
-        limits = self.policy.limits
-        config_tools = self._tools
         name = record.name
-
-        resolved, single, is_string, validator, declared = self._resolve(name, trace_tools, record.span_schema)
+        max_bytes = self._max_bytes
+        resolved, single, is_string, validator, declared, offered = self._resolve(name, trace_tools, record.span_schema)
         raw = record.raw_arguments
-        arguments = object_or_none(raw, limits.max_argument_bytes) if not record.arguments_unparseable else None
+        arguments = object_or_none(raw, max_bytes) if not record.arguments_unparseable else None
         if arguments is not None:  # the common case, a JSON object: what parse_arguments returns, without its record
             status = ParseStatus.OK
         else:
@@ -173,27 +188,30 @@ class Scorer:
                 raw,
                 single_param=single,
                 string_param=is_string,
-                max_bytes=limits.max_argument_bytes,
+                max_bytes=max_bytes,
                 unparseable=record.arguments_unparseable,
             )
             arguments, status = parsed.value, parsed.status
-        # the framework's own word that the tool does not exist beats the definitions (which may arrive later)
-        known = False if reports_unknown_tool(record.error, record.result, record.result_recorded) else None
-        known = tool_known(name, trace_tools, config_tools) if known is None else known
+        known = True if offered else tool_known(name, trace_tools, self._tools)
+        error = record.error
+        recorded = record.result_recorded
+        # the framework's own word that the tool does not exist beats the definitions (which may arrive later);
+        # with no error and no result recorded there is no such word
+        if (error is not NO_ERROR or recorded) and reports_unknown_tool(error, record.result, recorded):
+            known = False
 
         schema_verdict = None
         if arguments is not None and validator is not None:
-            schema_verdict = validate_with(validator, arguments, limits.max_schema_errors, limits.max_attribute_length)
+            schema_verdict = validate_with(validator, arguments, self._max_errors, self._max_attribute)
         schema_valid = None if schema_verdict is None else schema_verdict.valid
         parse_ok = _PARSE_OK[status]
-        error = record.error
         outcome, source = classify_outcome(  # positional, in its parameters' order: the hot path
             parse_ok,
             known,
             schema_valid,
             error,
             record.result,
-            record.result_recorded,
+            recorded,
             self._input_errors,
             self._empty_results,
         )
@@ -208,13 +226,12 @@ class Scorer:
             weight += 1
         undeclared: tuple[str, ...] = ()
         if declared is not None and arguments and not declared.issuperset(arguments):  # a set check in C first
-            undeclared = undeclared_in(arguments, declared, limits.max_attribute_length)
+            undeclared = undeclared_in(arguments, declared, self._max_attribute)
         if undeclared and self._undeclared_fail:
             violations.append(UNDECLARED)
             weight += 1
-        policies = self._policies
-        if name in policies.required or name in policies.destructive or name in policies.rules:
-            weight += policy_violations(policies, history, name, batch, arguments, self.cache, violations)
+        if name in self._policy_tools:
+            weight += policy_violations(self._policies, history, name, batch, arguments, self.cache, violations)
 
         # positional: keyword arguments double the cost of this construction (order: ``records.CallScore``, pinned
         # by a test); duplicate and repeated failure are set below, when an earlier call of the tool exists
@@ -233,17 +250,20 @@ class Scorer:
             batch,
             False,
             False,
-            over_budget(step, self.policy.step_budget),
+            None if self._budget is None else over_budget(step, self._budget),
             violations,
             weight,
             arguments,
             None,
             raw,
-            error.exception_type or error.error_type or error.retry_cause,
+            None if error is NO_ERROR else error.exception_type or error.error_type or error.retry_cause,
             undeclared,
         )
-        if history.first_call_of(name):  # nothing to repeat: its normalised form is computed only if needed
-            history.add(score, None, None, limits.max_calls_per_trace)
+        # ``CallScore.correct`` from the parts at hand: parse, unknown-tool and schema failures are all outcome
+        # MALFORMED_CALL (``checks.outcome``); duplicate and repeated failure are added below
+        correct = outcome is not _MALFORMED and not violations
+        if name not in history.pending:  # ``first_call_of``: nothing to repeat; its normalised form waits
+            history.add(score, None, None, self._max_calls, correct)
             return score
         first = history.take_pending(name)
         if first is not None:
@@ -259,7 +279,8 @@ class Scorer:
         if status is not ParseStatus.ABSENT:
             score.duplicate = is_duplicate(history, call)
             score.repeated_failure = is_repeated_failure(history, failure)
-        history.add(score, call, failure, limits.max_calls_per_trace)
+        correct = correct and not score.duplicate and not score.repeated_failure
+        history.add(score, call, failure, self._max_calls, correct)
         return score
 
     def _resolve(
@@ -274,28 +295,30 @@ class Scorer:
         memo holds at most ``validator_cache_size`` entries and ``max_cache_bytes`` (estimated: the definition's
         schema text, times a factor for its parsed form).
         """
-        if span_schema is not None:
-            return self._resolution(resolve_schema(name, trace_tools, ToolDefinition(name, span_schema), self._tools))
         seen = trace_tools.get(name) if trace_tools else None
+        if span_schema is not None:
+            schema = ToolDefinition(name, span_schema)
+            return self._resolution(resolve_schema(name, trace_tools, schema, self._tools), seen is not None)
         key = (name, id(seen))
         hit = self._resolved.get(key)
         if hit is not None and hit[0] is seen:
             return hit[1]
-        value = self._resolution(resolve_schema(name, trace_tools, None, self._tools))
+        value = self._resolution(resolve_schema(name, trace_tools, None, self._tools), seen is not None)
         size = 256 if seen is None or seen.schema_key is None else 8 * len(seen.schema_key) + 256
         self._resolved.put(key, (seen, value), size)
         return value
 
-    def _resolution(self, resolved: ResolvedSchema) -> _Resolution:
+    def _resolution(self, resolved: ResolvedSchema, offered: bool) -> _Resolution:
         definition = resolved.definition
         if definition is None:
-            return resolved, None, False, None, None
+            return resolved, None, False, None, None, offered
         single, is_string = single_parameter(definition.parameters)
         validator = validator_for(definition, self.cache)
-        return resolved, single, is_string, validator, declared_names(definition.parameters)
+        return resolved, single, is_string, validator, declared_names(definition.parameters), offered
 
 
 _PARSE_OK = {status: status.parsed for status in ParseStatus}  # a dict lookup instead of a property call
+_MALFORMED = Outcome.MALFORMED_CALL
 
 
 def call_key(score: CallScore) -> str:

@@ -119,7 +119,6 @@ def parse_run_line(path: str | Path, number: int, text: bytes | str) -> RunCase:
 
 
 _MISSING: Any = object()
-_NO_ERROR = ErrorEvidence()  # a run line records no per-call error; shared, never mutated
 
 
 def _call(path: str | Path, line: int, i: int, item: Any) -> tuple[ToolCallRecord, int | None]:
@@ -151,7 +150,6 @@ def _call(path: str | Path, line: int, i: int, item: Any) -> tuple[ToolCallRecor
     record = ToolCallRecord(
         name=name,
         raw_arguments=raw,
-        error=_NO_ERROR,
         call_id=call_id if isinstance(call_id, str) else None,
         convention=convention,
     )

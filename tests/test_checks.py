@@ -320,22 +320,26 @@ def test_history_memory_is_bounded() -> None:
     assert h.calls == 100 and len(h.seen_calls) == 10
 
 
-def test_hot_path_records_keep_their_field_order() -> None:
-    """``Scorer.score`` and ``AttributeConvention.extract`` build these positionally."""
+def test_the_hot_path_factories_set_every_field_by_name() -> None:
+    """``new_call_score`` and ``new_tool_call_record`` (the engine's and the conventions' constructors) set each
+    slot by name: each field gets its own argument (or the fresh-call default), whatever the field order."""
+    import inspect
     from dataclasses import fields
 
-    from otel_toolcall_eval.records import CallScore, ToolCallRecord
+    from otel_toolcall_eval.records import CallScore, new_call_score, new_tool_call_record
 
-    assert [f.name for f in fields(ToolCallRecord)] == [
-        "name", "raw_arguments", "result", "result_recorded", "error", "call_id", "convention", "span_schema",
-        "arguments_unparseable", "trace_id", "span_id", "parent_span_id", "start_ns", "end_ns",
-    ]  # fmt: skip
-    assert [f.name for f in fields(CallScore)] == [
-        "name", "step", "outcome", "parse_ok", "parse_status", "tool_known", "schema_valid", "schema_errors",
-        "schema_source", "schema_drift", "error_source", "batch", "duplicate", "repeated_failure", "over_budget",
-        "violations", "violation_weight", "arguments", "arguments_key", "raw_arguments", "error_name",
-        "undeclared_arguments",
-    ]  # fmt: skip
+    fresh = {"duplicate": False, "repeated_failure": False, "arguments_key": None}
+    for factory, cls, defaults in (
+        (new_call_score, CallScore, fresh),
+        (new_tool_call_record, ToolCallRecord, {"arguments_unparseable": False}),
+    ):
+        params = list(inspect.signature(factory).parameters)
+        names = [f.name for f in fields(cls)]
+        assert sorted(params + list(defaults)) == sorted(names), factory.__name__
+        made = factory(*(f"value of {p}" for p in params))  # a distinct value per parameter
+        for name in names:
+            want = defaults.get(name, f"value of {name}")
+            assert getattr(made, name) == want, (factory.__name__, name)
 
 
 @pytest.mark.parametrize(
@@ -449,8 +453,13 @@ def test_the_engine_tracks_correctness_exactly_as_call_score_correct_says(
             "exception": ErrorEvidence(exception_type="TimeoutError", exception_message="slow"),
             "unknown_reply": NO_ERROR,
         }[failure]
+        unknown_reply = failure == "unknown_reply"
         record = ToolCallRecord(
-            name, raw, "Unknown tool: x" if failure == "unknown_reply" else None, failure == "unknown_reply", error
+            name=name,
+            raw_arguments=raw,
+            result="Unknown tool: x" if unknown_reply else None,
+            result_recorded=unknown_reply,
+            error=error,
         )
         made.append(scorer.score(record, history, trace_tools={"get_weather": WEATHER}))
     assert history.all_correct == all(s.correct for s in made)

@@ -86,7 +86,7 @@ class ParsedArguments:
 class ToolCallRecord:
     """One tool call, whatever convention recorded it.
 
-    The hot path (``AttributeConvention.extract``) builds it positionally: keep the field order, or update it there.
+    The hot path (``AttributeConvention.extract``, run files) builds it with ``new_tool_call_record``.
     """
 
     name: str
@@ -105,11 +105,49 @@ class ToolCallRecord:
     end_ns: int | None = None
 
 
+def new_tool_call_record(
+    name: str,
+    raw_arguments: Any,
+    result: Any,
+    result_recorded: bool,
+    error: ErrorEvidence,
+    call_id: str | None,
+    convention: str,
+    span_schema: dict[str, Any] | None,
+    trace_id: str,
+    span_id: str,
+    parent_span_id: str | None,
+    start_ns: int | None,
+    end_ns: int | None,
+) -> ToolCallRecord:
+    """The hot path's constructor of a ``ToolCallRecord`` (every tool span, every run-file call): the slots set by
+    name, at the cost of the generated ``__init__`` called positionally (see ``new_call_score``)."""
+    record: ToolCallRecord = _new_object(ToolCallRecord)
+    record.name = name
+    record.raw_arguments = raw_arguments
+    record.result = result
+    record.result_recorded = result_recorded
+    record.error = error
+    record.call_id = call_id
+    record.convention = convention
+    record.span_schema = span_schema
+    record.arguments_unparseable = False
+    record.trace_id = trace_id
+    record.span_id = span_id
+    record.parent_span_id = parent_span_id
+    record.start_ns = start_ns
+    record.end_ns = end_ns
+    return record
+
+
+_new_object: Any = object.__new__  # an instance with its slots unset, for the factories that set them all
+
+
 @dataclass(slots=True)
 class CallScore:
     """Every score of one call; the processor writes these as ``toolcall_eval.*`` attributes.
 
-    ``Scorer.score`` builds it positionally (the hot path): keep the field order, or update it there.
+    ``Scorer.score`` builds it with ``new_call_score`` (the hot path).
     """
 
     name: str
@@ -148,6 +186,60 @@ class CallScore:
             and not self.duplicate
             and not self.repeated_failure
         )
+
+
+def new_call_score(
+    name: str,
+    step: int,
+    outcome: Outcome,
+    parse_ok: bool | None,
+    parse_status: ParseStatus,
+    tool_known: bool | None,
+    schema_valid: bool | None,
+    schema_errors: tuple[str, ...],
+    schema_source: str | None,
+    schema_drift: bool | None,
+    error_source: str | None,
+    batch: int | None,
+    over_budget: bool | None,
+    violations: list[str],
+    violation_weight: int,
+    arguments: dict[str, Any] | None,
+    raw_arguments: Any,
+    error_name: str | None,
+    undeclared_arguments: tuple[str, ...],
+) -> CallScore:
+    """The engine's constructor of a ``CallScore`` (a fresh call: not a duplicate, not a repeated failure, its
+    normalised form not computed yet).
+
+    It sets the slots by name, so the dataclass's field order is free to change, and costs what the generated
+    ``__init__`` costs called positionally (one frame): calling that with 22 keywords costs twice as much, and
+    this runs for every tool call. ``tests/test_checks.py`` checks that it sets every field.
+    """
+    score: CallScore = _new_object(CallScore)
+    score.name = name
+    score.step = step
+    score.outcome = outcome
+    score.parse_ok = parse_ok
+    score.parse_status = parse_status
+    score.tool_known = tool_known
+    score.schema_valid = schema_valid
+    score.schema_errors = schema_errors
+    score.schema_source = schema_source
+    score.schema_drift = schema_drift
+    score.error_source = error_source
+    score.batch = batch
+    score.duplicate = False
+    score.repeated_failure = False
+    score.over_budget = over_budget
+    score.violations = violations
+    score.violation_weight = violation_weight
+    score.arguments = arguments
+    score.arguments_key = None
+    score.raw_arguments = raw_arguments
+    score.error_name = error_name
+    score.undeclared_arguments = undeclared_arguments
+    return score
 
 
 class PendingCall(NamedTuple):

@@ -17,7 +17,7 @@ from opentelemetry.trace import StatusCode
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, ToolCallRecord
+from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, ToolCallRecord, new_tool_call_record
 
 # An exception message is kept up to this many characters: the judge shows at most 512 of them and redacts 4 KiB
 # past that cut first (judge.questions.REDACT_LOOKAHEAD), so a secret that straddles 512 is replaced whole.
@@ -234,9 +234,8 @@ class AttributeConvention:
         name = self.tool_name(span, attrs)
         ctx = span.context
         parent = span.parent
-        # one positional construction with every field (what ``base_record`` fills, plus the rest): this runs per
-        # tool span, and keyword arguments cost twice as much (field order: see ``ToolCallRecord``)
-        return ToolCallRecord(
+        # every field in one call (what ``base_record`` fills, plus the rest): this runs per tool span
+        return new_tool_call_record(
             name if isinstance(name, str) else ("" if name is None else str(name)),
             unwrap_args_kwargs(raw) if self.unwrap_args and raw is not None else raw,
             result,
@@ -245,7 +244,6 @@ class AttributeConvention:
             None if call_id is None else str(call_id),
             self.name,
             schema if is_json_schema(schema) else None,
-            False,
             f"{ctx.trace_id:032x}" if ctx is not None else "",
             f"{ctx.span_id:016x}" if ctx is not None else "",
             f"{parent.span_id:016x}" if parent is not None else None,

@@ -48,6 +48,7 @@ from otel_toolcall_eval.records import (
     ToolCallRecord,
     ToolDefinition,
     call_digest,
+    new_call_score,
 )
 
 # the schema to use, its single parameter, whether that is a string, the schema's compiled validator, the
@@ -233,9 +234,7 @@ class Scorer:
         if name in self._policy_tools:
             weight += policy_violations(self._policies, history, name, batch, arguments, self.cache, violations)
 
-        # positional: keyword arguments double the cost of this construction (order: ``records.CallScore``, pinned
-        # by a test); duplicate and repeated failure are set below, when an earlier call of the tool exists
-        score = CallScore(
+        score = new_call_score(  # positional: the hot path (``records.new_call_score``)
             name,
             step,
             outcome,
@@ -248,13 +247,10 @@ class Scorer:
             resolved.drift,
             source,
             batch,
-            False,
-            False,
             None if self._budget is None else over_budget(step, self._budget),
             violations,
             weight,
             arguments,
-            None,
             raw,
             None if error is NO_ERROR else error.exception_type or error.error_type or error.retry_cause,
             undeclared,

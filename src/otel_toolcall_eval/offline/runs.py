@@ -24,7 +24,7 @@ import orjson
 
 from otel_toolcall_eval._json import MAX_DEPTH
 from otel_toolcall_eval.dataset.errors import LocatedError
-from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
+from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, ToolCallRecord, new_tool_call_record
 
 
 class RunFileError(LocatedError):
@@ -147,12 +147,10 @@ def _call(path: str | Path, line: int, i: int, item: Any) -> tuple[ToolCallRecor
     batch = item.get("batch")
     if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool)):
         raise RunFileError(path, line, f"{where}.batch", "must be an integer")
-    record = ToolCallRecord(
-        name=name,
-        raw_arguments=raw,
-        call_id=call_id if isinstance(call_id, str) else None,
-        convention=convention,
-    )
+    record = new_tool_call_record(
+        name, raw, None, False, NO_ERROR, call_id if isinstance(call_id, str) else None, convention, None, "", "",
+        None, None, None,
+    )  # fmt: skip
     return record, batch
 
 

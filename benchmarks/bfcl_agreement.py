@@ -25,6 +25,7 @@ import copy
 import importlib
 import importlib.resources
 import json
+import re
 import sys
 import types
 from collections import Counter, defaultdict
@@ -55,11 +56,15 @@ MUTATIONS: dict[str, str] = {
     "wrong_type": "one argument given as another JSON type (5 -> '5', 'x' -> 1, true -> 'true')",
     "int_for_float": "a whole number given as an integer where a float is declared (5.0 -> 5)",
     "float_for_int": "an integer given as a float (5 -> 5.0)",
+    "null_for_optional": "an optional argument the answer key lets be absent given as null",
+    "list_reordered": "an array argument's elements in reverse order",
     "missing_required": "one required argument left out",
     "extra_undeclared": "an argument the function does not declare added",
     "extra_declared": "a declared argument the answer key does not list added (a type-valid value)",
     "case_changed": "a string argument in other case ('Paris' -> 'PARIS')",
     "whitespace_padded": "a string argument with surrounding whitespace",
+    "variable_case": "a variable name (a string where the doc declares another type) in other case",
+    "variable_whitespace": "a variable name with surrounding whitespace",
     "spaces_removed": "a string argument's inner spaces removed ('New York' -> 'NewYork')",
     "punctuation_changed": "a string argument's punctuation changed ('a, b.' -> 'a b')",
     "date_reformatted": "a date argument in another format (2024-03-05 -> March 05, 2024)",
@@ -69,6 +74,7 @@ MUTATIONS: dict[str, str] = {
     "missing_call": "the last call left out",
     "no_call": "no call at all",
     "any_call": "one call of the first offered function, required arguments filled (relevance categories)",
+    "any_call_twice": "that call made twice (relevance categories)",
 }
 
 
@@ -221,7 +227,9 @@ def outputs(
         yield "no_call", []
         if tools:
             first = case.available_tools[0]
-            yield "any_call", [(first["name"], _filled(first["parameters"]))]
+            call = (first["name"], _filled(first["parameters"]))
+            yield "any_call", [call]
+            yield "any_call_twice", [call, copy.deepcopy(call)]
         return
     truth = [_declared_only(item, entry) for item in answer["ground_truth"]]
     base = [_base_call(item) for item in truth]
@@ -233,6 +241,8 @@ def outputs(
         if java_js and mutation in ("wrong_type", "int_for_float", "float_for_int"):
             continue  # BFCL's Java/JavaScript output is source text: a JSON type change does not show there
         yield mutation, _mutate_one_value(base, tools, change)
+    yield "null_for_optional", _null_for_optional(truth, base)
+    yield "list_reordered", _mutate_one_value(base, tools, _reversed_list)
     yield "missing_required", _missing_required(base, tools)
     yield "extra_undeclared", _with_arg(base, "zz_undeclared", 1)
     yield "extra_declared", _extra_declared(base, tools, truth)
@@ -370,9 +380,15 @@ def _float_for_int(value: Any, declared: list[str]) -> Any:
     return _ABSENT
 
 
-def _string_change(fn: Callable[[str], str]) -> Callable[[Any, list[str]], Any]:
+def _variable(declared: list[str]) -> bool:
+    """A string where the function doc declares another type: the importer widened the type for it. BFCL calls
+    these answers variables (names in the caller's code, mostly in Java/JavaScript) and compares them exactly."""
+    return "string" in declared and len(declared) > 1
+
+
+def _string_change(fn: Callable[[str], str], variables: bool = False) -> Callable[[Any, list[str]], Any]:
     def change(value: Any, declared: list[str]) -> Any:
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str) or not value.strip() or _variable(declared) != variables:
             return _ABSENT
         new = fn(value)
         return new if new != value else _ABSENT
@@ -401,10 +417,29 @@ _VALUE_MUTATIONS: dict[str, Callable[[Any, list[str]], Any]] = {
     "float_for_int": _float_for_int,
     "case_changed": _string_change(lambda s: s.upper() if s != s.upper() else s.lower()),
     "whitespace_padded": _string_change(lambda s: f"  {s} "),
+    "variable_case": _string_change(lambda s: s.upper() if s != s.upper() else s.lower(), variables=True),
+    "variable_whitespace": _string_change(lambda s: f"  {s} ", variables=True),
     "spaces_removed": _string_change(lambda s: s.replace(" ", "")),
     "punctuation_changed": _string_change(lambda s: s.translate(_PUNCTUATION)),
     "date_reformatted": _string_change(_reformat_date),
 }
+
+
+def _null_for_optional(truth: list[dict[str, Any]], base: list[Call]) -> list[Call] | None:
+    for i, item in enumerate(truth):
+        ((_, params),) = item.items()
+        for key, options in params.items():
+            if "" in options and None not in options:
+                out = copy.deepcopy(base)
+                out[i][1][key] = None
+                return out
+    return None
+
+
+def _reversed_list(value: Any, declared: list[str]) -> Any:
+    if isinstance(value, list) and len(value) > 1 and value != value[::-1]:
+        return value[::-1]
+    return _ABSENT
 
 
 def _missing_required(base: list[Call], tools: dict[str, dict[str, Any]]) -> list[Call] | None:
@@ -423,7 +458,9 @@ def _with_arg(base: list[Call], key: str, value: Any) -> list[Call]:
     return out
 
 
-def _extra_declared(base: list[Call], tools: dict[str, dict[str, Any]], truth: list[dict[str, Any]]) -> list[Call] | None:
+def _extra_declared(
+    base: list[Call], tools: dict[str, dict[str, Any]], truth: list[dict[str, Any]]
+) -> list[Call] | None:
     for i, (name, args) in enumerate(base):
         ((_, params),) = truth[i].items()
         for key, schema in tools.get(name, {}).get("properties", {}).items():
@@ -488,6 +525,8 @@ def _render(calls: list[Call], entry: dict[str, Any], category: str) -> list[dic
 def _literal(value: Any, kind: Any, language: str) -> str | None:
     if isinstance(value, (list, dict)):
         return None
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -526,6 +565,159 @@ def as_json(result: Result) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How each scorer judges one mutation class where BFCL and ours can differ, and which rule we hold to."""
+
+    bfcl: str
+    ours: str
+    deepeval: str
+    ragas: str
+    principled: str  # "ours", "BFCL" or "both"
+    why: str
+
+
+# DeepEval and Ragas as measured here (ragas 0.4.3, deepeval 4.3.1; shared FACTS): neither normalises case or
+# whitespace, DeepEval compares arguments only in its exact mode, Ragas compares argument values as exact strings.
+VERDICTS: dict[str, Verdict] = {
+    "case_changed": Verdict(
+        "pass (lowercases)",
+        "pass; fail where the schema's enum does not list it, or its members differ only in case",
+        "fail (exact mode)",
+        "fail",
+        "ours",
+        "case is folded for free values, but an enum is the tool's contract: `SINE` is not one of "
+        "`sine`/`square` and the tool would refuse it (schema validity gates the comparison)",
+    ),
+    "whitespace_padded": Verdict(
+        "pass (deletes every space)",
+        "pass; fail where the schema's enum does not list the padded text",
+        "fail (exact mode)",
+        "fail",
+        "ours",
+        "surrounding whitespace is folded, but not inside an enum (as for case)",
+    ),
+    "spaces_removed": Verdict(
+        "pass (deletes every space)",
+        "fail",
+        "fail (exact mode)",
+        "fail",
+        "ours",
+        "only case and surrounding whitespace are folded: `NewYork` is not `New York`, and `rm -rf /tmp/a b` "
+        "is not `rm -rf /tmp/ab`; a configured free-text field compares by similarity instead",
+    ),
+    "punctuation_changed": Verdict(
+        "pass (deletes `,./-_*^`)",
+        "fail",
+        "fail (exact mode)",
+        "fail",
+        "ours",
+        "deleting punctuation changes meaning: `3x**2+2x-1` becomes `3x2+2x1`, `-5` becomes `5`, `a.b_c` becomes `abc`",
+    ),
+    "date_reformatted": Verdict(
+        "fail (unless the answer key lists that spelling)",
+        "pass (the same date: ISO 8601 and configured formats)",
+        "fail (exact mode)",
+        "fail",
+        "ours",
+        "`March 05, 2024` is 2024-03-05. Ambiguous spellings (`05/03/2024`) stay different unless a format is "
+        "configured (`argument_match.date_formats`), so both fail those",
+    ),
+    "float_for_int": Verdict(
+        "fail (Python type check)",
+        "pass",
+        "not measured",
+        "fail (`5.0` is not the string `5`)",
+        "ours",
+        "JSON has one number type and JSON Schema counts `5.0` as an integer; the schema gate is JSON "
+        "Schema's. BFCL checks Python types (it does allow the other direction, int for float)",
+    ),
+    "swapped_order": Verdict(
+        "pass, except where its greedy pairing takes a call another expected call needed",
+        "pass (optimal assignment, batches are sets)",
+        "pass (order ignored by default)",
+        "fail in strict mode",
+        "ours",
+        "a parallel batch is a set; BFCL pairs greedily in answer order (`parallel_178` reversed fails there)",
+    ),
+    "any_call_twice": Verdict(
+        "pass (relevance: some call was made)",
+        "fail (the import expects one call)",
+        "not measured",
+        "not measured",
+        "BFCL",
+        'not fixed: the dataset format cannot yet say "one or more calls of any offered tool" (issue 14\'s '
+        "trajectory match modes); the importer writes one call of any offered tool",
+    ),
+    "variable_case": Verdict(
+        "fail (a variable name is compared exactly)",
+        "pass (case folded)",
+        "fail (exact mode)",
+        "fail",
+        "BFCL",
+        "not fixed: answers that name a variable (`myItemList` where an array is declared, mostly Java and "
+        "JavaScript) are identifiers, and identifiers are case-sensitive; the dataset format has no "
+        "per-argument case option yet",
+    ),
+    "variable_whitespace": Verdict(
+        "fail (compared exactly)",
+        "pass (surrounding whitespace folded)",
+        "fail (exact mode)",
+        "fail",
+        "BFCL",
+        "not fixed, as for variable_case",
+    ),
+}
+AGREEING = (
+    "Every other class agrees on every output: correct calls, optional arguments omitted, alternative values, "
+    "wrong values and types, int for float, null for an optional argument, reordered lists, missing required "
+    "or extra undeclared arguments, a declared argument the answer key does not list (the import is strict, "
+    "`required_args_only: false`, because BFCL's answer key lists every argument a call may carry), wrong "
+    "function, extra or missing call, no call, and the irrelevance categories."
+)
+
+
+def verdict_markdown(report: dict[str, Any]) -> str:
+    """The verdict table: one row per class where the scorers differ, its figures from the run."""
+    rows = [
+        "| class | outputs | agree | BFCL | ours | DeepEval | Ragas | principled | why |",
+        "| --- | ---: | ---: | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, v in VERDICTS.items():
+        t = report["by_mutation"].get(name)
+        outputs, agree = (str(t["total"]), f"{100 * t['agreement']:.1f}%") if t else ("-", "-")
+        rows.append(
+            f"| {name} | {outputs} | {agree} | {v.bfcl} | {v.ours} | {v.deepeval} | {v.ragas} | {v.principled} "
+            f"| {v.why} |"
+        )
+    return "\n".join(rows) + "\n\n" + AGREEING + "\n"
+
+
+_SECTION = re.compile(r"(<!-- bfcl:(?P<name>[a-z]+) -->\n)(?:.*?\n)?(<!-- /bfcl:(?P=name) -->)", re.S)
+
+
+def update_docs(path: Path, report: dict[str, Any]) -> None:
+    """Rewrite the generated sections of ``path`` (between ``<!-- bfcl:NAME -->`` markers) from ``report``."""
+    text = path.read_text(encoding="utf-8")
+    parts = {"figures": markdown(report), "verdicts": verdict_markdown(report), "summary": summary(report)}
+
+    def replace(m: re.Match[str]) -> str:
+        return m.group(1) + parts[m.group("name")] + m.group(3)
+
+    path.write_text(_SECTION.sub(replace, text), encoding="utf-8")
+
+
+def summary(report: dict[str, Any]) -> str:
+    t = report["total"]
+    cases = sum(report["cases"].values())
+    left = ", ".join(f"{v} ({k})" for k, v in sorted(report["left_out"].items())) or "none"
+    return (
+        f"{t['total']} outputs of {cases} cases in {len(report['cases'])} categories; verdicts agree on "
+        f"{100 * t['agreement']:.1f}% ({t['bfcl_only']} pass only BFCL, {t['ours_only']} pass only ours); "
+        f"{report['import_warnings']} import warnings; left out: {left}.\n"
+    )
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The per-mutation table: outputs, agreement, and which side passes where the two differ."""
     rows = [
@@ -549,14 +741,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bfcl_agreement", description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=int, help="the first N cases of each category (default: all)")
     parser.add_argument("--json", type=Path, default=Path("bfcl-agreement.json"), help="where to write the figures")
-    parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown")
+    parser.add_argument("--docs", type=Path, help="rewrite the generated sections of this file (docs/bfcl.md)")
     args = parser.parse_args(argv)
     report = as_json(run(args.limit))
     args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    table = markdown(report)
-    if args.markdown:
-        args.markdown.write_text(table, encoding="utf-8")
-    sys.stdout.write(table)
+    if args.docs:
+        update_docs(args.docs, report)
+    sys.stdout.write(summary(report) + "\n" + markdown(report))
     return 0
 
 

@@ -26,7 +26,9 @@ MAX_ERRORS_SHOWN = 50
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("dataset", help="ground-truth dataset commands (validate, convert, import, template, schema)")
+    parser = sub.add_parser(
+        "dataset", help="ground-truth dataset commands (validate, convert, import, template, schema)"
+    )
     commands = parser.add_subparsers(dest="dataset_command", required=True)
 
     validate = commands.add_parser("validate", help="check every row; errors name the line, row and column")

@@ -294,7 +294,9 @@ def _case(
         return _validated(conv, {**common, "expected_no_tool": True})
     if category in ANY_CALL_CATEGORIES:
         first, *rest = (ExpectedCall(name=t["name"]) for t in tools)
-        return _validated(conv, {**common, "expected_tool_calls": [first], "acceptable_alternatives": [[c] for c in rest]})
+        return _validated(
+            conv, {**common, "expected_tool_calls": [first], "acceptable_alternatives": [[c] for c in rest]}
+        )
     assert answer is not None and aconv is not None
     calls = _expected(answer, category, aconv, {t["name"]: t for t in tools})
     return _validated(aconv, {**common, "expected_tool_calls": calls})
@@ -345,6 +347,8 @@ def _expected(
                 continue  # "" alone: the argument must be absent (an extra argument fails the call)
             if len(present) < len(values):
                 optional.append(key)
+                if tool is not None and key in tool["parameters"].get("required", ()):
+                    conv.warn(where, "optional in the answer key, but required by the function's schema")
             expanded = _expand(present, conv, where)
             _widen(properties.get(key), expanded, conv, where)
             if len(expanded) == 1:
@@ -426,10 +430,16 @@ def _widen(schema: Any, values: list[Any], conv: _Converter, where: str) -> None
         return
     members = schema.get("enum")
     if isinstance(members, list):
-        outside = [v for v in values if v is not None and v not in members]
+        outside = [v for v in values if v not in members]
         if outside:
-            conv.warn(where, f"acceptable value(s) {_preview(outside)} not in the declared enum: added to it")
+            if any(v is not None for v in outside):
+                conv.warn(where, f"acceptable value(s) {_preview(outside)} not in the declared enum: added to it")
             schema["enum"] = [*members, *outside]
+    items = schema.get("items")
+    if isinstance(items, dict):  # one level into arrays, as deep as BFCL's own type check goes
+        elements = [e for v in values if isinstance(v, list) for e in v]
+        if elements:
+            _widen(items, elements, conv, f"{where}[]")
     if "type" not in schema:
         return
     declared = schema["type"]

@@ -336,3 +336,44 @@ def test_the_docs_explain_every_class_where_the_verdicts_differ() -> None:
         )
     for name in agreement.MUTATIONS:
         assert f"| {name} |" in text
+
+
+def test_imported_cases_score_through_eval_as_bfcl_does(tmp_path: Path) -> None:
+    """End to end with the real commands: import, then `eval` on a run file of correct and mutated outputs; each
+    case's verdict is BFCL's (classes where the rules agree)."""
+    dataset = tmp_path / "bfcl.jsonl"
+    categories = ("parallel_multiple", "live_simple", "irrelevance")
+    assert (
+        main(["dataset", "import", "--from", "bfcl", *(str(_file(c)) for c in categories), "--out", str(dataset)]) == 0
+    )
+    cases = {c.id: c for c in read_cases(dataset)}
+    checker = agreement.load_bfcl_checker()
+    language = __import__("bfcl_eval.constants.enums", fromlist=["Language"]).Language.PYTHON
+    lines, expected = [], {}
+    for category in categories:
+        entries = agreement._jsonl(_file(category))[:15]
+        answers = agreement._jsonl(bfcl.answers_path(_file(category)))[:15] if category != "irrelevance" else None
+        for n, entry in enumerate(entries):
+            answer = answers[n] if answers else None
+            wanted = "no_call" if answer is None else ("correct" if n % 2 else "wrong_value")
+            calls = dict(agreement.outputs(entry, answer, cases[entry["id"]], category))[wanted]
+            assert calls is not None
+            if answer is None:
+                expected[entry["id"]] = not calls
+            else:
+                got = checker(
+                    entry["function"],
+                    [{k: v} for k, v in calls],
+                    answer["ground_truth"],
+                    language,
+                    category,
+                    agreement.MODEL_NAME,
+                )
+                expected[entry["id"]] = bool(got["valid"])
+            lines.append({"id": entry["id"], "tool_calls": [{"name": k, "arguments": v, "batch": 0} for k, v in calls]})
+    runs = _write(tmp_path / "runs.jsonl", lines)
+    report = tmp_path / "report.json"
+    main(["eval", "--dataset", str(dataset), "--runs", str(runs), "--json", str(report)])
+    rows = {row["id"]: bool(row["passed"]) for row in json.loads(report.read_text())["cases"] if row["id"] in expected}
+    assert rows == expected
+    assert sum(expected.values()) >= 20 and not all(expected.values())

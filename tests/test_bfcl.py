@@ -237,6 +237,16 @@ ANSWER = {"id": "simple_python_0", "ground_truth": [{"area": {"base": [10]}}]}
         ([QUESTION], [], r"possible_answer.*: id: no answer for 'simple_python_0'"),
         ([QUESTION], [{"id": "simple_python_0", "ground_truth": {}}], r":1: ground_truth: must be a non-empty list"),
         (
+            [QUESTION],
+            [{"id": "simple_python_0", "ground_truth": [{"nope": {"base": [1]}}]}],
+            r"possible_answer\S+:1: expected_tool_calls: 0\.name: 'nope' is not among available_tools",
+        ),
+        (
+            [{**QUESTION, "question": [[{"content": "hi"}, {"role": "user", "content": "a"}]]}],
+            [ANSWER],
+            r"(?<!possible_answer)/BFCL_v4_simple_python\.json:1: message_history: 0: a message needs a 'role'",
+        ),
+        (
             [{**QUESTION, "function": "x"}],
             [ANSWER],
             r"BFCL_v4_simple_python\.json:1: function: must be a non-empty list",

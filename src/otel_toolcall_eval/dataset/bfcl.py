@@ -45,8 +45,8 @@ from pydantic import ValidationError
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval.dataset.errors import DatasetError, LocatedError
-from otel_toolcall_eval.dataset.io import loads_strict
-from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
+from otel_toolcall_eval.dataset.io import _row_error, loads_strict
+from otel_toolcall_eval.dataset.models import DatasetCase
 
 AST_CATEGORIES = (
     "simple_python",
@@ -293,27 +293,30 @@ def _case(
     if category in NO_TOOL_CATEGORIES:
         return _validated(conv, {**common, "expected_no_tool": True})
     if category in ANY_CALL_CATEGORIES:
-        first, *rest = (ExpectedCall(name=t["name"]) for t in tools)
+        first, *rest = ({"name": t["name"]} for t in tools)
         return _validated(
             conv, {**common, "expected_tool_calls": [first], "acceptable_alternatives": [[c] for c in rest]}
         )
     assert answer is not None and aconv is not None
     calls = _expected(answer, category, aconv, {t["name"]: t for t in tools})
-    return _validated(aconv, {**common, "expected_tool_calls": calls})
+    return _validated(conv, {**common, "expected_tool_calls": calls}, aconv)
 
 
-def _validated(conv: _Converter, data: dict[str, Any]) -> DatasetCase:
+def _validated(conv: _Converter, data: dict[str, Any], answers: _Converter | None = None) -> DatasetCase:
+    """The case, validated as a dataset row; an error names the file it comes from (the answer key for the
+    expected calls, else the question file), the column, then the place inside it."""
     try:
         return DatasetCase.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "case"
-        raise conv.error(where, str(first.get("msg", "invalid"))) from None
+        error = _row_error(conv.path, conv.line, exc)
+        if answers is not None and error.field == "expected_tool_calls":
+            error = DatasetError(answers.path, answers.line, error.field, error.message)
+        raise error from None
 
 
 def _expected(
     answer: dict[str, Any], category: str, conv: _Converter, tools: dict[str, dict[str, Any]]
-) -> list[ExpectedCall]:
+) -> list[dict[str, Any]]:
     truth = answer.get("ground_truth")
     if not isinstance(truth, list) or not truth:
         raise conv.error("ground_truth", "must be a non-empty list of calls")
@@ -355,16 +358,12 @@ def _expected(
                 args[key] = expanded[0]
             else:
                 options[key] = expanded
-        calls.append(
-            ExpectedCall(
-                name=name,
-                args=args,
-                arg_options=options,
-                optional_args=optional,
-                required_args_only=False,
-                batch=batch,
-            )
-        )
+        call: dict[str, Any] = {"name": name, "args": args, "required_args_only": False, "batch": batch}
+        if options:
+            call["arg_options"] = options
+        if optional:
+            call["optional_args"] = optional
+        calls.append(call)  # validated with the whole case
     return calls
 
 
@@ -401,7 +400,7 @@ def _object_variants(value: dict[str, list[Any]], conv: _Converter, where: str) 
     for key in keys:
         options = value[key]
         if not options:
-            raise conv.error(f"{where}.{key}", "lists no acceptable value")
+            raise _Skip(conv.path, conv.line, f"{where}.{key}", "lists no acceptable value, so no call can pass")
         choices.append(options)
     _cap(_product_size(choices), conv, where)
     variants = []

@@ -387,3 +387,19 @@ def test_imported_cases_score_through_eval_as_bfcl_does(tmp_path: Path) -> None:
     rows = {row["id"]: bool(row["passed"]) for row in json.loads(report.read_text())["cases"] if row["id"] in expected}
     assert rows == expected
     assert sum(expected.values()) >= 20 and not all(expected.values())
+
+
+def test_warnings_from_the_files_reach_the_terminal_without_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    question = {**QUESTION}
+    question["function"] = [
+        {"name": "area", "parameters": {"type": "dict", "properties": {"b\x1b[2Jx": {"type": "nonsense[red]"}}}}
+    ]
+    path = _write(tmp_path / "BFCL_v4_simple_python.json", [question])
+    _write(tmp_path / "possible_answer" / "BFCL_v4_simple_python.json", [
+        {"id": "simple_python_0", "ground_truth": [{"area": {}}]}
+    ])  # fmt: skip
+    assert main(["dataset", "import", "--from", "bfcl", str(path), "--out", str(tmp_path / "o.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "unknown type 'nonsense[red]'" in err

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from otel_toolcall_eval._files import write_atomically
+from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.dataset import bfcl
 from otel_toolcall_eval.dataset.errors import DatasetError, LocatedError
 from otel_toolcall_eval.dataset.io import detect_format, dump_cases, iter_rows
@@ -151,7 +152,8 @@ def run_import(args: argparse.Namespace, console: Console) -> int:
         skipped += imported.skipped
     err = Console(stderr=True)
     for warning in warnings[:MAX_ERRORS_SHOWN]:
-        err.print(f"[yellow]warning:[/] {escape(str(warning))}", highlight=False, soft_wrap=True)
+        # names and values in the message come from the benchmark's files: no markup, no terminal escapes
+        err.print(f"[yellow]warning:[/] {escape(terminal_safe(warning))}", highlight=False, soft_wrap=True)
     if len(warnings) > MAX_ERRORS_SHOWN:
         err.print(f"... and {len(warnings) - MAX_ERRORS_SHOWN} more warnings", highlight=False)
     with write_atomically(args.out) as handle:

@@ -25,7 +25,8 @@ function docs) and ``possible_answer/BFCL_v4_<category>.json`` (id, ``ground_tru
 - ``irrelevance`` and ``live_irrelevance`` become ``expected_no_tool`` cases (the no-tool-needed slice);
   ``live_relevance`` (no answer key: any call counts) becomes one expected call of the first offered tool with
   no argument compared, and each other offered tool as an acceptable alternative: one call of any offered tool
-  with schema-valid arguments passes (BFCL also accepts several calls; ours scores those as unnecessary).
+  with schema-valid arguments passes (BFCL also accepts several calls; the dataset format cannot say "one or
+  more" yet, so ours fails those).
 
 Multi-turn, memory and web-search categories are scored by executing calls against BFCL's simulated APIs, not by
 an answer key: they are refused, naming the categories that import. The input is untrusted: lines are parsed
@@ -146,7 +147,8 @@ def import_bfcl(questions: str | Path, answers: str | Path | None = None, catego
             questions,
             None,
             None,
-            f"category '{category}' is not scored by an answer key (BFCL executes it); importable: "
+            f"category '{category}' has no answer key to import (BFCL scores multi-turn, memory and web-search "
+            "categories by executing the calls; format_sensitivity lists ids of other categories); importable: "
             + ", ".join(CATEGORIES),
         )
     out = Imported()

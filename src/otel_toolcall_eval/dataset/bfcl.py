@@ -332,6 +332,10 @@ def _expected(
             raise conv.error(f"ground_truth.{i}.{name}", "the arguments must be an object")
         tool = tools.get(name)
         properties = tool["parameters"].get("properties", {}) if tool else {}
+        if tool is not None:
+            for key in tool["parameters"].get("required", ()):
+                if key not in params:
+                    conv.warn(f"ground_truth.{i}.{name}", f"{key!r} is required by the schema, not in the answer")
         args: dict[str, Any] = {}
         options: dict[str, list[Any]] = {}
         optional: list[str] = []

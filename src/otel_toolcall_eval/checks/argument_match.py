@@ -14,7 +14,9 @@ mismatch. Normalisation (each part configurable) makes two values equal when the
   compared in UTC, a naive time never equals an aware one, a date never equals a date-time),
 - a configured ID prefix (``ORD-12345`` == ``12345``),
 - a numeric string against a number (``"12345"`` == ``12345``; two strings stay strings, so ``"007"`` != ``"7"``),
-- null, absent and empty string, as configured (default: null == absent, empty string distinct).
+- null, absent and empty string, as configured (default: null == absent, empty string distinct),
+- the unit of an argument configured as an amount (``checks.quantities``: ``"£12.50"`` == ``1250`` in pence,
+  ``"5 km"`` == ``5000`` in metres); such an argument compares by amount only.
 
 Booleans are never numbers (``true`` != ``1``). Objects compare key by key with the same rules; arrays compare
 element by element, in order.
@@ -52,6 +54,12 @@ DEFAULT_DATE_FORMATS: tuple[str, ...] = (
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 _TIME_DIRECTIVES = ("%H", "%I", "%M", "%S")
+
+
+class Quantity(Protocol):
+    """An argument compared by the amount it stands for (``checks.quantities.Money``, ``PhysicalQuantity``)."""
+
+    def equal(self, expected: Any, actual: Any) -> bool: ...
 
 
 class TextSimilarity(Protocol):
@@ -133,19 +141,39 @@ class Normalizer:
         required_only: bool = True,
         exact_case: Collection[str] = (),
         fold_case: bool = True,
+        quantities: Mapping[str, Quantity] | None = None,
     ) -> list[str]:
         """Keys of ``expected`` whose values differ, then (strict mode) ``+key`` for each extra actual key.
 
-        Keys in ``exact_case`` compare with case kept (``case_sensitive_keys``).
+        Keys in ``exact_case`` compare with case kept (``case_sensitive_keys``); keys in ``quantities`` by amount.
         """
-        bad = [
-            k
-            for k, e in expected.items()
-            if not self.equal(e, actual.get(k, ABSENT), required_only, fold_case and k not in exact_case)
-        ]
+        if quantities:
+            bad = []
+            for k, e in expected.items():
+                a, quantity = actual.get(k, ABSENT), quantities.get(k)
+                if quantity is not None:
+                    if not self.amount_equal(quantity, e, a):
+                        bad.append(k)
+                elif not self.equal(e, a, required_only, fold_case and k not in exact_case):
+                    bad.append(k)
+        else:
+            bad = [
+                k
+                for k, e in expected.items()
+                if not self.equal(e, actual.get(k, ABSENT), required_only, fold_case and k not in exact_case)
+            ]
         if not required_only:
             bad += [f"+{k}" for k, a in actual.items() if k not in expected and not self.absent(a)]
         return bad
+
+    def amount_equal(self, quantity: Quantity, expected: Any, actual: Any) -> bool:
+        """``equal`` for an argument that is an amount: the absent rules, then by amount (no string folding)."""
+        if type(expected) is type(actual) and expected == actual:
+            return True
+        e_absent, a_absent = self.absent(expected), self.absent(actual)
+        if e_absent or a_absent:
+            return e_absent and a_absent
+        return quantity.equal(expected, actual)
 
     def _fold(self, text: str, fold_case: bool) -> str:
         if self.strip_whitespace:
@@ -285,11 +313,14 @@ def match_arguments(
     exact_case: Collection[str] = (),
     options: Mapping[str, Sequence[Any]] | None = None,
     optional: Collection[str] = (),
+    quantities: Mapping[str, Quantity] | None = None,
+    text_rules: Mapping[str, tuple[TextSimilarity, float]] | None = None,
 ) -> ArgumentVerdict:
     """The three layers for one matched pair. ``actual`` None with ``parse_ok`` not False: no arguments recorded.
 
     ``options``: per-argument alternatives (the argument equals one of the values); ``optional``: keys that may
-    also be absent (of ``expected`` or ``options``).
+    also be absent (of ``expected`` or ``options``); ``quantities``: keys compared by amount (layer 2);
+    ``text_rules``: a free-text key's own similarity and threshold (layer 3; else ``similarity``, ``threshold``).
     """
     if parse_ok is False:
         return PARSE_FAILED
@@ -299,7 +330,7 @@ def match_arguments(
     if options or optional:
         return _with_options(
             expected, args, normalizer, options or {}, optional, required_only, free_text, similarity, threshold,
-            exact_case,
+            exact_case, quantities, text_rules,
         )  # fmt: skip
     if required_only and not free_text:
         for key, want in expected.items():  # fast path: identical values need no normalisation
@@ -309,10 +340,10 @@ def match_arguments(
         else:
             return PASSED
     if not free_text:
-        bad = normalizer.mismatched_keys(expected, args, required_only, exact_case)
+        bad = normalizer.mismatched_keys(expected, args, required_only, exact_case, quantities=quantities)
         return ArgumentVerdict("required", tuple(bad)) if bad else PASSED
     strict = {k: v for k, v in expected.items() if k not in free_text}
-    bad = normalizer.mismatched_keys(strict, args, True, exact_case)
+    bad = normalizer.mismatched_keys(strict, args, True, exact_case, quantities=quantities)
     if not required_only:
         bad += [f"+{k}" for k, a in args.items() if k not in expected and not normalizer.absent(a)]
     if bad:
@@ -323,12 +354,14 @@ def match_arguments(
         if key not in expected:
             continue
         e, a = expected[key], args.get(key, ABSENT)
+        rule = text_rules.get(key) if text_rules else None
+        measure, least = rule if rule is not None else (similarity or _DEFAULT_SIMILARITY, threshold)
         if isinstance(e, str) and isinstance(a, str):
-            score = 1.0 if e == a else (similarity or _DEFAULT_SIMILARITY).similarity(e, a)
+            score = 1.0 if e == a else measure.similarity(e, a)
         else:
             score = 1.0 if normalizer.equal(e, a) else 0.0
         lowest = score if lowest is None or score < lowest else lowest
-        if score < threshold:
+        if score < least:
             low_keys.append(key)
     if low_keys:
         return ArgumentVerdict("free_text", tuple(low_keys), lowest)
@@ -346,6 +379,8 @@ def _with_options(
     similarity: TextSimilarity | None,
     threshold: float,
     exact_case: Collection[str],
+    quantities: Mapping[str, Quantity] | None,
+    text_rules: Mapping[str, tuple[TextSimilarity, float]] | None,
 ) -> ArgumentVerdict:
     """``match_arguments`` with per-argument alternatives and optional keys: an optional key that is absent
     is not compared, an option key matches any of its values; the rest as without them."""
@@ -355,6 +390,11 @@ def _with_options(
         got = args.get(key, ABSENT)
         if key in missing:
             continue
+        quantity = quantities.get(key) if quantities else None
+        if quantity is not None:
+            if not any(normalizer.amount_equal(quantity, v, got) for v in values):
+                bad.append(key)
+            continue
         fold = key not in exact_case
         if not any(normalizer.equal(v, got, required_only, fold) for v in values):
             bad.append(key)
@@ -363,7 +403,7 @@ def _with_options(
     view = {k: v for k, v in args.items() if k not in options} if not required_only and options else args
     verdict = match_arguments(
         rest, view, normalizer, required_only=required_only, free_text=free_text, similarity=similarity,
-        threshold=threshold, exact_case=exact_case,
+        threshold=threshold, exact_case=exact_case, quantities=quantities, text_rules=text_rules,
     )  # fmt: skip
     if not bad:
         return verdict

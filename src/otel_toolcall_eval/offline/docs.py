@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from otel_toolcall_eval.config.catalog import SUMMARY_METRICS, TOOL_METRICS
-from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig, SimilarityConfig
+from otel_toolcall_eval.config.offline import ArgumentMatchConfig, ArgumentRule, GateConfig, SimilarityConfig
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall
 
 
@@ -95,6 +95,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "gate-config": lambda: fields_table(GateConfig),
     "argument-config": lambda: fields_table(ArgumentMatchConfig),
     "similarity-config": lambda: fields_table(SimilarityConfig),
+    "argument-rule": lambda: fields_table(ArgumentRule),
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from otel_toolcall_eval.checks.argument_match import Normalizer, TextSimilarity, case_sensitive_keys
+from otel_toolcall_eval.checks.argument_match import Normalizer, Quantity, TextSimilarity, case_sensitive_keys
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.llm_spans import definition_from
 from otel_toolcall_eval.dataset.models import DatasetCase, Difficulty, ExpectedCall, Slice
@@ -80,7 +80,9 @@ class Preparer:
         self._tool_sets: dict[bytes, ToolSet] = {}
         self._max_tool_sets = max_tool_sets
         self._free_text: dict[str, frozenset[str]] = {}
-        self.any_free_text = bool(config.arguments.free_text)
+        self.any_free_text = bool(config.arguments.free_text) or bool(config.arguments.fields)
+        self.any_rules = bool(config.arguments.fields)  # arguments.fields: amounts and per-argument text rules
+        self._rules: dict[str, tuple[dict[str, Quantity], dict[str, tuple[TextSimilarity, float]]]] = {}
         self._forbidden_sets: dict[tuple[str, ...], frozenset[str]] = {}
         self._config_exact = {
             n: k
@@ -134,6 +136,18 @@ class Preparer:
             if len(self._free_text) < 4096:
                 self._free_text[tool] = fields
         return fields
+
+    def rules(self, tool: str) -> tuple[dict[str, Quantity], dict[str, tuple[TextSimilarity, float]]]:
+        """The arguments of ``tool`` compared by amount, and those with their own text similarity
+        (``arguments.fields``); built on the tool's first call, so a worker loads pint or the model only when
+        a case needs them."""
+        found = self._rules.get(tool)
+        if found is None:
+            arguments = self.config.arguments
+            found = (arguments.quantities(tool), arguments.text_rules(tool, self.similarity))
+            if len(self._rules) < 4096:
+                self._rules[tool] = found
+        return found
 
     def exact_case(self, tool: str, tools: ToolSet) -> frozenset[str]:
         """Arguments of ``tool`` compared with case kept (``case_sensitive_keys`` of the schema the engine uses:

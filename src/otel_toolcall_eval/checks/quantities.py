@@ -40,7 +40,8 @@ _MAX_INT_BITS = 128  # a JSON integer wider than this is no amount (and is not c
 _NUMBER = r"[+-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d{1,30})?|\d{1,30}(?:\.\d{0,30})?|\.\d{1,30})(?:[eE][+-]?\d{1,3})?"
 _WORD = r"(?:[^\W\d_]|[°%])+"
 _POWER = r"(?:\s*(?:\^|\*\*)\s*-?\d)?"
-_UNIT = rf"{_WORD}{_POWER}(?:\s*[*/·]?\s*{_WORD}{_POWER}){{0,3}}"
+# words meet at an operator or a space, never inside a word: a failing match backtracks linearly, not per split
+_UNIT = rf"{_WORD}{_POWER}(?:(?:\s*[*/·]\s*|\s+){_WORD}{_POWER}){{0,3}}"
 _QUANTITY = re.compile(rf"\s*({_NUMBER})\s*({_UNIT})?\s*")
 _UNIT_MARKS = frozenset(" */·^-°%0123456789")
 _AMOUNT_REST = re.compile(r"[\s\d.,'’\u00a0\u202f]*")  # what may stand beside the number and the currency
@@ -66,6 +67,7 @@ class MissingExtra(ImportError):
 
 
 def require() -> None:
+    """Raise MissingExtra unless the libraries of the units extra import (checked at start-up, every time)."""
     try:
         import babel.numbers  # noqa: F401
         import pint  # noqa: F401

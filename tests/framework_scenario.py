@@ -231,6 +231,17 @@ def _adk(parse_ok: bool | None, schema: bool | None, *, first_unlisted: bool = F
     ]
 
 
+def _crewai_listener() -> list[tuple[str, dict[str, Any]]]:
+    ok = call("success", parse_ok=True, tool_known=True)
+    return [
+        ("get_weather", ok),
+        ("get_weather", ok),
+        ("get_weather", call("malformed_call", "input_rejected", parse_ok=True, tool_known=True)),
+        ("book_flight", call("malformed_call", "unknown_tool", parse_ok=True, tool_known=False)),
+        ("get_population", call("execution_failed", "status", parse_ok=True, tool_known=True)),
+    ]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -263,5 +274,13 @@ EXPECTED: dict[str, Expected] = {
     "adk-latest": Expected(_adk(True, True), correct=False, errors=3, unknown_tool_requests=0),
     # legacy: the definitions come inside the call_llm span, which ends after its own turn's tool span: the first
     # call is scored before any tool list (its tool_known absent), the root checks it against the list later
+    # CrewAI, wrapper mode: one trace, the chat spans' schemas; the unknown tool runs no tool span, and the model is
+    # told "not found" in its next turn's input
+    "crewai-wrapper": Expected(_content(True), correct=False, errors=2, unknown_tool_requests=1),
+    # event-listener mode: the only definitions are CrewAI's own ``llm.tools``, whose parameters are Python reprs
+    # (no JSON Schema: names only, so no schema verdict); CrewAI rejects the bad enum itself ("arguments validation
+    # failed"), runs a span marked OK for the unknown tool ("not found"), and the OpenAI instrumentor's chat spans
+    # are roots of traces of their own (no verdict: an instrumented client's own root span)
+    "crewai-listener": Expected(_crewai_listener(), correct=False, errors=3),
     "adk-legacy": Expected(_adk(True, True, first_unlisted=True), correct=False, errors=3),
 }

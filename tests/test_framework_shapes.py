@@ -241,6 +241,21 @@ def test_an_ordinary_not_found_result_is_not_an_unknown_tool() -> None:
     assert not reports_unknown_tool(ErrorEvidence(), "The tool shed was not found on the map", True)
 
 
+def test_crewai_listener_tool_list_names_its_tools_but_its_repr_parameters_are_no_schema() -> None:
+    repr_params = {"properties": {"city": "{'title': 'City', 'type': 'string'}"}, "required": ["'city'"]}
+    listed = [
+        {"type": "function", "function": {"name": "get_population", "parameters": repr_params}},
+        {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_SCHEMA}},
+    ]
+    defs = tool_definitions({"openinference.span.kind": "LLM", "llm.tools": json.dumps(listed)}, DefinitionCache())
+    assert [(d.name, d.parameters) for d in defs] == [("get_population", None), ("get_weather", WEATHER_SCHEMA)]
+    boolean_schemas = {"properties": {"city": True}}  # a boolean subschema is a JSON Schema
+    defs = tool_definitions(
+        {"llm.tools": json.dumps([{"name": "t", "parameters": boolean_schemas}])}, DefinitionCache()
+    )
+    assert defs[0].parameters == boolean_schemas
+
+
 def test_unknown_tool_reply_in_the_next_turns_input_ties_to_the_request() -> None:
     attrs = {
         "openinference.span.kind": "LLM",
@@ -268,6 +283,20 @@ def test_agent_creation_and_a_bare_client_root_get_no_verdict() -> None:
         pass  # an instrumented client's own root span: the model was offered tools and called none
     assert scores(p.one("create_agent")) == {}
     assert scores(p.one("ChatCompletion")) == {}
+
+
+def test_a_client_root_span_requesting_calls_gets_no_verdict_but_a_turn_inside_an_agent_does() -> None:
+    """CrewAI's event listener leaves the OpenAI instrumentor's chat spans outside the crew's trace: each is a root
+    of its own, requesting the call the crew's tool span answers; a verdict there would count the call twice."""
+    p = make_pipeline()
+    chat_span(p.tracer, [WEATHER_TOOL], [("c1", "book_flight")])
+    assert scores(p.one("chat model")) == {}
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        chat_span(p.tracer, [WEATHER_TOOL], [("c1", "book_flight")])
+    root = scores(p.one("agent"))
+    assert root["trace.unknown_tool_requests"] == 1
+    assert root["trace.correct"] is False
 
 
 # --- arguments from the requesting LLM span -------------------------------------------------------------

@@ -270,6 +270,8 @@ GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 # Read from LLM spans: the user's request and the model's reaction to a failed call.
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 OPENINFERENCE_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
+# CrewAI's OpenInference event listener: every definition in one JSON list (not ``llm.tools.N.tool.json_schema``)
+OPENINFERENCE_LLM_TOOLS: Final = "llm.tools"
 OPENINFERENCE_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 OPENLLMETRY_PROMPT_PREFIX: Final = "gen_ai.prompt."
 OPENLLMETRY_COMPLETION_PREFIX: Final = "gen_ai.completion."

@@ -359,6 +359,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 state.note_unknown_replies(unknown_tool_replies(attrs))
             if calls:
                 limits = self.config.limits
+                state.requested = state.requested or not is_root
                 state.add_turn(calls, limits.max_calls_per_trace)
                 if arguments:
                     state.add_requested_arguments(arguments, limits.max_calls_per_trace, limits.max_argument_bytes)

@@ -57,6 +57,7 @@ class TraceState:
     unknown_replies: set[str] | None = None  # requested call ids the framework answered "unknown tool" (rare)
     genai: bool = False
     offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
+    requested: bool = False  # a model turn inside the trace (not its root) requested calls (see ``tool_activity``)
     # tool name -> calls scored while the trace listed no tools (``tool_known`` absent): checked against a list
     # that arrives on a span ending later (Strands' root ``invoke_agent``); bounded like the call history
     unlisted: dict[str, int] | None = None
@@ -126,9 +127,10 @@ class TraceState:
 
     @property
     def tool_activity(self) -> bool:
-        """Tool calls scored or requested, or tools offered to a model turn of an agent: only such a trace gets a
-        verdict (an agent-creation trace, or an instrumented client's own root span, does not)."""
-        return self.history.calls > 0 or self.turns > 0 or self.offered
+        """Tool calls scored, or requested by or offered to a model turn of an agent: only such a trace gets a
+        verdict (an agent-creation trace, or an instrumented client's own root span, does not: CrewAI's event
+        listener leaves the OpenAI instrumentor's chat spans outside the crew's trace, each a root of its own)."""
+        return self.history.calls > 0 or self.requested or self.offered
 
     def note_unknown_replies(self, call_ids: list[str]) -> None:
         """Pending requests the framework answered with "unknown tool" in the conversation (no tool span ran)."""

@@ -92,6 +92,17 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "test_agent_frameworks_adk.py::test_adk_llm_agent (own extra: `make test-adk`)",
     ),
     FrameworkSupport(
+        "CrewAI 1.15 `Crew`",
+        "openinference-instrumentation-crewai 1.1 (+ openinference-instrumentation-openai on its LLM)",
+        "everything: schemas and tool list from the chat spans, the unknown tool (no tool span) from the "
+        '"not found" reply in the next turn (`trace.unknown_tool_requests`)',
+        "`CrewAIInstrumentor().instrument(use_event_listener=True)`",
+        'parse verdicts, tool names, its own rejection ("arguments validation failed") as malformed, the unknown '
+        'tool\'s span (marked OK, "not found"); no schema verdict: its `llm.tools` parameters are Python reprs; the '
+        "chat spans become roots of their own traces, which get no verdict",
+        "test_agent_frameworks_crewai.py::test_crewai_crew (own extra: `make test-crewai`)",
+    ),
+    FrameworkSupport(
         "pydantic-ai 2.68",
         "native (`InstrumentationSettings`, current format and `version=2`)",
         "everything, incl. requests of tools it does not have (it runs no tool span for them) and `ModelRetry` "

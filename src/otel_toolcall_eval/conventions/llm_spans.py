@@ -61,7 +61,7 @@ def definition_from(item: Any) -> ToolDefinition | None:
     params = _json.try_loads(params)
     if isinstance(params, Mapping) and set(params) == {"json"}:  # Strands: ``inputSchema: {json: {...}}``
         params = _json.try_loads(params["json"])
-    params = dict(params) if isinstance(params, Mapping) else None
+    params = dict(params) if isinstance(params, Mapping) and _is_schema(params) else None
     key = None
     if params is not None:
         # A schema nested too deeply to compare or compile is this tool's problem only: the tool stays
@@ -74,6 +74,16 @@ def definition_from(item: Any) -> ToolDefinition | None:
             params = None
     description = item.get("description")
     return ToolDefinition(name, params, description if isinstance(description, str) else None, key)
+
+
+def _is_schema(params: Mapping[str, Any]) -> bool:
+    """A JSON Schema's ``properties`` maps names to schemas (objects or booleans). CrewAI's event listener records
+    them as Python reprs (``{"city": "{'type': 'string'}"}``): such a definition names a tool, but validating against
+    it would pass anything, so the tool stays known without a schema."""
+    properties = params.get("properties")
+    if properties is None:
+        return True
+    return isinstance(properties, Mapping) and all(isinstance(v, (Mapping, bool)) for v in properties.values())
 
 
 # Parsed definitions (dicts, their canonical keys) cost a multiple of the raw text they came from (measured ~5x
@@ -125,8 +135,8 @@ def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinitio
     for key, value in attrs.items():
         if not key.startswith("llm."):
             continue
-        if (m := _OI_TOOL_SCHEMA.match(key)) and isinstance(value, str):
-            out.extend(cache.parse(value))
+        if isinstance(value, str) and (_OI_TOOL_SCHEMA.match(key) or key == A.OPENINFERENCE_LLM_TOOLS):
+            out.extend(cache.parse(value))  # one definition per attribute, or CrewAI's listener: all in one list
         elif m := _TL_FUNC.match(key):
             functions.setdefault(m.group(1), {})[m.group(2)] = value
     for _, fields in sorted(functions.items(), key=lambda kv: int(kv[0])):

@@ -22,7 +22,7 @@ from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observa
 
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval._version import __version__
-from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
+from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, TraceVerdict
 
 MAX_TOOL_LABELS: Final = 200
 
@@ -44,6 +44,9 @@ INTERNAL_ERRORS: Final = "toolcall_eval.internal_errors"
 STATE_DROPPED: Final = "toolcall_eval.state.dropped"
 QUEUE_WAITS: Final = "toolcall_eval.queue.waits"
 QUEUE_SIZE: Final = "toolcall_eval.queue.size"
+COVERAGE_CALLS: Final = "toolcall_eval.coverage.calls"
+COVERAGE_MISSING: Final = "toolcall_eval.coverage.missing"
+MISSING_PARTS: Final = ("arguments", "schema", "result")  # the ``missing`` label's values
 
 METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
@@ -110,6 +113,24 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "toolcall_eval_queue_size",
         "spans waiting in the background evaluation queue when the metrics were collected (bounded by `evaluation.max_queue_size`)",
     ),
+    MetricDoc(
+        COVERAGE_CALLS,
+        "counter",
+        "{call}",
+        "`convention`",
+        "toolcall_eval_coverage_calls_total",
+        "tool calls scored, by the convention that recognised them: the denominator of the coverage ratios",
+    ),
+    MetricDoc(
+        COVERAGE_MISSING,
+        "counter",
+        "{call}",
+        "`convention`, `missing`",
+        "toolcall_eval_coverage_missing_total",
+        "tool calls scored without evidence a check needs: `missing` is `arguments` (none recorded: no parse or "
+        "schema verdict), `schema` (no schema known for the tool: no schema verdict) or `result` (a successful "
+        "call with no recorded result); `otel-toolcall-eval doctor` names the setting that records it",
+    ),
 )
 
 
@@ -123,14 +144,14 @@ class _Tally:
 
     def __init__(self, labels: tuple[str, ...]) -> None:
         self._labels = labels
-        self._counts: dict[tuple[str, ...], int] = {}
+        self._counts: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
         _fork.reinit_after_fork(self)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()  # the counts stay: the child's own counts add to what it inherited
 
-    def add(self, key: tuple[str, ...]) -> None:
+    def add(self, key: tuple[Any, ...]) -> None:
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + 1
 
@@ -138,6 +159,34 @@ class _Tally:
         with self._lock:
             items = list(self._counts.items())
         return [Observation(n, dict(zip(self._labels, key, strict=True))) for key, n in items]
+
+
+class _Coverage(_Tally):
+    """One count per scored call, keyed ``(convention, no arguments, no schema, no result)``: the application thread
+    pays one tally update, and both coverage counters are derived from it when the reader collects."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(("convention", "arguments", "schema", "result"))
+
+    def observe_calls(self, options: CallbackOptions) -> Iterable[Observation]:
+        totals: dict[str, int] = {}
+        for (convention, *_), n in self._items():
+            totals[convention] = totals.get(convention, 0) + n
+        return [Observation(n, {"convention": c}) for c, n in totals.items()]
+
+    def observe_missing(self, options: CallbackOptions) -> Iterable[Observation]:
+        totals: dict[tuple[str, str], int] = {}
+        for (convention, *flags), n in self._items():
+            for part, missing in zip(MISSING_PARTS, flags, strict=True):
+                if missing:
+                    totals[(convention, part)] = totals.get((convention, part), 0) + n
+        return [Observation(n, {"convention": c, "missing": part}) for (c, part), n in totals.items()]
+
+    def _items(self) -> list[tuple[tuple[Any, ...], int]]:
+        with self._lock:
+            return list(self._counts.items())
 
 
 class _Instruments:
@@ -152,6 +201,7 @@ class _Instruments:
         self.errors = _Tally(("stage",))
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
+        self.coverage = _Coverage()
         self.queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the background queues of processors on this meter
         for doc, tally in (
             (METRICS[0], self.calls),
@@ -162,6 +212,12 @@ class _Instruments:
             (METRICS[6], self.queue_waits),
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
+        meter.create_observable_counter(
+            COVERAGE_CALLS, callbacks=[self.coverage.observe_calls], unit="{call}", description=METRICS[8].meaning
+        )
+        meter.create_observable_counter(
+            COVERAGE_MISSING, callbacks=[self.coverage.observe_missing], unit="{call}", description=METRICS[9].meaning
+        )
         meter.create_observable_gauge(
             QUEUE_SIZE, callbacks=[self._observe_queues], unit="{span}", description=METRICS[7].meaning
         )
@@ -226,10 +282,19 @@ class EvalMetrics:
             self._tools.add(name)
         return name
 
-    def record_call(self, score: CallScore) -> None:
+    def record_call(self, score: CallScore, convention: str = "unknown", result_recorded: bool = True) -> None:
+        """Count a scored call: by tool and outcome, its findings, and what evidence it lacked (coverage)."""
         tool = self._tool_label(score)
         instruments = self._instruments
         instruments.calls.add((tool, _OUTCOME_TEXT[score.outcome]))
+        instruments.coverage.add(
+            (
+                convention,
+                score.parse_status is ParseStatus.ABSENT,
+                score.schema_source is None,
+                not result_recorded and score.outcome is Outcome.SUCCESS,  # a failed call has no result to record
+            )
+        )
         if not (
             score.violations
             or score.duplicate

@@ -332,7 +332,7 @@ class ToolCallEvalProcessor(SpanProcessor):
             assert inner is not None
             same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
             return self._finish_trace(trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
-        self.metrics.record_call(score)
+        self.metrics.record_call(score, record.convention, record.result_recorded)
         extra = call_attributes(score, record.convention)
         if self.judge is not None:
             extra[A.JUDGE_SAMPLED] = self._offer(trace_id, record, score, tools)

@@ -1,0 +1,48 @@
+"""The online coverage metric: how many scored tool calls lacked the evidence a check needs, by convention.
+
+``toolcall_eval.coverage.calls`` is the denominator, ``toolcall_eval.coverage.missing`` counts calls without recorded
+arguments, without a known schema, or (successful calls only) without a recorded result.
+"""
+
+from __future__ import annotations
+
+from opentelemetry import trace
+
+from otel_toolcall_eval import metrics as M
+
+from .helpers import WEATHER_TOOL, chat_span, make_pipeline, tool_span
+
+
+def test_missing_evidence_is_counted_by_convention_and_part() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        chat_span(p.tracer, [WEATHER_TOOL])
+        tool_span(p.tracer, "get_weather", {"city": "Paris"}, result="sunny")  # complete
+        tool_span(p.tracer, "get_weather", result="sunny")  # content capture off: no arguments
+        tool_span(p.tracer, "get_weather", {"city": "Rome"})  # succeeded, no result recorded
+        tool_span(p.tracer, "lookup", {"q": "x"}, result="found")  # a tool the trace has no schema for
+        tool_span(p.tracer, "get_weather", {"city": "Oslo"}, error=ConnectionError("down"))
+        with p.tracer.start_as_current_span(
+            "tool", attributes={"openinference.span.kind": "TOOL", "tool.name": "get_weather"}
+        ):
+            pass  # OpenInference, hidden inputs and outputs
+    assert p.metric_sum(M.COVERAGE_CALLS, convention="genai") == 5
+    assert p.metric_sum(M.COVERAGE_CALLS, convention="openinference") == 1
+    missing = {(a["convention"], a["missing"]): v for a, v in p.metric_points(M.COVERAGE_MISSING)}
+    assert missing == {
+        ("genai", "arguments"): 1,
+        ("genai", "result"): 1,  # the failed call has no result either, and needs none
+        ("genai", "schema"): 1,
+        ("openinference", "arguments"): 1,
+        ("openinference", "result"): 1,
+    }
+
+
+def test_no_missing_series_while_every_call_is_complete() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        chat_span(p.tracer, [WEATHER_TOOL])
+        tool_span(p.tracer, "get_weather", {"city": "Paris"}, result="sunny")
+    assert p.metric_sum(M.COVERAGE_CALLS) == 1
+    assert p.metric_points(M.COVERAGE_MISSING) == []
+    assert trace.get_current_span() is trace.INVALID_SPAN

@@ -20,13 +20,15 @@ def test_missing_evidence_is_counted_by_convention_and_part() -> None:
         tool_span(p.tracer, "get_weather", {"city": "Paris"}, result="sunny")  # complete
         tool_span(p.tracer, "get_weather", result="sunny")  # content capture off: no arguments
         tool_span(p.tracer, "get_weather", {"city": "Rome"})  # succeeded, no result recorded
-        tool_span(p.tracer, "lookup", {"q": "x"}, result="found")  # a tool the trace has no schema for
+        tool_span(p.tracer, "lookup", {"q": "x"}, result="found")  # a tool the agent does not have: no schema due
         tool_span(p.tracer, "get_weather", {"city": "Oslo"}, error=ConnectionError("down"))
         with p.tracer.start_as_current_span(
             "tool", attributes={"openinference.span.kind": "TOOL", "tool.name": "get_weather"}
         ):
             pass  # OpenInference, hidden inputs and outputs
-    assert p.metric_sum(M.COVERAGE_CALLS, convention="genai") == 5
+    with p.tracer.start_as_current_span("agent"):  # a trace that lists no tools: no schema for the call
+        tool_span(p.tracer, "get_weather", {"city": "Paris"}, result="sunny")
+    assert p.metric_sum(M.COVERAGE_CALLS, convention="genai") == 6
     assert p.metric_sum(M.COVERAGE_CALLS, convention="openinference") == 1
     missing = {(a["convention"], a["missing"]): v for a, v in p.metric_points(M.COVERAGE_MISSING)}
     assert missing == {

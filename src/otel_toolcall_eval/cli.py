@@ -39,6 +39,7 @@ COMMANDS: tuple[str, ...] = (
     "otel_toolcall_eval.commands.config",
     "otel_toolcall_eval.commands.replay",
     "otel_toolcall_eval.commands.harvest",
+    "otel_toolcall_eval.commands.doctor",
     "otel_toolcall_eval.commands.judge",
     "otel_toolcall_eval.commands.dataset",
     "otel_toolcall_eval.commands.eval",

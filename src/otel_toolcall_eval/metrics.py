@@ -128,7 +128,8 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "`convention`, `missing`",
         "toolcall_eval_coverage_missing_total",
         "tool calls scored without evidence a check needs: `missing` is `arguments` (none recorded: no parse or "
-        "schema verdict), `schema` (no schema known for the tool: no schema verdict) or `result` (a successful "
+        "schema verdict), `schema` (no schema known for a tool not known to be missing: no schema verdict) or "
+        "`result` (a successful "
         "call with no recorded result); `otel-toolcall-eval doctor` names the setting that records it",
     ),
 )
@@ -291,7 +292,7 @@ class EvalMetrics:
             (
                 convention,
                 score.parse_status is ParseStatus.ABSENT,
-                score.schema_source is None,
+                score.schema_source is None and score.tool_known is not False,  # an unknown tool has none to expect
                 not result_recorded and score.outcome is Outcome.SUCCESS,  # a failed call has no result to record
             )
         )

@@ -19,8 +19,20 @@ class FrameworkSupport:
     setting: str  # how to switch to the other mode (environment variable or SDK option)
     other: str  # what is scored in that mode
     test: str
+    # the instrumentation scopes its spans carry (how ``doctor`` tells the framework of a span), and what to set
+    # when its traces lack the arguments, results or definitions a check needs
+    scopes: tuple[str, ...] = ()
+    capture: str = ""
 
 
+OI_CAPTURE = (
+    "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` "
+    "(or `TraceConfig(hide_inputs=False, hide_outputs=False)`)"
+)
+GENAI_CAPTURE = (
+    "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` + "
+    "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`"
+)
 OUTCOMES_ONLY = "outcomes only: no parse or schema verdict (no arguments recorded), no unknown-tool evidence"
 
 FRAMEWORKS: tuple[FrameworkSupport, ...] = (
@@ -33,6 +45,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
         f"{OUTCOMES_ONLY}; LlamaIndex runs schema-invalid arguments unchecked",
         "test_agent_frameworks.py::test_llama_index_function_agent",
+        ("openinference.instrumentation.llama_index",),
+        OI_CAPTURE,
     ),
     FrameworkSupport(
         "smolagents 1.26 `ToolCallingAgent`",
@@ -43,6 +57,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
         OUTCOMES_ONLY,
         "test_agent_frameworks.py::test_smolagents_tool_calling_agent",
+        ("openinference.instrumentation.smolagents",),
+        OI_CAPTURE,
     ),
     FrameworkSupport(
         "OpenAI Agents SDK 0.24 (Responses API)",
@@ -53,6 +69,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         f"{OUTCOMES_ONLY}; the SDK's own rejection of invalid arguments is redacted, so it counts as an execution "
         "failure",
         "test_agent_frameworks.py::test_openai_agents_sdk",
+        ("openinference.instrumentation.openai_agents",),
+        OI_CAPTURE,
     ),
     FrameworkSupport(
         "Strands Agents 1.62",
@@ -65,6 +83,10 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "the same verdicts, from `gen_ai.tool.call.arguments` / `.result`; definitions "
         "(`inputSchema.json`) on the root span",
         "test_agent_frameworks_strands.py::test_strands_agent (own extra: `make test-strands`)",
+        ("strands.telemetry.tracer",),
+        "arguments and results are recorded by default (span events); "
+        "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental,gen_ai_tool_definitions` puts them and the "
+        "definitions on attributes",
     ),
     FrameworkSupport(
         "AutoGen 0.7.5 `AssistantAgent`",
@@ -76,6 +98,9 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "also parse verdicts, from the arguments the chat spans' `gen_ai.output.messages` requested (same call "
         'id), and the unknown tool from the "not found in any workbench" reply; no schema is recorded anywhere',
         "test_agent_frameworks_autogen.py::test_autogen_assistant_agent (own extra: `make test-autogen`)",
+        ("autogen-core",),
+        f"{GENAI_CAPTURE} with opentelemetry-instrumentation-openai-v2 on the model client (arguments by call id; "
+        "AutoGen records no schema)",
     ),
     FrameworkSupport(
         "Google ADK 2.13 `LlmAgent`",
@@ -90,6 +115,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "`call_llm`'s `llm_request` JSON, which end after their turn's tool span (the first call's `tool_known` "
         "stays absent, `trace.unlisted_calls` checks it)",
         "test_agent_frameworks_adk.py::test_adk_llm_agent (own extra: `make test-adk`)",
+        ("gcp.vertex.agent",),
+        GENAI_CAPTURE,
     ),
     FrameworkSupport(
         "CrewAI 1.15 `Crew`",
@@ -101,6 +128,10 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         'tool\'s span (marked OK, "not found"); no schema verdict: its `llm.tools` parameters are Python reprs; the '
         "chat spans become roots of their own traces, which get no verdict",
         "test_agent_frameworks_crewai.py::test_crewai_crew (own extra: `make test-crewai`)",
+        ("openinference.instrumentation.crewai", "openinference.instrumentation.crewai._event_listener"),
+        "the instrumentor's default (wrapper) mode, `CrewAIInstrumentor().instrument()` without "
+        "`use_event_listener`, plus `OpenAIInstrumentor().instrument()` on its LLM: the chat spans carry the "
+        "schemas; " + OI_CAPTURE,
     ),
     FrameworkSupport(
         "pydantic-ai 2.68",
@@ -119,6 +150,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "-",
         "-",
         "test_frameworks.py::test_langgraph_*",
+        ("openinference.instrumentation.langchain",),
+        OI_CAPTURE,
     ),
     FrameworkSupport(
         "FastMCP 4 client and server",

@@ -1,0 +1,355 @@
+"""``doctor``: what the processor could and could not score in recorded traces, and what to change so it can.
+
+The spans are replayed through the processor first (the same code path as online), then read back: per service,
+convention and instrumentation scope, how many tool spans were recognised and how many carried the evidence each
+check needs (arguments, a schema, a tool list, a result); and which spans looked like tool calls but matched no
+convention. Each gap comes with the setting that fills it: the framework's own switch when the scope names a tested
+framework (``conventions.frameworks``), else the convention's, else a convention to register.
+
+Trace data is untrusted: the groups, the tool names kept per group and the suspicious spans are bounded, every
+string is kept as recorded (the report escapes it), and nothing here reads a file or the network.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
+from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS, GENAI_CAPTURE, OI_CAPTURE, FrameworkSupport
+from otel_toolcall_eval.conventions.llm_spans import is_llm_span
+
+MAX_GROUPS: Final = 100
+MAX_SUSPECTS: Final = 50
+MAX_NAMES: Final = 20  # tool names (or hinting keys) kept per group
+MAX_TEXT: Final = 200  # characters kept of any string from the trace
+
+# What to set, per convention, when the scope names no tested framework.
+CONVENTION_CAPTURE: Final[Mapping[str, str]] = {
+    "openinference": OI_CAPTURE,
+    "genai": GENAI_CAPTURE,
+    "mcp": "record `gen_ai.tool.call.arguments` / `.result` on the `tools/call` span (the MCP SDK's content capture)",
+    "traceloop": "`TRACELOOP_TRACE_CONTENT=true` (OpenLLMetry records inputs and outputs)",
+    "pydantic_ai": "`InstrumentationSettings(include_content=True)` (pydantic-ai's default)",
+}
+SCHEMA_FIX: Final = (
+    "no definitions of these tools in the trace: instrument the model client too (its chat spans carry the tools "
+    "offered), or list their schemas under `tools:` in the config"
+)
+TOOL_LIST_FIX: Final = (
+    "no tool list in the trace, so calls of tools the agent does not have are not flagged: instrument the model "
+    "client, or list the agent's tools under `tools:` in the config"
+)
+
+# A span attribute key that names a tool call (``tool.name``, ``tool_name``, ``function.arguments``...), and span
+# names that say so; keys that carry definitions offered to a model are not a call.
+_HINT_KEY = re.compile(r"(?:^|[._])(?:tool|tools|function|tool_call|tool_name|tool_input|tool_args)(?:[._]|$)", re.I)
+_HINT_NAME = re.compile(r"(?:^|[^a-z])(?:tool|function[_ ]?call|execute_tool|call_tool|run_tool)", re.I)
+_NOT_A_CALL = (
+    A.PREFIX,
+    A.GEN_AI_TOOL_DEFINITIONS,
+    A.GEN_AI_AGENT_TOOLS,
+    A.OPENINFERENCE_LLM_TOOLS,
+    "llm.request.functions",
+    "gen_ai.request.",
+)
+_KIND_KEY = re.compile(r"(?:^|[._])(?:kind|type|category)$", re.I)
+_NAME_KEY = re.compile(r"name$", re.I)
+_ARGS_KEY = re.compile(r"(?:arg|input|param)", re.I)
+_RESULT_KEY = re.compile(r"(?:result|output|response)", re.I)
+
+
+def _cut(text: Any) -> str:
+    value = str(text)
+    return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + "..."
+
+
+@dataclass
+class Coverage:
+    """The tool spans of one (service, convention, scope) and the evidence they carried."""
+
+    service: str
+    convention: str
+    scope: str
+    framework: str | None = None
+    tool_spans: int = 0
+    wrapping: int = 0  # a second instrumentation of a call its child span carries (counted once, there)
+    arguments: int = 0  # parse verdict possible: arguments recorded (on the span, or requested under its call id)
+    arguments_from_request: int = 0  # of those, taken from the requesting LLM span (same call id)
+    unknown: int = 0  # calls of a tool the agent does not have (no schema or list entry to expect for them)
+    schema: int = 0  # a schema was known (schema verdict possible where arguments were recorded)
+    tool_list: int = 0  # the trace listed the agent's tools (``tool_known``, or on the root: ``trace.unlisted_calls``)
+    succeeded: int = 0
+    result: int = 0  # of the successful calls, those with a recorded result
+    failed: int = 0  # outcome other than success (error status, exception, rejected input, empty result)
+    tools: list[str] = field(default_factory=list)
+    without_schema: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.fixes
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "service": self.service,
+            "convention": self.convention,
+            "scope": self.scope,
+            "framework": self.framework,
+            "tool_spans": self.tool_spans,
+            "wrapping_spans": self.wrapping,
+            "with_arguments": self.arguments,
+            "arguments_from_request": self.arguments_from_request,
+            "unknown_tool_calls": self.unknown,
+            "with_schema": self.schema,
+            "with_tool_list": self.tool_list,
+            "succeeded": self.succeeded,
+            "succeeded_with_result": self.result,
+            "failed": self.failed,
+            "tools": self.tools,
+            "tools_without_schema": self.without_schema,
+            "fixes": self.fixes,
+        }
+
+
+@dataclass
+class Suspect:
+    """Spans of one (service, scope, name) that look like tool calls but matched no convention."""
+
+    service: str
+    scope: str
+    name: str
+    count: int = 0
+    keys: list[str] = field(default_factory=list)
+    fix: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "service": self.service,
+            "scope": self.scope,
+            "span_name": self.name,
+            "spans": self.count,
+            "hinting_attributes": self.keys,
+            "fix": self.fix,
+        }
+
+
+@dataclass
+class Diagnosis:
+    spans: int = 0
+    traces: int = 0
+    verdicts: int = 0  # traces that got a verdict on their root
+    coverage: list[Coverage] = field(default_factory=list)
+    suspects: list[Suspect] = field(default_factory=list)
+    truncated: bool = False  # more groups or suspects than the bounds keep
+
+    @property
+    def healthy(self) -> bool:
+        """Tool spans were recognised, each with all the evidence its checks need, and nothing looked unrecognised."""
+        return bool(self.coverage) and all(c.complete for c in self.coverage) and not self.suspects
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "spans": self.spans,
+            "traces": self.traces,
+            "traces_with_verdict": self.verdicts,
+            "healthy": self.healthy,
+            "truncated": self.truncated,
+            "coverage": [c.as_json() for c in self.coverage],
+            "unrecognised": [s.as_json() for s in self.suspects],
+        }
+
+
+def _framework(scope: str) -> FrameworkSupport | None:
+    for row in FRAMEWORKS:
+        if scope in row.scopes:
+            return row
+    return None
+
+
+def _service(span: ReadableSpan) -> str:
+    resource = span.resource
+    name = resource.attributes.get("service.name") if resource is not None else None
+    return _cut(name) if name is not None else "unknown_service"
+
+
+def _scope(span: ReadableSpan) -> str:
+    scope = span.instrumentation_scope
+    return _cut(scope.name) if scope is not None and scope.name else "-"
+
+
+def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None = None) -> Diagnosis:
+    """Read scored spans (the output of ``replay_spans``) back into coverage per group, suspects and fixes."""
+    registry = registry or default_registry()
+    out = Diagnosis()
+    groups: dict[tuple[str, str, str], Coverage] = {}
+    suspects: dict[tuple[str, str, str], Suspect] = {}
+    spans = list(spans)
+    traces: set[int] = set()
+    listed_late: set[int] = set()  # traces whose tool list arrived on the root, after the tool spans
+    with_tools: set[int] = set()  # traces with a recognised tool span
+    for span in spans:
+        attrs = span.attributes or {}
+        trace_id = span.context.trace_id if span.context is not None else 0
+        traces.add(trace_id)
+        if A.TRACE_UNLISTED_CALLS in attrs:
+            listed_late.add(trace_id)
+        if A.CONVENTION in attrs:
+            with_tools.add(trace_id)
+    out.traces = len(traces)
+    for span in spans:
+        out.spans += 1
+        attrs = span.attributes or {}
+        trace_id = span.context.trace_id if span.context is not None else 0
+        if A.TRACE_CORRECT in attrs:
+            out.verdicts += 1
+        convention = attrs.get(A.CONVENTION)
+        if convention is None:
+            _note_suspect(span, attrs, registry, suspects, out, name_hints=trace_id not in with_tools)
+            continue
+        key = (_service(span), _cut(convention), _scope(span))
+        group = groups.get(key)
+        if group is None:
+            if len(groups) >= MAX_GROUPS:
+                out.truncated = True
+                continue
+            row = _framework(key[2])
+            group = groups[key] = Coverage(*key, framework=row.name if row else None)
+        _count(group, span, attrs, registry, listed_late=trace_id in listed_late)
+    out.coverage = sorted(groups.values(), key=lambda c: (c.service, c.convention, c.scope))
+    for group in out.coverage:
+        group.fixes = _fixes(group)
+    out.suspects = sorted(suspects.values(), key=lambda s: (-s.count, s.service, s.scope, s.name))
+    for suspect in out.suspects:
+        suspect.fix = _register_hint(suspect)
+    return out
+
+
+def _count(
+    group: Coverage, span: ReadableSpan, attrs: Mapping[str, Any], registry: ConventionRegistry, *, listed_late: bool
+) -> None:
+    if A.SAME_CALL_AS in attrs:
+        group.wrapping += 1
+        return
+    group.tool_spans += 1
+    recognised = registry.recognise(span, attrs)
+    record = recognised.extract(span, attrs) if recognised is not None else None
+    name = _cut(record.name) if record is not None else span.name
+    if name not in group.tools and len(group.tools) < MAX_NAMES:
+        group.tools.append(name)
+    if A.PARSE_OK in attrs or A.ARGUMENTS_OVERSIZED in attrs:
+        group.arguments += 1
+        if record is not None and record.raw_arguments is None:
+            group.arguments_from_request += 1
+    known = attrs.get(A.TOOL_KNOWN)
+    if known is False:  # the agent does not have it: no schema to expect; the list (or the framework) said so
+        group.unknown += 1
+        group.tool_list += 1
+    elif A.SCHEMA_SOURCE in attrs:
+        group.schema += 1
+    elif name not in group.without_schema and len(group.without_schema) < MAX_NAMES:
+        group.without_schema.append(name)
+    if known is True or (known is None and listed_late):
+        group.tool_list += 1
+    if attrs.get(A.OUTCOME) == "success":
+        group.succeeded += 1
+        if record is not None and record.result_recorded:
+            group.result += 1
+    else:
+        group.failed += 1
+
+
+def _capture(group: Coverage) -> str:
+    row = _framework(group.scope)
+    if row is not None and row.capture:
+        return f"{row.name}: {row.capture}"
+    return CONVENTION_CAPTURE.get(group.convention, "turn on the instrumentation's content capture")
+
+
+def _fixes(group: Coverage) -> list[str]:
+    fixes: list[str] = []
+    n = group.tool_spans
+    if n == 0:
+        return fixes
+    if group.arguments < n:
+        fixes.append(f"{n - group.arguments} of {n} calls recorded no arguments (no parse or schema verdict): "
+                     f"{_capture(group)}")  # fmt: skip
+    if group.result < group.succeeded:
+        missing = group.succeeded - group.result
+        fixes.append(f"{missing} of {group.succeeded} successful calls recorded no result: {_capture(group)}")
+    expected = n - group.unknown
+    if group.schema < expected:
+        row = _framework(group.scope)
+        fix = f"{SCHEMA_FIX}; {row.name}: {row.capture}" if row is not None and row.capture else SCHEMA_FIX
+        names = ", ".join(group.without_schema)
+        fixes.append(f"{expected - group.schema} of {expected} calls had no schema ({names}): {fix}")
+    if group.tool_list < n:
+        fixes.append(f"{n - group.tool_list} of {n} calls had no tool list to check the name against: {TOOL_LIST_FIX}")
+    return fixes
+
+
+def _note_suspect(
+    span: ReadableSpan,
+    attrs: Mapping[str, Any],
+    registry: ConventionRegistry,
+    suspects: dict[tuple[str, str, str], Suspect],
+    out: Diagnosis,
+    *,
+    name_hints: bool,
+) -> None:
+    """A span matching no convention whose attributes hint at a tool call; or, in a trace where no tool span was
+    recognised at all, whose name does (elsewhere such names are the framework's own steps around the tool spans)."""
+    if is_llm_span(attrs) or registry.recognise(span, attrs) is not None:  # a model turn; or a handoff, ignored
+        return
+    keys = [k for k in attrs if _HINT_KEY.search(k) and not k.startswith(_NOT_A_CALL)]
+    if not keys and not (name_hints and _HINT_NAME.search(span.name or "")):
+        return
+    key = (_service(span), _scope(span), _cut(span.name or ""))
+    suspect = suspects.get(key)
+    if suspect is None:
+        if len(suspects) >= MAX_SUSPECTS:
+            out.truncated = True
+            return
+        suspect = suspects[key] = Suspect(*key)
+    suspect.count += 1
+    for k in keys:
+        text = _cut(k)
+        if text not in suspect.keys and len(suspect.keys) < MAX_NAMES:
+            suspect.keys.append(text)
+    if not suspect.fix:
+        suspect.fix = _detect_value(attrs, keys)
+
+
+def _detect_value(attrs: Mapping[str, Any], keys: list[str]) -> str:
+    """``key=value`` of the attribute a convention could detect these spans by (kept until the hint is built): a
+    kind/type attribute saying "tool" (``acme.span.kind=tool``), else a kind/type attribute among the hinting keys."""
+    for k, v in attrs.items():
+        if _KIND_KEY.search(k) and isinstance(v, str) and _HINT_NAME.search(v) and not k.startswith(_NOT_A_CALL):
+            return f"{k}={v}"
+    for k in keys:
+        if _KIND_KEY.search(k) and isinstance(attrs.get(k), str):
+            return f"{k}={attrs[k]}"
+    return ""
+
+
+def _register_hint(suspect: Suspect) -> str:
+    detect = suspect.fix
+    if "=" in detect:
+        detect_key, _, value = detect.partition("=")
+        values = f"frozenset({{{_cut(value)!r}}})"
+    else:
+        detect_key, values = (suspect.keys[0] if suspect.keys else "<attribute>"), "frozenset({<value>})"
+    names = tuple(k for k in suspect.keys if _NAME_KEY.search(k))
+    arguments = tuple(k for k in suspect.keys if _ARGS_KEY.search(k))
+    results = tuple(k for k in suspect.keys if _RESULT_KEY.search(k))
+    return (
+        "if these are tool calls, register a convention for them: registry = default_registry(); "
+        f"registry.register(AttributeConvention(name='custom', detect_key={detect_key!r}, detect_values={values}, "
+        f"name_keys={names!r}, argument_keys={arguments!r}, result_keys={results!r})); "
+        "ToolCallEvalProcessor(..., conventions=registry)"
+    )

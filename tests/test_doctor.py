@@ -1,0 +1,155 @@
+"""``otel-toolcall-eval doctor`` on the spans real frameworks recorded (``tests/fixtures/frameworks/``) and on
+hand-made traces: what it recognised, which evidence was missing, the setting it names, and its exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, TraceFlags
+
+from otel_toolcall_eval.cli import main
+from otel_toolcall_eval.errors import ExitCode
+from otel_toolcall_eval.replay import doctor
+from otel_toolcall_eval.replay.otlp import encode_json
+from tests.framework_scenario import fixture_path
+
+
+def _doctor_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["doctor", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _only_group(report: dict[str, Any]) -> dict[str, Any]:
+    assert len(report["coverage"]) == 1, report["coverage"]
+    group: dict[str, Any] = report["coverage"][0]
+    return group
+
+
+def test_hidden_inputs_name_the_openinference_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = _doctor_json(capsys, str(fixture_path("llama_index-hidden")))
+    assert code == ExitCode.OK
+    group = _only_group(report)
+    assert group["framework"].startswith("LlamaIndex")
+    assert (group["tool_spans"], group["with_arguments"], group["with_schema"]) == (4, 0, 4)
+    assert (group["succeeded"], group["succeeded_with_result"], group["failed"]) == (3, 0, 1)
+    assert any("no arguments" in f and "OPENINFERENCE_HIDE_INPUTS" in f for f in group["fixes"])
+    assert any("no result" in f for f in group["fixes"])
+    assert report["healthy"] is False
+    # the framework's own steps named like tools (``BaseWorkflowAgent.call_tool``) are not reported: the trace has
+    # recognised tool spans
+    assert report["unrecognised"] == []
+
+
+def test_content_mode_of_the_same_framework_needs_no_argument_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = _doctor_json(capsys, str(fixture_path("llama_index-content")))
+    group = _only_group(report)
+    assert group["with_arguments"] == group["tool_spans"] == 4
+    assert not any("no arguments" in f for f in group["fixes"])
+
+
+def test_autogen_default_names_the_genai_content_capture_and_fails_the_gate(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", str(fixture_path("autogen-default")), "--json", "--fail-on-gaps"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.GATE_FAILED
+    group = _only_group(report)
+    assert group["scope"] == "autogen-core" and group["with_arguments"] == 0
+    assert any("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY" in f for f in group["fixes"])
+    _, report = _doctor_json(capsys, str(fixture_path("autogen-capture")))
+    group = _only_group(report)
+    assert group["with_arguments"] == group["arguments_from_request"] == 4  # taken from the chat spans, by call id
+
+
+def test_crewai_event_listener_points_to_the_wrapper_mode_for_schemas(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = _doctor_json(capsys, str(fixture_path("crewai-listener")))
+    group = _only_group(report)
+    assert group["framework"].startswith("CrewAI")
+    assert (group["tool_spans"], group["unknown_tool_calls"], group["with_schema"]) == (5, 1, 0)
+    assert group["tools_without_schema"] == ["get_weather", "get_population"]  # the unknown tool needs none
+    assert any("no schema" in f and "use_event_listener" in f for f in group["fixes"])
+    assert report["traces"] == 7 and report["traces_with_verdict"] == 1  # the detached chat-span roots get none
+
+
+def test_a_complete_trace_is_healthy_also_when_the_tool_list_arrives_on_the_root(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["doctor", str(fixture_path("strands-default")), "--json", "--fail-on-gaps"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.OK, report
+    group = _only_group(report)
+    assert group["with_tool_list"] == group["tool_spans"] == 5
+    assert group["fixes"] == [] and report["healthy"] is True
+
+
+def _span(name: str, attrs: dict[str, Any], span_id: int, *, scope: str = "acme.agent") -> ReadableSpan:
+    return ReadableSpan(
+        name=name,
+        context=SpanContext(0xABC, span_id, False, trace_flags=TraceFlags(TraceFlags.SAMPLED)),
+        parent=None,
+        attributes=attrs,
+        resource=Resource({"service.name": "acme"}),
+        instrumentation_scope=InstrumentationScope(scope),
+        start_time=span_id,
+        end_time=span_id + 1,
+    )
+
+
+def _write(tmp_path: Path, spans: list[ReadableSpan]) -> Path:
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(encode_json(spans)))
+    return path
+
+
+def test_spans_that_look_like_tool_calls_get_a_convention_to_register(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    attrs = {"acme.span.kind": "tool", "acme.tool_name": "get_weather", "acme.tool_args": '{"city": "Paris"}'}
+    path = _write(tmp_path, [_span("acme tool", attrs, 1), _span("acme tool", attrs, 2), _span("plain", {}, 3)])
+    code, report = _doctor_json(capsys, str(path))
+    assert code == ExitCode.OK and report["coverage"] == []
+    [suspect] = report["unrecognised"]
+    assert (suspect["service"], suspect["scope"], suspect["span_name"], suspect["spans"]) == (
+        "acme",
+        "acme.agent",
+        "acme tool",
+        2,
+    )
+    assert suspect["hinting_attributes"] == ["acme.tool_name", "acme.tool_args"]
+    assert "detect_key='acme.span.kind', detect_values=frozenset({'tool'})" in suspect["fix"]
+    assert "name_keys=('acme.tool_name',), argument_keys=('acme.tool_args',)" in suspect["fix"]
+    assert main(["doctor", str(path), "--fail-on-gaps"]) == ExitCode.GATE_FAILED
+
+
+def test_trace_text_is_escaped_in_the_terminal_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile = "[bold red]x[/] \x1b]8;;http://example.invalid\x1b\\link\x1b]8;;\x1b\\ \x1b[2J"
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": hostile}
+    path = _write(tmp_path, [_span(hostile, attrs, 1, scope=hostile)])
+    assert main(["doctor", str(path)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "[bold red]x[/]" in out  # printed as text, not applied as markup
+
+
+def test_unrecognised_groups_are_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spans = [_span(f"tool step {i}", {"x.tool_name": f"t{i}"}, i + 1) for i in range(doctor.MAX_SUSPECTS + 30)]
+    _, report = _doctor_json(capsys, str(_write(tmp_path, spans)))
+    assert len(report["unrecognised"]) == doctor.MAX_SUSPECTS
+    assert report["truncated"] is True
+
+
+def test_a_bad_trace_file_exits_2_naming_the_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"resourceSpans": []}\n{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "ab"}]}]}]}\n')
+    assert main(["doctor", str(path)]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert "bad.jsonl:2:" in err and "Traceback" not in err
+
+
+def test_no_source_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor"]) == ExitCode.BAD_INPUT
+    assert "give trace files" in capsys.readouterr().err

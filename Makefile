@@ -86,8 +86,11 @@ test-frameworks: test-strands test-autogen test-adk test-crewai test-semantic
 test-semantic: .venv-semantic/.stamp-installed
 	HF_HUB_OFFLINE=1 .venv-semantic/bin/pytest tests/test_semantic.py
 
+# The AutoGen environment also runs the plain OpenAI client loop: the official instrumentation needs its pins.
+ALSO_autogen := tests/integration/test_agent_frameworks_openai_v2.py
+
 test-strands test-autogen test-adk test-crewai: test-%: .venv-%/.stamp-installed
-	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py
+	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py $(ALSO_$*)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-semantic .mypy_cache .ruff_cache .pytest_cache

@@ -231,6 +231,17 @@ def _adk(parse_ok: bool | None, schema: bool | None, *, first_unlisted: bool = F
     ]
 
 
+def _openai_v2(parse_ok: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    ok = call("success", parse_ok=parse_ok)
+    return [
+        ("get_weather", ok),
+        ("get_weather", ok),
+        ("get_weather", ok),
+        ("book_flight", call("malformed_call", "unknown_tool", parse_ok=parse_ok, tool_known=False)),
+        ("get_population", call("execution_failed", "error.type", parse_ok=parse_ok)),
+    ]
+
+
 def _crewai_listener() -> list[tuple[str, dict[str, Any]]]:
     ok = call("success", parse_ok=True, tool_known=True)
     return [
@@ -282,5 +293,10 @@ EXPECTED: dict[str, Expected] = {
     # failed"), runs a span marked OK for the unknown tool ("not found"), and the OpenAI instrumentor's chat spans
     # are roots of traces of their own (no verdict: an instrumented client's own root span)
     "crewai-listener": Expected(_crewai_listener(), correct=False, errors=3),
+    # a hand-written loop on the plain OpenAI client (official instrumentation, util-genai tool spans): 2.4b0 records
+    # no tool definitions, so no schema or tool-list verdict; the loop runs the bad enum unchecked, and its own
+    # "unknown tool: book_flight" (KeyError) on the tool span names the unknown tool
+    "openai_v2-default": Expected(_openai_v2(None), correct=False, errors=2),
+    "openai_v2-capture": Expected(_openai_v2(True), correct=False, errors=2, unknown_tool_requests=0),
     "adk-legacy": Expected(_adk(True, True, first_unlisted=True), correct=False, errors=3),
 }

@@ -153,3 +153,29 @@ def test_a_bad_trace_file_exits_2_naming_the_file_and_line(tmp_path: Path, capsy
 def test_no_source_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor"]) == ExitCode.BAD_INPUT
     assert "give trace files" in capsys.readouterr().err
+
+
+def test_the_named_fix_for_missing_schemas_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """openai-v2 2.4b0 records no request tools: doctor says to list the schemas under ``tools:``; with them the
+    schema check runs (and catches the bad enum)."""
+    from tests.framework_scenario import POPULATION_SCHEMA, WEATHER_SCHEMA
+
+    fixture = str(fixture_path("openai_v2-capture"))
+    _, report = _doctor_json(capsys, fixture)
+    assert any("`tools:` in the config" in f for f in _only_group(report)["fixes"])
+    config = tmp_path / "toolcall-eval.json"
+    tools = [
+        {"name": "get_weather", "parameters": WEATHER_SCHEMA},
+        {"name": "get_population", "parameters": POPULATION_SCHEMA},
+    ]
+    config.write_text(json.dumps({"tools": tools}))
+    _, report = _doctor_json(capsys, fixture, "--config", str(config))
+    group = _only_group(report)
+    assert group["with_schema"] == 4 and group["with_tool_list"] == 5 and group["fixes"] == []
+    from otel_toolcall_eval import EvalConfig
+    from otel_toolcall_eval.replay import replay_spans
+    from tests.framework_scenario import scored
+    from tests.test_framework_fixtures import recorded
+
+    spans = scored(replay_spans(recorded("openai_v2-capture"), EvalConfig.from_dict({"tools": tools})).spans)
+    assert [(s.attributes or {}).get("toolcall_eval.schema_valid") for s in spans] == [True, True, False, None, True]

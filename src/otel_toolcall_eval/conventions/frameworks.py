@@ -103,6 +103,18 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "AutoGen records no schema)",
     ),
     FrameworkSupport(
+        "OpenAI client, a hand-written tool loop",
+        "opentelemetry-instrumentation-openai-v2 2.4b0 + util-genai 1.1b0 tool spans (`TelemetryHandler.tool`)",
+        "outcomes; an unknown tool from the loop's own error on its tool span; 2.4b0 records no request tools, so "
+        "no schema or tool-list verdict (the loop runs the bad enum unchecked)",
+        GENAI_CAPTURE,
+        "also parse verdicts, from `gen_ai.tool.call.arguments` on the tool spans; schemas only from `tools:` in "
+        "the config",
+        "test_agent_frameworks_openai_v2.py::test_openai_v2_tool_calling_loop (in `make test-autogen`'s environment)",
+        ("opentelemetry.util.genai.handler",),
+        f"{GENAI_CAPTURE}; the tools' schemas: list them under `tools:` in the config",
+    ),
+    FrameworkSupport(
         "Google ADK 2.13 `LlmAgent`",
         "native (GenAI conventions)",
         "outcomes, `tool_known` from the definitions on every `generate_content` span (their `parameters` are "

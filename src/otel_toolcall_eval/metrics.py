@@ -136,6 +136,8 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
 
 
 _OUTCOME_TEXT: dict[Outcome, str] = {o: o.value for o in Outcome}  # a dict lookup, not the Enum.value property
+_ABSENT: Final = ParseStatus.ABSENT  # module globals: no enum class attribute lookup per call
+_SUCCESS: Final = Outcome.SUCCESS
 
 
 class _Tally:
@@ -162,24 +164,31 @@ class _Tally:
         return [Observation(n, dict(zip(self._labels, key, strict=True))) for key, n in items]
 
 
-class _Coverage(_Tally):
-    """One count per scored call, keyed ``(convention, no arguments, no schema, no result)``: the application thread
-    pays one tally update, and both coverage counters are derived from it when the reader collects."""
+class _Calls(_Tally):
+    """Scored calls keyed ``(tool, outcome, convention, no arguments, no schema, no result)``: the application thread
+    pays one tally update per call, and the tool-call counter and both coverage counters are sums over it, taken when
+    the reader collects (the key space is bounded: tool labels, outcomes, registered conventions, three flags)."""
 
     __slots__ = ()
 
     def __init__(self) -> None:
-        super().__init__(("convention", "arguments", "schema", "result"))
+        super().__init__(("tool", "outcome", "convention", "arguments", "schema", "result"))
 
-    def observe_calls(self, options: CallbackOptions) -> Iterable[Observation]:
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        totals: dict[tuple[str, str], int] = {}
+        for (tool, outcome, *_), n in self._items():
+            totals[(tool, outcome)] = totals.get((tool, outcome), 0) + n
+        return [Observation(n, {"tool": t, "outcome": o}) for (t, o), n in totals.items()]
+
+    def observe_coverage(self, options: CallbackOptions) -> Iterable[Observation]:
         totals: dict[str, int] = {}
-        for (convention, *_), n in self._items():
+        for (_, _, convention, *_), n in self._items():
             totals[convention] = totals.get(convention, 0) + n
         return [Observation(n, {"convention": c}) for c, n in totals.items()]
 
     def observe_missing(self, options: CallbackOptions) -> Iterable[Observation]:
         totals: dict[tuple[str, str], int] = {}
-        for (convention, *flags), n in self._items():
+        for (_, _, convention, *flags), n in self._items():
             for part, missing in zip(MISSING_PARTS, flags, strict=True):
                 if missing:
                     totals[(convention, part)] = totals.get((convention, part), 0) + n
@@ -196,13 +205,12 @@ class _Instruments:
     counts add up, as they did with synchronous counters)."""
 
     def __init__(self, meter: Meter) -> None:
-        self.calls = _Tally(("tool", "outcome"))
+        self.calls = _Calls()
         self.violations = _Tally(("tool", "violation"))
         self.traces = _Tally(("composite_ok", "finalized_by"))
         self.errors = _Tally(("stage",))
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
-        self.coverage = _Coverage()
         self.queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the background queues of processors on this meter
         for doc, tally in (
             (METRICS[0], self.calls),
@@ -214,10 +222,10 @@ class _Instruments:
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
         meter.create_observable_counter(
-            COVERAGE_CALLS, callbacks=[self.coverage.observe_calls], unit="{call}", description=METRICS[8].meaning
+            COVERAGE_CALLS, callbacks=[self.calls.observe_coverage], unit="{call}", description=METRICS[8].meaning
         )
         meter.create_observable_counter(
-            COVERAGE_MISSING, callbacks=[self.coverage.observe_missing], unit="{call}", description=METRICS[9].meaning
+            COVERAGE_MISSING, callbacks=[self.calls.observe_missing], unit="{call}", description=METRICS[9].meaning
         )
         meter.create_observable_gauge(
             QUEUE_SIZE, callbacks=[self._observe_queues], unit="{span}", description=METRICS[7].meaning
@@ -287,13 +295,15 @@ class EvalMetrics:
         """Count a scored call: by tool and outcome, its findings, and what evidence it lacked (coverage)."""
         tool = self._tool_label(score)
         instruments = self._instruments
-        instruments.calls.add((tool, _OUTCOME_TEXT[score.outcome]))
-        instruments.coverage.add(
+        outcome = score.outcome
+        instruments.calls.add(
             (
+                tool,
+                _OUTCOME_TEXT[outcome],
                 convention,
-                score.parse_status is ParseStatus.ABSENT,
-                score.schema_source is None and score.tool_known is not False,  # an unknown tool has none to expect
-                not result_recorded and score.outcome is Outcome.SUCCESS,  # a failed call has no result to record
+                score.parse_status is _ABSENT,  # coverage: no arguments recorded
+                score.schema_source is None and score.tool_known is not False,  # no schema (an unknown tool has none)
+                not result_recorded and outcome is _SUCCESS,  # no result (a failed call has none to record)
             )
         )
         if not (

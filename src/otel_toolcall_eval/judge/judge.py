@@ -295,6 +295,19 @@ class Judge:
     def _dropped(self, reason: str, count: int) -> None:
         self.telemetry.dropped(reason, count)
 
+    # --- offline runs (``offline.judge_run``): the same requests, budget and parsing, on the caller's loop ------
+    @property
+    def redactor(self) -> Redactor:
+        return self._redact
+
+    def client(self) -> contextlib.AbstractAsyncContextManager[httpx.AsyncClient]:
+        """The HTTP client the worker uses (one per event loop)."""
+        return self._http()
+
+    async def ask(self, question: QuestionConfig, item: JudgeItem, client: httpx.AsyncClient) -> Verdict:
+        """One question about one call: budget reserved and settled, retried, parsed; raises ``BudgetExhausted``."""
+        return await self._ask(question, item, client)
+
     # --- worker thread -------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[httpx.AsyncClient]:

@@ -76,12 +76,16 @@ def _labels(path: Path, n: int, agree: bool = True) -> Path:
     for i in range(n):
         judge = ["appropriate", "acceptable", "inappropriate"][i % 3]
         human = judge if agree or i % 3 else "appropriate" if judge != "appropriate" else "inappropriate"
-        rows.append({"item": f"c{i}", "question": Q, "judge": judge, "human": human, "labelled_at": f"2026-11-{1 + i % 28:02d}"})
+        rows.append(
+            {"item": f"c{i}", "question": Q, "judge": judge, "human": human, "labelled_at": f"2026-11-{1 + i % 28:02d}"}
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
-def test_a_rerun_answers_from_the_cache_and_sends_nothing(tmp_path: Path, server: FakeJudgeServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_rerun_answers_from_the_cache_and_sends_nothing(
+    tmp_path: Path, server: FakeJudgeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = _files(tmp_path, server)
     first, second = tmp_path / "v1.jsonl", tmp_path / "v2.jsonl"
     assert _judge_run(f, first, tmp_path / "cache") == 0

@@ -28,11 +28,15 @@ pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (the Python package) not installed")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)"
+)
 
 Q = "tool_appropriateness"
 HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
 SCALE = ["appropriate", "acceptable", "inappropriate"]
+PRICE = {"input_per_million": 0, "output_per_million": 0}
+FREE_JUDGE = {"judge": {"provider": "openai", "model": "m", "price": PRICE, "questions": [Q]}}
 
 
 def _verdicts(path: Path) -> Path:
@@ -54,12 +58,11 @@ def _verdicts(path: Path) -> Path:
 @pytest.fixture
 def queue(tmp_path: Path) -> Path:
     config = tmp_path / "config.yaml"
-    config.write_text(
-        yaml.safe_dump({"judge": {"provider": "openai", "model": "m", "price": {"input_per_million": 0,
-                        "output_per_million": 0}, "questions": [Q]}})  # fmt: skip
-    )
+    config.write_text(yaml.safe_dump(FREE_JUDGE))
     out = tmp_path / "queue.jsonl"
-    assert main(["judge", "queue", str(_verdicts(tmp_path / "v.jsonl")), "--config", str(config), "--out", str(out)]) == 0
+    assert (
+        main(["judge", "queue", str(_verdicts(tmp_path / "v.jsonl")), "--config", str(config), "--out", str(out)]) == 0
+    )
     return out
 
 
@@ -218,8 +221,7 @@ def test_two_raters_on_one_labels_file_merge_per_item(tmp_path: Path, queue: Pat
 
 def test_the_queue_covers_each_label_and_the_disagreements(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"judge": {"provider": "openai", "model": "m",
-                      "price": {"input_per_million": 0, "output_per_million": 0}, "questions": [Q]}}))  # fmt: skip
+    config.write_text(yaml.safe_dump(FREE_JUDGE))
     rows = []
     for i in range(300):  # 90% appropriate: a random sample of 6 would likely miss the rare labels
         label = "appropriate" if i % 10 else SCALE[1 + (i // 10) % 2]

@@ -15,7 +15,7 @@ from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.dataset import template_cases, write_cases
 from otel_toolcall_eval.errors import ExitCode
 
-from .judge_server import OPENAI_KEY, FakeJudgeServer, Received, fake_judge_server
+from .judge_server import OPENAI_KEY, FakeJudgeServer, Received, Status, fake_judge_server
 
 pytestmark = pytest.mark.integration
 
@@ -169,3 +169,19 @@ def test_judge_metrics_are_reported_without_gating_by_default(tmp_path: Path, se
     assert code in (0, 1)  # the judge is not calibrated, and nothing refuses: it is not gated
     text = md.read_text()
     assert "### Judge verdicts" in text and f"| `{Q}` | 4 | 75.0% |" in text and "| no |" in text
+
+
+def test_errors_are_not_cached_and_a_bad_calibration_file_exits_2(
+    tmp_path: Path, server: FakeJudgeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = _files(tmp_path, server, max_retries=0)
+    server.script.extend([Status(400)] * 4)
+    assert _judge_run(f, tmp_path / "v1.jsonl", tmp_path / "cache") == 0
+    assert {json.loads(x)["error"] for x in (tmp_path / "v1.jsonl").read_text().splitlines()} == {"http_400"}
+    assert _judge_run(f, tmp_path / "v2.jsonl", tmp_path / "cache") == 0
+    assert len(server.requests) == 8  # asked again: an error is never a cached answer
+    f["calibration"].write_text('{"version": 1, "question": "x"}\n')
+    args = ["eval", "--dataset", str(f["dataset"]), "--runs", str(f["run"]), "--config", str(f["config"])]
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "calibration.jsonl:1: fingerprint: required" in capsys.readouterr().err

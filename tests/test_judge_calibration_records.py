@@ -103,9 +103,10 @@ def test_the_newest_record_of_the_current_fingerprint_decides(tmp_path: Path) ->
     append_records(path, [_record("tool_appropriateness", fp, None)])
     assert "kappa n/a is below" in uncalibrated(config, ["tool_appropriateness"])[0]
     append_records(path, [_record("tool_appropriateness", fp, 0.9, n=5)])
-    assert "on 5 labelled items, fewer than judge.calibration.min_items 30" in uncalibrated(
-        config, ["tool_appropriateness"]
-    )[0]
+    assert (
+        "on 5 labelled items, fewer than judge.calibration.min_items 30"
+        in uncalibrated(config, ["tool_appropriateness"])[0]
+    )
     assert len(read_records(path)) == 4
     assert "judge.calibration is not configured" in uncalibrated(_config(), ["tool_appropriateness"])[0]
 
@@ -162,3 +163,37 @@ def test_calibration_record_round_trips(tmp_path: Path) -> None:
     append_records(path, [record, record])
     assert read_records(path) == [record, record]
     assert json.loads(path.read_text().splitlines()[0])["kappa_ci"] == [0.1, 0.9]
+
+
+def test_the_agreement_gauges_follow_the_calibration_file(tmp_path: Path) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from otel_toolcall_eval.judge.judge import Judge
+
+    path = tmp_path / "cal.jsonl"
+    config = _config(
+        questions=["tool_appropriateness", "error_handling"], calibration={"file": str(path), "min_kappa": 0.6}
+    )
+    reader = InMemoryMetricReader()
+    judge = Judge(config, meter_provider=MeterProvider(metric_readers=[reader]))
+
+    def gauges() -> dict[tuple[str, str], float]:
+        data = reader.get_metrics_data()
+        out = {}
+        for rm in data.resource_metrics if data else ():
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name.startswith("toolcall_eval.judge.agreement."):
+                        for p in m.data.data_points:
+                            out[(m.name.rsplit(".", 1)[1], str(p.attributes["question"]))] = p.value
+        return out
+
+    assert gauges() == {("min_kappa", "tool_appropriateness"): 0.6, ("min_kappa", "error_handling"): 0.6}
+    fp = fingerprints(config)["tool_appropriateness"]
+    append_records(path, [_record("tool_appropriateness", fp, 0.8), _record("error_handling", "other", 0.9)])
+    assert gauges()[("kappa", "tool_appropriateness")] == 0.8
+    assert ("kappa", "error_handling") not in gauges()  # its record is for another configuration
+    append_records(path, [_record("tool_appropriateness", fp, 0.5)])  # a recalibration: the file changed
+    assert gauges()[("kappa", "tool_appropriateness")] == 0.5
+    judge.shutdown(0)

@@ -441,6 +441,7 @@ def test_prometheus_names_are_the_documented_ones(server: FakeJudgeServer) -> No
         logger_provider=LoggerProvider(),
         meter_provider=meters,
         queue_size=lambda: 2,
+        agreement=lambda: [("q", 0.7, 0.6)],
     )
     telemetry.emit(
         emit.Verdict("q", label="ok", score=1.0, cost=0.01, input_tokens=10, output_tokens=2, start_ns=1, end_ns=2),

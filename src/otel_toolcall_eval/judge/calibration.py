@@ -11,11 +11,12 @@ been edited by hand or come from another branch.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
@@ -23,6 +24,8 @@ from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.dataset.errors import LocatedError
 from otel_toolcall_eval.errors import OutputError
 from otel_toolcall_eval.judge.fingerprint import fingerprints
+
+logger = logging.getLogger("otel_toolcall_eval.judge")
 
 VERSION: Final = 1
 MAX_LINE_BYTES: Final = 1 << 16
@@ -197,6 +200,38 @@ def uncalibrated(config: JudgeConfig, questions: Iterable[str]) -> list[str]:
     return problems
 
 
-def record_data(record: CalibrationRecord) -> dict[str, Any]:
-    """The record as plain data (for reports)."""
-    return orjson.loads(record.to_json())  # type: ignore[no-any-return]
+class CalibrationWatch:
+    """Each question's current kappa, for the online judge's agreement gauges: the file is re-read only when its
+    size or modification time changed (a recalibration), in the metric reader's thread, never the application's.
+    A damaged file is logged once and reads as no calibration."""
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self._settings = config.calibration
+        self._prints = fingerprints(config)
+        self._stamp: tuple[int, int] | None = (-1, -1)  # nothing read yet
+        self._kappas: dict[str, float | None] = {}
+        self._warned = False
+
+    def observations(self) -> list[tuple[str, float | None, float]]:
+        """(question, current kappa or None, the configured minimum) per question; empty without calibration."""
+        settings = self._settings
+        if settings is None:
+            return []
+        try:
+            st = os.stat(settings.file)
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        if stamp != self._stamp:
+            self._stamp = stamp
+            records: list[CalibrationRecord] = []
+            if stamp is not None:
+                try:
+                    records = read_records(settings.file)
+                except CalibrationError as exc:
+                    if not self._warned:
+                        self._warned = True
+                        logger.warning("toolcall-eval judge: calibration file ignored: %s", exc)
+            found = {q: current(records, q, fp) for q, fp in self._prints.items()}
+            self._kappas = {q: (r.kappa if r is not None else None) for q, r in found.items()}
+        return [(q, self._kappas.get(q), settings.min_kappa) for q in self._prints]

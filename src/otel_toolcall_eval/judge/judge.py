@@ -26,6 +26,7 @@ from otel_toolcall_eval import _fork
 from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval.config.judge import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge import providers
+from otel_toolcall_eval.judge.calibration import CalibrationWatch
 from otel_toolcall_eval.judge.context import (
     MAX_LATER_CALLS,
     JudgeItem,
@@ -149,6 +150,7 @@ class Judge:
             tick=self._tick,
             interval=config.sampling.update_interval_seconds,
         )
+        self.calibration = CalibrationWatch(config)
         self.telemetry = JudgeTelemetry(
             provider=config.provider,
             model=config.model,
@@ -158,6 +160,7 @@ class Judge:
             logger_provider=logger_provider,
             queue_size=lambda: self.worker.queued,
             sample_rate=lambda: self.sampler.rate,
+            agreement=self.calibration.observations,
         )
 
     # --- application thread (``JudgeHook``) -----------------------------------------------------

@@ -20,7 +20,7 @@ from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.errors import ExitCode, UsageError
 from otel_toolcall_eval.judge.queue import MAX_QUEUE, build_queue, size_for_width
-from otel_toolcall_eval.offline.judge_run import read_verdicts
+from otel_toolcall_eval.judge.verdicts import read_verdicts
 
 
 def register(judge_sub: Any) -> None:

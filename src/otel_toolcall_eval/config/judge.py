@@ -156,6 +156,15 @@ class Calibration(_Strict):
     min_items: int = Field(default=30, ge=1, description="the fewest labelled items a calibration needs")
 
 
+class Labelling(_Strict):
+    """A share of the online judge's verdicts, with the data each question received, appended to a verdicts file
+    that ``judge queue`` samples for people to label: how agreement is measured again on recent traffic."""
+
+    file: Path = Field(description="the verdicts file (JSONL) verdicts are appended to")
+    share: float = Field(default=0.01, gt=0, le=1, description="share of verdicts kept (deterministic per call)")
+    max_items: int = Field(default=10_000, ge=1, description="lines the file may hold; then nothing more is added")
+
+
 class ScaleItem(_Strict):
     label: str = Field(pattern=_NAME, description="what the judge answers")
     score: float = Field(description="written as gen_ai.evaluation.score.value")
@@ -313,6 +322,7 @@ class JudgeConfig(_Strict):
     calibration: Calibration | None = Field(
         default=None, description="calibration records and the agreement a gated judge metric needs"
     )
+    labelling: Labelling | None = Field(default=None, description="a share of verdicts kept for human labelling")
     questions: list[Annotated[QuestionConfig, BeforeValidator(_builtin_or_custom)]] = Field(
         default_factory=_default_questions, min_length=1
     )

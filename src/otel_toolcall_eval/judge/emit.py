@@ -162,6 +162,7 @@ class Verdict:
     cost: float = 0.0
     start_ns: int = 0
     end_ns: int = 0
+    data: dict[str, Any] | None = None  # what the question received (kept for ``judge.labelling``)
 
 
 class JudgeTelemetry:

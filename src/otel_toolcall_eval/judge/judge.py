@@ -37,6 +37,7 @@ from otel_toolcall_eval.judge.context import (
     user_request,
 )
 from otel_toolcall_eval.judge.emit import JudgeTelemetry, Verdict
+from otel_toolcall_eval.judge.fingerprint import fingerprints
 from otel_toolcall_eval.judge.ledger import Ledger
 from otel_toolcall_eval.judge.questions import (
     REDACT_LOOKAHEAD,
@@ -50,6 +51,7 @@ from otel_toolcall_eval.judge.questions import (
     score_of,
 )
 from otel_toolcall_eval.judge.sampler import Sampler, trace_draw
+from otel_toolcall_eval.judge.verdicts import VerdictLog
 from otel_toolcall_eval.judge.worker import Worker
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, ToolDefinition
 
@@ -151,6 +153,10 @@ class Judge:
             interval=config.sampling.update_interval_seconds,
         )
         self.calibration = CalibrationWatch(config)
+        self._fingerprints = fingerprints(config)
+        labelling = config.labelling
+        self._labelling = VerdictLog(labelling.file, labelling.max_items) if labelling is not None else None
+        self._labelling_threshold = int(labelling.share * 2**64) if labelling is not None else 0
         self.telemetry = JudgeTelemetry(
             provider=config.provider,
             model=config.model,
@@ -333,13 +339,41 @@ class Judge:
             tokens_in += verdict.paced_input_tokens
             tokens_out += verdict.paced_output_tokens
             self.telemetry.emit(verdict, trace_id, span_id)
+            if self._labelling is not None and verdict.label is not None:
+                self._keep_for_labelling(verdict, item, trace_id, span_id)
         self.sampler.record_eval(tokens_in, tokens_out)
+
+    def _keep_for_labelling(self, verdict: Verdict, item: JudgeItem, trace_id: int, span_id: int) -> None:
+        """``judge.labelling``: a deterministic share of calls (by trace and span id) goes to the verdicts file."""
+        log, threshold = self._labelling, self._labelling_threshold
+        if log is None or trace_draw(trace_id ^ span_id, self._draw_seed) >= threshold:
+            return
+        log.append(
+            {
+                "item": f"{trace_id:032x}:{span_id:016x}",
+                "case": None,
+                "call": None,
+                "tool": item.record.name,
+                "flagged": self.sampler.risk_class(item.score) != 0,
+                "question": verdict.question,
+                "fingerprint": self._fingerprints.get(verdict.question, ""),
+                "label": verdict.label,
+                "score": verdict.score,
+                "explanation": verdict.explanation,
+                "error": None,
+                "model": verdict.model,
+                "cost": verdict.cost,
+                "cached": False,
+                "data": verdict.data or {},
+            }
+        )
 
     async def _ask(self, question: QuestionConfig, item: JudgeItem, client: httpx.AsyncClient) -> Verdict:
         config = self.config
-        prompt = build_prompt(question, question_data(question, item, self._redact, config.max_field_chars))
+        data = question_data(question, item, self._redact, config.max_field_chars)
+        prompt = build_prompt(question, data)
         worst = config.price.cost(prompt.size_bytes + PROMPT_OVERHEAD_TOKENS, config.max_output_tokens)
-        verdict = Verdict(question=question.name, start_ns=time.time_ns())
+        verdict = Verdict(question=question.name, start_ns=time.time_ns(), data=data)
         completion: providers.Completion | None = None
         try:
             async for attempt in providers.retrying(config):

@@ -7,7 +7,7 @@ its reaction. The requests go through the online judge's own code (``Judge.ask``
 retries, answer parsing and budget ceiling (``judge.budget``). A verdict already in the cache (keyed by the
 question's fingerprint and the exact data it receives, ``judge.cache``) costs nothing and sends nothing.
 
-The output is a verdicts file (JSONL, one judged question a line, format ``VERDICT_FIELDS``): what
+The output is a verdicts file (JSONL, one judged question a line, format ``judge.verdicts``): what
 ``eval --judge-verdicts`` reports and gates on and what ``judge queue`` samples for human labelling. Bounded:
 at most ``max_calls`` calls are judged per run.
 """
@@ -29,7 +29,6 @@ from otel_toolcall_eval._files import write_atomically
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.config.judge import QuestionConfig
 from otel_toolcall_eval.dataset import read_cases
-from otel_toolcall_eval.dataset.errors import LocatedError
 from otel_toolcall_eval.judge.cache import ResponseCache, cache_key
 from otel_toolcall_eval.judge.context import MAX_LATER_CALLS, JudgeItem, Reaction, free_text_arguments, later_call
 from otel_toolcall_eval.judge.emit import MAX_EXPLANATION, Verdict
@@ -41,30 +40,6 @@ from otel_toolcall_eval.offline.runs import RunCase, iter_run
 from otel_toolcall_eval.offline.score import score_case
 
 DEFAULT_MAX_CALLS: Final = 10_000
-# One line of a verdicts file (``offline.judge_run`` writes it; ``read_verdicts`` reads it back).
-VERDICT_FIELDS: Final = (
-    "item",  # "<case id>/<call index>": the judged call
-    "case",
-    "call",
-    "tool",
-    "flagged",  # the deterministic checks flagged the call (malformed, failed, empty result, a violation)
-    "question",
-    "fingerprint",  # the question's judge fingerprint when it was asked
-    "label",  # null on an error
-    "score",
-    "explanation",
-    "error",  # the error.type, or null
-    "model",
-    "cost",  # in the budget's currency; 0 when cached
-    "cached",
-    "data",  # exactly what the question received (redacted, cut): what a human labeller is shown
-)
-MAX_VERDICT_LINE_BYTES: Final = 1 << 20
-MAX_VERDICTS: Final = 1_000_000
-
-
-class VerdictsError(LocatedError):
-    """A verdicts file is unreadable or a line in it is invalid."""
 
 
 @dataclass
@@ -253,42 +228,3 @@ def _line(
         "cached": cached,
         "data": task.data,
     }
-
-
-def read_verdicts(path: str | Path) -> list[dict[str, Any]]:
-    """A verdicts file, checked line by line (bounded; errors name the file, line and field)."""
-    out: list[dict[str, Any]] = []
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise VerdictsError(path, None, None, f"cannot read: {exc.strerror or exc}") from None
-    with handle:
-        for number, raw in enumerate(iter(lambda: handle.readline(MAX_VERDICT_LINE_BYTES + 1), b""), start=1):
-            if len(raw) > MAX_VERDICT_LINE_BYTES:
-                raise VerdictsError(path, number, None, f"line longer than {MAX_VERDICT_LINE_BYTES:,} bytes")
-            if not raw.strip():
-                continue
-            if len(out) >= MAX_VERDICTS:
-                raise VerdictsError(path, number, None, f"more than {MAX_VERDICTS:,} verdicts")
-            try:
-                data = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise VerdictsError(path, number, None, f"not JSON: {exc}") from None
-            if not isinstance(data, dict):
-                raise VerdictsError(path, number, None, "expected a JSON object")
-            for key in ("item", "question", "fingerprint"):
-                if not isinstance(data.get(key), str) or not data[key]:
-                    raise VerdictsError(path, number, key, "required: a non-empty string")
-            label = data.get("label")
-            if label is not None and not isinstance(label, str):
-                raise VerdictsError(path, number, "label", "must be a string or null")
-            if label is None and not isinstance(data.get("error"), str):
-                raise VerdictsError(path, number, "error", "a verdict without a label needs its error type")
-            score = data.get("score")
-            if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
-                raise VerdictsError(path, number, "score", "must be a number or null")
-            if not isinstance(data.get("data", {}), dict):
-                raise VerdictsError(path, number, "data", "must be an object")
-            data["line"] = number
-            out.append(data)
-    return out

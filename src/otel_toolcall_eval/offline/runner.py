@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from otel_toolcall_eval.config import ConfigError, EvalConfig
+from otel_toolcall_eval.judge.verdicts import read_verdicts
 from otel_toolcall_eval.offline.aggregate import combine
 from otel_toolcall_eval.offline.gate import evaluate_gate
 from otel_toolcall_eval.offline.judge_gate import check_judge_gate, judge_summary
-from otel_toolcall_eval.offline.judge_run import read_verdicts
 from otel_toolcall_eval.offline.pipeline import run_pipeline
 from otel_toolcall_eval.offline.prepare import Preparer
 from otel_toolcall_eval.offline.result import EvalResult

@@ -197,3 +197,27 @@ def test_the_agreement_gauges_follow_the_calibration_file(tmp_path: Path) -> Non
     append_records(path, [_record("tool_appropriateness", fp, 0.5)])  # a recalibration: the file changed
     assert gauges()[("kappa", "tool_appropriateness")] == 0.5
     judge.shutdown(0)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[1]", "v.jsonl:1: expected a JSON object"),
+        ('{"item": "a", "question": "q"}', "v.jsonl:1: fingerprint: required"),
+        ('{"item": "a", "question": "q", "fingerprint": "f", "label": null}', "v.jsonl:1: error: a verdict without"),
+        ('{"item": "a", "question": "q", "fingerprint": "f", "label": "x", "score": true}', "v.jsonl:1: score:"),
+    ],
+)
+def test_a_bad_verdicts_file_exits_2_naming_file_line_and_field(
+    tmp_path: Path, line: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from otel_toolcall_eval.cli import main
+    from otel_toolcall_eval.dataset import template_cases, write_cases
+
+    (tmp_path / "v.jsonl").write_text(line + "\n")
+    write_cases(tmp_path / "d.jsonl", template_cases())
+    (tmp_path / "r.jsonl").write_text('{"id": "thanks", "tool_calls": []}\n')
+    args = ["eval", "--dataset", str(tmp_path / "d.jsonl"), "--runs", str(tmp_path / "r.jsonl")]
+    assert main([*args, "--judge-verdicts", str(tmp_path / "v.jsonl")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert message in err and "Traceback" not in err

@@ -6,6 +6,10 @@ agreement, each label's base rate for human and judge, the judge's precision and
 matrix, and, where several people labelled the same items, their own agreement (Krippendorff's alpha), which
 bounds what a judge can be expected to reach. The human reference is the majority of an item's human labels; an
 item whose humans tie is left out of the judge-human figures and counted.
+
+With ``--config`` (and its ``judge.calibration.file``, or ``--calibration FILE``) each question's figures are also
+appended as a calibration record bound to the config's judge fingerprint (``judge.calibration``): what the gate
+reads before it lets a judge metric gate.
 """
 
 from __future__ import annotations

@@ -102,6 +102,11 @@ def test_a_rerun_answers_from_the_cache_and_sends_nothing(
     # the data the judge saw is kept for the labeller, as data: the script tag is a plain string
     thanks = next(v for v in v1 if v["item"] == "thanks/0")
     assert thanks["data"]["tool_name"] == "get_order" and "thank" in thanks["data"]["request"].lower()
+    assert thanks["tool_call"] == {
+        "tool_name": "get_order",
+        "arguments": {"order_id": "<script>alert(1)</script>"},
+        "outcome": "success",
+    }  # the call as the labeller sees it (a run file records no results)
     assert "from the cache 0" in capsys.readouterr().out  # the first run asked everything
 
 

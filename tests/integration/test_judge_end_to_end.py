@@ -480,6 +480,7 @@ def test_a_share_of_online_verdicts_goes_to_a_labelling_file(server: FakeJudgeSe
         assert line["fingerprint"] == prints[line["question"]] and line["label"] is not None
         assert line["data"]["request"] == REQUEST and line["data"]["tool_name"] == "get_weather"
         assert line["tool"] == "get_weather" and line["flagged"] is False
+        assert line["tool_call"]["tool_name"] == "get_weather" and line["tool_call"]["arguments"]["city"] == "Paris"
 
     none = tmp_path / "none.jsonl"
     stack = make_stack(server, labelling={"file": str(none), "share": 1e-12})

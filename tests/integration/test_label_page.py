@@ -50,6 +50,8 @@ def _verdicts(path: Path) -> Path:
             "data": {"request": f"where is order {i}?", "tool_name": "get_order",
                      "available_tools": ["get_order", "send_email"],
                      "arguments": {"order_id": HOSTILE if i == 0 else str(i)}},
+            "tool_call": {"tool_name": "get_order", "arguments": {"order_id": HOSTILE if i == 0 else str(i)},
+                          "result": HOSTILE if i == 0 else {"status": "shipped"}, "outcome": "success"},
         })  # fmt: skip
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -167,8 +169,10 @@ def test_a_script_in_a_tool_argument_is_shown_as_text(tmp_path: Path, queue: Pat
         page.goto(f"http://127.0.0.1:{server.server_port}/")
         page.wait_for_selector("body[data-ready=true]")
         assert _index(page) == str(hostile)
-        shown = page.text_content("section[data-field=arguments] pre")
-        assert json.loads(shown)["order_id"] == HOSTILE and "<script>window.pwned=1</script>" in shown  # as text
+        for kind in ("tool_call", "data"):  # the call, and what the judge received: both as text
+            shown = page.text_content(f"[data-kind={kind}] section[data-field=arguments] pre")
+            assert json.loads(shown)["order_id"] == HOSTILE and "<script>window.pwned=1</script>" in shown
+        assert page.text_content("[data-kind=tool_call] section[data-field=result] pre") == HOSTILE
         assert page.locator("#item script, #item img").count() == 0
         assert page.evaluate("window.pwned") is None
     finally:

@@ -45,6 +45,7 @@ from otel_toolcall_eval.judge.questions import (
     Redactor,
     applies,
     build_prompt,
+    call_view,
     missing,
     parse_answer,
     question_data,
@@ -365,6 +366,7 @@ class Judge:
                 "cost": verdict.cost,
                 "cached": False,
                 "data": verdict.data or {},
+                "tool_call": call_view(item, self._redact, self.config.max_field_chars),
             }
         )
 

@@ -60,12 +60,19 @@ function show(state) {
   main.dataset.index = String(current.index);
   main.append(el("h2", current.question));
   main.append(el("p", current.prompt, "prompt"));
-  for (const [name, value] of Object.entries(current.data)) {
-    const section = el("section", undefined, "field");
-    section.dataset.field = name;
-    section.append(el("h3", name));
-    section.append(el("pre", typeof value === "string" ? value : JSON.stringify(value, null, 2)));
-    main.append(section);
+  const blocks = [["tool_call", "The call", current.tool_call], ["data", "What the judge received", current.data]];
+  for (const [kind, title, fields] of blocks) {
+    const group = el("div", undefined, `fields ${kind}`);
+    group.dataset.kind = kind;
+    group.append(el("h3", title));
+    for (const [name, value] of Object.entries(fields || {})) {
+      const section = el("section", undefined, "field");
+      section.dataset.field = name;
+      section.append(el("h4", name));
+      section.append(el("pre", typeof value === "string" ? value : JSON.stringify(value, null, 2)));
+      group.append(section);
+    }
+    main.append(group);
   }
   if ("judge" in current) {
     const why = current.explanation ? ` (${current.explanation})` : "";

@@ -1,12 +1,12 @@
 """The labelling page: a local web server (127.0.0.1 only) where a person labels the queue's judged calls.
 
-The rater sees what the judge saw (the question, its scale and the redacted data of the call: tool, arguments,
-result, request ...) and, by default, not the judge's verdict, so the judge cannot anchor them
-(``show_verdict=True`` shows it). Keys: 1-9 pick a label of the scale, ``p`` the best-scored label, ``f`` the
-worst-scored, ``s`` skips. Each label is appended to the labels file at once (``dataset/labels.py``'s format, one
-``humans: {rater: label}`` line, ``O_APPEND`` and ``fsync`` under a lock), so closing the tab or killing the
-server loses nothing, and a restart resumes after the rater's last label. Several raters, each with their name,
-can label the same queue into the same file.
+The rater sees the call (tool, arguments, result, outcome), what the judge received (the question, its scale
+and the redacted fields it was sent: request, tools ...) and, by default, not the judge's verdict, so the judge
+cannot anchor them (``show_verdict=True`` shows it). Keys: 1-9 pick a label of the scale, ``p`` the
+best-scored label, ``f`` the worst-scored, ``s`` skips. Each label is appended to the labels file at once
+(``dataset/labels.py``'s format, one ``humans: {rater: label}`` line, ``O_APPEND`` and ``fsync`` under a lock),
+so closing the tab or killing the server loses nothing, and a restart resumes after the rater's last label.
+Several raters, each with their name, can label the same queue into the same file.
 
 Trace data is untrusted: the page is static, it receives the items as JSON and renders them with ``textContent``
 only, under a Content-Security-Policy that allows no inline script, no other origin and no framing. The server
@@ -77,8 +77,9 @@ def read_queue(path: str | Path) -> list[dict[str, Any]]:
                 or not all(isinstance(s, dict) and isinstance(s.get("label"), str) for s in scale)
             ):
                 raise QueueError(path, number, "scale", "required: a list of at least two {label, score, meaning}")
-            if not isinstance(item.get("data", {}), dict):
-                raise QueueError(path, number, "data", "must be an object")
+            for key in ("data", "tool_call"):
+                if not isinstance(item.get(key, {}), dict):
+                    raise QueueError(path, number, key, "must be an object")
             out.append(item)
     return out
 
@@ -126,6 +127,7 @@ class LabelSession:
                         {"label": s["label"], "score": s.get("score"), "meaning": s.get("meaning") or ""}
                         for s in item["scale"]
                     ],
+                    "tool_call": item.get("tool_call") or {},
                     "data": item.get("data") or {},
                 }
                 if self.show_verdict:

@@ -23,7 +23,7 @@ from typing import Any, Final
 from otel_toolcall_eval.config.judge import PASS_SCORE, QuestionConfig
 
 MAX_QUEUE: Final = 10_000
-QUEUE_FIELDS: Final = ("item", "question", "prompt", "scale", "judge", "explanation", "stratum", "data")
+QUEUE_FIELDS: Final = ("item", "question", "prompt", "scale", "judge", "explanation", "stratum", "tool_call", "data")
 
 
 def size_for_width(width: float, confidence: float = 0.95) -> int:
@@ -71,6 +71,7 @@ def build_queue(
                     "judge": v["label"],
                     "explanation": v.get("explanation"),
                     "stratum": stratum,
+                    "tool_call": v.get("tool_call") or {},
                     "data": v.get("data") or {},
                 }
             )

@@ -2,8 +2,9 @@
 
 Written by offline judge runs (``offline.judge_run``) and, for a small share of its verdicts, by the online judge
 (``judge.labelling``); read by ``eval --judge-verdicts`` (reported, gated once calibrated) and ``judge queue``
-(sampled for people to label). Each line keeps ``data``, exactly what the question received (redacted, cut):
-that is what a labeller is shown. The reader is bounded and names file, line and field on every error.
+(sampled for people to label). Each line keeps ``data``, exactly what the question received (redacted, cut),
+and ``tool_call``, the call itself (tool, arguments, result, outcome): what a labeller is shown. The reader is
+bounded and names file, line and field on every error.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ VERDICT_FIELDS: Final = (
     "cost",  # in the budget's currency; 0 when cached
     "cached",
     "data",  # exactly what the question received
+    "tool_call",  # the call as a labeller sees it: tool_name, arguments, result, outcome, error (redacted, cut)
 )
 MAX_VERDICT_LINE_BYTES: Final = 1 << 20
 MAX_VERDICTS: Final = 1_000_000
@@ -81,8 +83,9 @@ def _check(path: str | Path, number: int, raw: bytes) -> dict[str, Any]:
     score = data.get("score")
     if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
         raise VerdictsError(path, number, "score", "must be a number or null")
-    if not isinstance(data.get("data", {}), dict):
-        raise VerdictsError(path, number, "data", "must be an object")
+    for key in ("data", "tool_call"):
+        if not isinstance(data.get(key, {}), dict):
+            raise VerdictsError(path, number, key, "must be an object")
     data["line"] = number
     return data
 

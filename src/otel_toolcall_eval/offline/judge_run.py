@@ -34,7 +34,7 @@ from otel_toolcall_eval.judge.context import MAX_LATER_CALLS, JudgeItem, Reactio
 from otel_toolcall_eval.judge.emit import MAX_EXPLANATION, Verdict
 from otel_toolcall_eval.judge.fingerprint import fingerprints
 from otel_toolcall_eval.judge.judge import BudgetExhausted, Judge
-from otel_toolcall_eval.judge.questions import applies, missing, question_data
+from otel_toolcall_eval.judge.questions import applies, call_view, missing, question_data
 from otel_toolcall_eval.offline.prepare import Preparer
 from otel_toolcall_eval.offline.runs import RunCase, iter_run
 from otel_toolcall_eval.offline.score import score_case
@@ -63,6 +63,7 @@ class _Task:
     data: dict[str, Any]
     key: str
     flagged: bool
+    view: dict[str, Any]
 
 
 def judge_run(
@@ -153,7 +154,8 @@ def _tasks(
                     continue
                 data = question_data(question, item, judge.redactor, judge_config.max_field_chars)
                 key = cache_key(prints[question.name], question.name, data)
-                yield _Task(case.id, index, item, question, data, key, flagged)
+                view = call_view(item, judge.redactor, judge_config.max_field_chars)
+                yield _Task(case.id, index, item, question, data, key, flagged, view)
 
 
 async def _ask_all(
@@ -227,4 +229,5 @@ def _line(
         "cost": cost,
         "cached": cached,
         "data": task.data,
+        "tool_call": task.view,
     }

@@ -35,9 +35,13 @@ def dataset(tmp_path: Path) -> Path:
 
 
 def test_exit_codes_are_named_once() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 130]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 130]
     from otel_toolcall_eval.config import ConfigError
     from otel_toolcall_eval.dataset.errors import LocatedError
+    from otel_toolcall_eval.errors import JudgeUncalibrated
+
+    assert JudgeUncalibrated(["q: why"]).exit_code == ExitCode.JUDGE_UNCALIBRATED == 3
+    assert ToolcallEvalError("x").exit_code == ExitCode.BAD_INPUT
 
     for error in (UsageError, ConfigError, LocatedError, RunFileError, ReplayInputError):
         assert issubclass(error, ToolcallEvalError), error

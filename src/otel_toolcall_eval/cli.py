@@ -1,7 +1,8 @@
 """The ``otel-toolcall-eval`` command line: a thin adapter over the library.
 
 Exit codes (``errors.ExitCode``, mapped here and nowhere else): 0 success, 1 a gate failed, 2 bad input, config
-or usage, or an output that cannot be written (the message names the file and field), 130 interrupted.
+or usage, or an output that cannot be written (the message names the file and field), 3 the gate names a judge
+metric but the judge is not calibrated, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(_dispatch(args, console))
     except ToolcallEvalError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), exc.exit_code)
     except OSError as exc:  # a file the command opened itself, outside the readers (which name the file)
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}")
@@ -72,10 +73,10 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
     return int(handler(args, console))
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, code: ExitCode = ExitCode.BAD_INPUT) -> int:
     err = Console(stderr=True)
     err.print(f"[red]error:[/] {escape(terminal_safe(message))}", highlight=False, soft_wrap=True)
-    return ExitCode.BAD_INPUT
+    return code
 
 
 if __name__ == "__main__":

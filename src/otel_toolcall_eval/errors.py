@@ -16,11 +16,32 @@ class ExitCode(IntEnum):
     OK = 0
     GATE_FAILED = 1
     BAD_INPUT = 2  # bad input, config or usage, or an output that cannot be written
+    JUDGE_UNCALIBRATED = 3  # the gate names a judge metric, but the judge has no valid calibration record
     INTERRUPTED = 130  # Ctrl-C: the shell's 128 + SIGINT
 
 
 class ToolcallEvalError(Exception):
     """An error in what the user gave (files, config, arguments): printed without a traceback, exit 2."""
+
+    exit_code: ExitCode = ExitCode.BAD_INPUT
+
+
+class JudgeUncalibrated(ToolcallEvalError):
+    """The gate would use judge verdicts that no calibration record vouches for: exit 3, naming each question
+    and what to do (label calls, run ``judge agreement --calibration``)."""
+
+    exit_code = ExitCode.JUDGE_UNCALIBRATED
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        lines = "\n  ".join(problems)
+        super().__init__(
+            "the gate uses judge verdicts, but the judge is not calibrated:\n  "
+            f"{lines}\n"
+            "label judged calls (`otel-toolcall-eval judge queue` and `judge label`), then record the agreement "
+            "with `otel-toolcall-eval judge agreement LABELS --config CONFIG --calibration FILE`; "
+            "or remove the judge metrics from gate.min / gate.max"
+        )
 
 
 class UsageError(ToolcallEvalError, ValueError):

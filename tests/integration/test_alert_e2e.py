@@ -38,7 +38,7 @@ RULES_FILE = ROOT / "deploy" / "prometheus" / "rules" / "toolcall-eval.rules.yml
 ALERT = "ToolCallCompositeOkRateLow"
 JOB = "toolcall-eval-demo"
 SPEEDUP = 60  # minutes in the shipped rules become seconds here
-RANGE = re.compile(r"\[(\d+(?:ms|[smhdwy]))\]")
+RANGE = re.compile(r"\[((?:\d+(?:ms|[smhdwy]))+)\]")  # compound too: 7d / 60 is [2h48m]
 
 
 # --- rules derived from the shipped file ------------------------------------------------------------

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -441,6 +442,7 @@ def test_prometheus_names_are_the_documented_ones(server: FakeJudgeServer) -> No
         logger_provider=LoggerProvider(),
         meter_provider=meters,
         queue_size=lambda: 2,
+        agreement=lambda: [("q", 0.7, 0.6)],
     )
     telemetry.emit(
         emit.Verdict("q", label="ok", score=1.0, cost=0.01, input_tokens=10, output_tokens=2, start_ns=1, end_ns=2),
@@ -455,3 +457,33 @@ def test_prometheus_names_are_the_documented_ones(server: FakeJudgeServer) -> No
     names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if not line.startswith("#")}
     assert {m.prometheus for m in emit.JUDGE_METRICS} <= names
     meters.shutdown()
+
+
+def test_a_share_of_online_verdicts_goes_to_a_labelling_file(server: FakeJudgeServer, tmp_path: Path) -> None:
+    """``judge.labelling``: verdicts with the data the judge saw, in the verdicts format ``judge queue`` reads."""
+    from otel_toolcall_eval.judge.fingerprint import fingerprints
+    from otel_toolcall_eval.judge.verdicts import read_verdicts
+
+    kept = tmp_path / "online-verdicts.jsonl"
+    stack = make_stack(server, labelling={"file": str(kept), "share": 1.0, "max_items": 3})
+    weather_turn(stack)
+    weather_turn(stack)
+    assert stack.processor.force_flush(20_000)
+    lines = read_verdicts(kept)
+    assert len(lines) == 3  # four verdicts, bounded by max_items
+    tools = {f"{s.context.trace_id:032x}:{s.context.span_id:016x}" for s in stack.spans("execute_tool")}
+    assert {line["item"] for line in lines} <= tools
+    judge = stack.processor.judge
+    assert judge is not None
+    prints = fingerprints(judge.config)
+    for line in lines:
+        assert line["fingerprint"] == prints[line["question"]] and line["label"] is not None
+        assert line["data"]["request"] == REQUEST and line["data"]["tool_name"] == "get_weather"
+        assert line["tool"] == "get_weather" and line["flagged"] is False
+        assert line["tool_call"]["tool_name"] == "get_weather" and line["tool_call"]["arguments"]["city"] == "Paris"
+
+    none = tmp_path / "none.jsonl"
+    stack = make_stack(server, labelling={"file": str(none), "share": 1e-12})
+    weather_turn(stack)
+    assert stack.processor.force_flush(20_000)
+    assert not none.exists()  # a deterministic share: this call's draw is above it

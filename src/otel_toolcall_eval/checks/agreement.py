@@ -253,3 +253,19 @@ def krippendorff_alpha(units: Sequence[Mapping[str, Hashable] | Sequence[Hashabl
     if expected == 0:
         return None
     return 1.0 - (total - 1) * observed / expected
+
+
+def pass_fail_rates(
+    human: Sequence[str], judge: Sequence[str], passing: frozenset[str] | set[str]
+) -> tuple[float | None, float | None]:
+    """(TPR, TNR) of the judge with the labels in ``passing`` as "pass": the share of the human's passes the
+    judge also passed, and of the human's failures the judge also failed (``None`` when the human gave none)."""
+    if len(human) != len(judge):
+        raise ValueError(f"label sequences differ in length ({len(human)} and {len(judge)})")
+    tp = fn = tn = fp = 0
+    for h, j in zip(human, judge, strict=True):
+        if h in passing:
+            tp, fn = (tp + 1, fn) if j in passing else (tp, fn + 1)
+        else:
+            tn, fp = (tn + 1, fp) if j not in passing else (tn, fp + 1)
+    return _ratio(tp, tp + fn), _ratio(tn, tn + fp)

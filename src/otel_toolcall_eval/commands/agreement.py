@@ -6,6 +6,10 @@ agreement, each label's base rate for human and judge, the judge's precision and
 matrix, and, where several people labelled the same items, their own agreement (Krippendorff's alpha), which
 bounds what a judge can be expected to reach. The human reference is the majority of an item's human labels; an
 item whose humans tie is left out of the judge-human figures and counted.
+
+With ``--config`` (and its ``judge.calibration.file``, or ``--calibration FILE``) each question's figures are also
+appended as a calibration record bound to the config's judge fingerprint (``judge.calibration``): what the gate
+reads before it lets a judge metric gate.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import argparse
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +37,15 @@ from otel_toolcall_eval.checks.agreement import (
     cohen_kappa,
     kappa_from_matrix,
     krippendorff_alpha,
+    pass_fail_rates,
 )
 from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import BUILTIN, QuestionConfig
 from otel_toolcall_eval.dataset.labels import Labelled, read_labels
 from otel_toolcall_eval.errors import ExitCode, UsageError
+from otel_toolcall_eval.judge.calibration import CalibrationRecord, append_records, current, read_records
+from otel_toolcall_eval.judge.fingerprint import fingerprints
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,12 @@ def register(judge_sub: Any) -> None:
     parser.add_argument("--confidence", type=finite, default=0.95, help="interval's confidence (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (the same data, the same interval)")
     parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown (e.g. for pr-comment)")
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="append a calibration record per question, bound to --config's judge fingerprint, to this JSONL file "
+        "(default: --config's judge.calibration.file, when set)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -93,11 +107,95 @@ def run(args: argparse.Namespace, console: Console) -> int:
     results = summarize(records, scales, weights, resamples=args.resamples, confidence=args.confidence, seed=args.seed)
     for result in results:
         _print(result, args.confidence, console)
+    target = _calibration_target(args)
+    if target is not None:
+        _calibrate(target, args.config, records, results, console)
     if args.markdown:
         with write_atomically(args.markdown) as handle:
             handle.write(render_markdown(results, args.confidence))
         console.print(Text(terminal_safe(f"markdown: {args.markdown}")))
     return ExitCode.OK
+
+
+def _calibration_target(args: argparse.Namespace) -> Path | None:
+    if args.calibration is not None:
+        if args.config is None:
+            raise UsageError("--calibration: needs --config (a calibration is bound to that judge's fingerprint)")
+        return Path(args.calibration)
+    if args.config is None:
+        return None
+    judge = EvalConfig.load(args.config).judge
+    return judge.calibration.file if judge is not None and judge.calibration is not None else None
+
+
+def _calibrate(
+    target: Path,
+    config_path: Path,
+    records: Sequence[Labelled],
+    results: Sequence[QuestionAgreement],
+    console: Console,
+) -> None:
+    """One calibration record per question, bound to the config's fingerprint; says how kappa moved since the
+    previous record of the same fingerprint (agreement over time)."""
+    judge = EvalConfig.load(config_path).judge
+    assert judge is not None  # _scales refused a config without one
+    prints = fingerprints(judge)
+    questions = {q.name: q for q in judge.questions}
+    unknown = [r.question for r in results if r.question not in prints]
+    if unknown:
+        raise UsageError(
+            f"--calibration: {unknown[0]!r} is not a question of {config_path}'s judge section (no fingerprint)"
+        )
+    previous = read_records(target)
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    written = []
+    for result in results:
+        items = [r for r in records if r.question == result.question]
+        human, judged = _pairs(items)
+        tpr, tnr = pass_fail_rates(human, judged, questions[result.question].passing)
+        dates = sorted(r.labelled_at for r in items if r.labelled_at)
+        record = CalibrationRecord(
+            question=result.question,
+            fingerprint=prints[result.question],
+            provider=judge.provider,
+            model=judge.model,
+            n=result.stats.n,
+            kappa=result.stats.kappa,
+            kappa_ci=result.kappa_ci,
+            weighted_kappa=result.weighted,
+            raw_agreement=result.stats.raw,
+            tpr=tpr,
+            tnr=tnr,
+            labels_from=dates[0] if dates else None,
+            labels_to=dates[-1] if dates else None,
+            created_at=now,
+        )
+        written.append(record)
+        before = current(previous, record.question, record.fingerprint)
+        change = ""
+        if before is not None and before.kappa is not None and record.kappa is not None:
+            change = f", {record.kappa - before.kappa:+.3f} since the record of {before.created_at}"
+        console.print(
+            Text(
+                terminal_safe(
+                    f"calibration: {record.question} (fingerprint {record.fingerprint}): kappa {_num(record.kappa)}, "
+                    f"TPR {_num(tpr)}, TNR {_num(tnr)}, n {record.n}{change}"
+                )
+            )
+        )
+    append_records(target, written)
+    console.print(Text(terminal_safe(f"calibration records appended to {target}")))
+
+
+def _pairs(items: Sequence[Labelled]) -> tuple[list[str], list[str]]:
+    human: list[str] = []
+    judge: list[str] = []
+    for record in items:
+        reference = _majority([label for _, label in record.humans])
+        if reference is not None:
+            human.append(reference)
+            judge.append(record.judge)
+    return human, judge
 
 
 def _scales(config_path: Path | None) -> dict[str, Scale]:
@@ -130,16 +228,8 @@ def summarize(
         scale = scales.get(question)
         given = {r.judge for r in items} | {label for r in items for _, label in r.humans}
         labels = list(scale.labels) if scale else sorted(given)
-        human: list[str] = []
-        judge: list[str] = []
-        ties = 0
-        for record in items:
-            reference = _majority([label for _, label in record.humans])
-            if reference is None:
-                ties += 1
-                continue
-            human.append(reference)
-            judge.append(record.judge)
+        human, judge = _pairs(items)
+        ties = len(items) - len(human)
         stats = agreement(human, judge, labels)
         bootstrap = {"resamples": resamples, "confidence": confidence, "seed": seed}
         ci = bootstrap_ci(human, judge, kappa_from_matrix, labels, **bootstrap)  # type: ignore[arg-type]

@@ -1,7 +1,8 @@
 """``otel-toolcall-eval eval``: score run files against a dataset, write reports, and gate.
 
 Exit 0 when the gate passes, 1 when it fails (a threshold missed, a spread too wide, a must-not-call
-violation, a case missing from a run), 2 on bad input or usage with the file, line and field.
+violation, a case missing from a run), 2 on bad input or usage with the file, line and field, 3 when the gate
+names a judge metric and the judge has no valid calibration record (``offline.judge_gate``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,16 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
 
 from otel_toolcall_eval._files import write_atomically, write_via
+from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.errors import LocatedError
 from otel_toolcall_eval.errors import ExitCode, UsageError
+from otel_toolcall_eval.offline.judge_gate import gated_questions
+from otel_toolcall_eval.offline.judge_gate import render_markdown as judge_markdown
 from otel_toolcall_eval.offline.reports.baseline import Baseline, compare, load_baseline
 from otel_toolcall_eval.offline.reports.html import write_html
 from otel_toolcall_eval.offline.reports.json_report import write_json
@@ -44,6 +50,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--baseline", type=Path, help="a previous JSON report: adds the per-case diff to the Markdown")
     parser.add_argument("--dataset-format", choices=["jsonl", "csv"], help="default: from the extension")
     parser.add_argument(
+        "--judge-verdicts",
+        type=Path,
+        help="a verdicts file of `judge run`: reported per question; gated only when the gate names judge.* "
+        "metrics and the judge is calibrated (else exit 3)",
+    )
+    parser.add_argument(
         "--jobs", type=int, help="worker processes (default: one per CPU for large datasets, else none)"
     )
     parser.add_argument("--show", type=int, default=20, help="cases to list in the terminal (default 20)")
@@ -64,6 +76,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     try:
         _write_reports(args, result, baseline, console)
         print_report(result, console, max_cases=args.show)
+        if "judge" in result.report["summary"]:
+            _print_judge(result, console)
     finally:
         result.close()
     return ExitCode.OK if result.gate.passed else ExitCode.GATE_FAILED
@@ -76,7 +90,10 @@ def _evaluate(args: argparse.Namespace, config: EvalConfig, console: Console) ->
     jobs = args.jobs if args.jobs is not None else auto_jobs(args.dataset)
     junit = args.junit is not None
     if not show:
-        return evaluate(args.dataset, args.runs, config, dataset_format=args.dataset_format, jobs=jobs, junit=junit)
+        return evaluate(
+            args.dataset, args.runs, config, dataset_format=args.dataset_format, jobs=jobs, junit=junit,
+            judge_verdicts=args.judge_verdicts,
+        )  # fmt: skip
     total = _count_lines(args.dataset)
     columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -89,6 +106,7 @@ def _evaluate(args: argparse.Namespace, config: EvalConfig, console: Console) ->
             jobs=jobs,
             junit=junit,
             progress=lambda done: bar.update(task, completed=done),
+            judge_verdicts=args.judge_verdicts,
         )
 
 
@@ -102,6 +120,8 @@ def _write_reports(args: argparse.Namespace, result: EvalResult, baseline: Basel
         diff = compare(result, baseline) if baseline is not None else None
         with write_atomically(args.markdown) as handle:
             handle.write(render_markdown(result, diff))
+            if "judge" in result.report["summary"]:
+                handle.write(judge_markdown(result.report["summary"]["judge"], gated_questions(result.config)))
         written.append(args.markdown)
     elif baseline is not None:
         console.print("[yellow]note:[/] --baseline only adds to the Markdown report: pass --markdown FILE")
@@ -113,6 +133,21 @@ def _write_reports(args: argparse.Namespace, result: EvalResult, baseline: Basel
         written.append(args.html)
     if written:
         console.print("reports: " + ", ".join(escape(str(p)) for p in written), highlight=False, soft_wrap=True)
+
+
+def _print_judge(result: EvalResult, console: Console) -> None:
+    gated = gated_questions(result.config)
+    table = Table("question", "verdicts", "pass rate", "mean score", "errors", "gated", title="judge verdicts")
+    for question, b in result.report["summary"]["judge"].items():
+        table.add_row(
+            Text(terminal_safe(question)),
+            str(b["verdicts"]),
+            "n/a" if b["pass_rate"] is None else f"{b['pass_rate']:.1%}",
+            "n/a" if b["mean_score"] is None else f"{b['mean_score']:.3f}",
+            str(b["errors"]),
+            "yes (calibrated)" if question in gated else "no",
+        )
+    console.print(table)
 
 
 def _size(path: Path) -> int:

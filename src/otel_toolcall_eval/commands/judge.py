@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from otel_toolcall_eval.commands import agreement
+from otel_toolcall_eval.commands import agreement, judge_label, judge_queue, judge_run
 from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import JudgeConfig
@@ -53,6 +53,9 @@ def register(sub: Any) -> None:
     )
     check.set_defaults(func=run_check)
     agreement.register(judge_sub)
+    judge_run.register(judge_sub)
+    judge_queue.register(judge_sub)
+    judge_label.register(judge_sub)
 
 
 def even_pace(config: JudgeConfig, traffic: float, flagged: float, now: float) -> tuple[float, float, float | None]:

@@ -2,7 +2,7 @@
 
 A gate key is a metric's path in the JSON report's ``summary`` (``tool_selection.f1``), optionally scoped to a
 slice, a difficulty or a tool: ``slices.ordered-dependency.order_score``, ``difficulty.hard.pass_rate``,
-``per_tool.get_order.recall``.
+``per_tool.get_order.recall``; or a judge question's: ``judge.tool_appropriateness.pass_rate``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,16 @@ TOOL_METRICS: tuple[Metric, ...] = (
     Metric("argument_accuracy", "higher", "matched calls of the tool with correct arguments / matched calls"),
 )
 
+# Per judge question, from ``eval --judge-verdicts`` (gate key ``judge.<question>.<metric>``); gating on one needs a
+# calibrated judge (``judge.calibration``), else ``eval`` refuses to start (exit 3).
+JUDGE_METRICS: tuple[Metric, ...] = (
+    Metric("pass_rate", "higher", "verdicts whose label scores >= 0.5 / verdicts (errors excluded)"),
+    Metric("mean_score", "higher", "mean score of the verdicts"),
+    Metric("error_rate", "lower", "questions without a verdict (judge errors) / questions asked"),
+)
+
 BY_PATH: dict[str, Metric] = {m.path: m for m in SUMMARY_METRICS}
+JUDGE_BY_NAME: dict[str, Metric] = {m.path: m for m in JUDGE_METRICS}
 TOOL_BY_NAME: dict[str, Metric] = {m.path: m for m in TOOL_METRICS}
 SLICES: tuple[str, ...] = tuple(s.value for s in Slice)
 DIFFICULTIES: tuple[str, ...] = tuple(d.value for d in Difficulty)
@@ -95,7 +104,12 @@ def resolve(path: str) -> Metric:
         if not tool or metric not in TOOL_BY_NAME:
             raise ValueError(f"'{path}': expected per_tool.<tool>.<{'|'.join(TOOL_BY_NAME)}>")
         return TOOL_BY_NAME[metric]
+    if scope == "judge":
+        question, _, metric = rest.partition(".")
+        if not question or metric not in JUDGE_BY_NAME:
+            raise ValueError(f"'{path}': expected judge.<question>.<{'|'.join(JUDGE_BY_NAME)}>")
+        return JUDGE_BY_NAME[metric]
     raise ValueError(
         f"'{path}': unknown metric (one of: {', '.join(BY_PATH)}; or scoped: slices.<slice>.<metric>, "
-        "difficulty.<level>.<metric>, per_tool.<tool>.<metric>)"
+        "difficulty.<level>.<metric>, per_tool.<tool>.<metric>, judge.<question>.<metric>)"
     )

@@ -48,6 +48,9 @@ DEFAULT_REDACTIONS: tuple[str, ...] = (
 )
 
 _NAME = r"^[a-z][a-z0-9_]{0,62}$"
+# A verdict "passes" when its label's score is at least this: the judge's pass rate in ``eval`` and the TPR/TNR of
+# a calibration both read it (``QuestionConfig.passing``).
+PASS_SCORE: Final = 0.5
 
 
 class _Strict(BaseModel):
@@ -145,6 +148,23 @@ class Redaction(_Strict):
         return self._function
 
 
+class Calibration(_Strict):
+    """Where calibration records live and what a judge must reach before its verdicts may gate (docs/judge.md)."""
+
+    file: Path = Field(description="the calibration records (JSONL) that `judge agreement --calibration` appends to")
+    min_kappa: float = Field(default=0.6, ge=-1, le=1, description="the lowest Cohen's kappa a gated question needs")
+    min_items: int = Field(default=30, ge=1, description="the fewest labelled items a calibration needs")
+
+
+class Labelling(_Strict):
+    """A share of the online judge's verdicts, with the data each question received, appended to a verdicts file
+    that ``judge queue`` samples for people to label: how agreement is measured again on recent traffic."""
+
+    file: Path = Field(description="the verdicts file (JSONL) verdicts are appended to")
+    share: float = Field(default=0.01, gt=0, le=1, description="share of verdicts kept (deterministic per call)")
+    max_items: int = Field(default=10_000, ge=1, description="lines the file may hold; then nothing more is added")
+
+
 class ScaleItem(_Strict):
     label: str = Field(pattern=_NAME, description="what the judge answers")
     score: float = Field(description="written as gen_ai.evaluation.score.value")
@@ -159,6 +179,11 @@ class QuestionConfig(_Strict):
     fields: list[FieldName] = Field(min_length=1, description="the only data the judge receives")
     scale: list[ScaleItem] = Field(min_length=2)
     when: When = Field(default="always", description="which calls the question applies to")
+
+    @property
+    def passing(self) -> frozenset[str]:
+        """The labels that count as a pass (score >= ``PASS_SCORE``)."""
+        return frozenset(s.label for s in self.scale if s.score >= PASS_SCORE)
 
     @field_validator("scale")
     @classmethod
@@ -294,6 +319,10 @@ class JudgeConfig(_Strict):
     redact: Redaction = Field(default_factory=Redaction)
     parent_to_judged_span: bool = Field(default=True, description="verdict spans are children of the judged span")
     shutdown_timeout_seconds: float = Field(default=10.0, ge=0)
+    calibration: Calibration | None = Field(
+        default=None, description="calibration records and the agreement a gated judge metric needs"
+    )
+    labelling: Labelling | None = Field(default=None, description="a share of verdicts kept for human labelling")
     questions: list[Annotated[QuestionConfig, BeforeValidator(_builtin_or_custom)]] = Field(
         default_factory=_default_questions, min_length=1
     )

@@ -6,7 +6,9 @@ Defined here once, for ``judge agreement`` and anything that writes labels::
     {"item": "run-2/case-7", "question": "argument_quality", "judge": "good", "humans": {"ana": "good", "bo": "poor"}}
 
 ``item`` names the judged call (unique per question), ``question`` the judge question, ``judge`` the judge's label,
-and either ``human`` (one rater's label) or ``humans`` (rater name -> label); ``note`` is free text and ignored.
+and either ``human`` (one rater's label) or ``humans`` (rater name -> label); ``note`` is free text and ignored;
+``labelled_at`` (ISO 8601) says when, and dates a calibration. Lines of one item that name different raters (each
+``humans``, the same ``judge`` label) are merged: that is how the labelling page appends several raters' labels.
 Labels must be on the question's scale when it is known (a built-in question, or one from the config). Every
 error names the file, the line and the field, and the reader is bounded (line length, item count), since a labels
 file may come from anywhere.
@@ -23,7 +25,7 @@ import orjson
 
 from otel_toolcall_eval.dataset.errors import LocatedError
 
-FIELDS = frozenset({"item", "question", "judge", "human", "humans", "note"})
+FIELDS = frozenset({"item", "question", "judge", "human", "humans", "note", "labelled_at"})
 MAX_LINE_BYTES = 1 << 20
 MAX_ITEMS = 1_000_000
 MAX_TEXT = 500  # an item name, question, label or rater name longer than this is not one
@@ -42,13 +44,14 @@ class Labelled:
     question: str
     judge: str
     humans: tuple[tuple[str, str], ...]  # (rater, label); one unnamed rater is ("", label)
+    labelled_at: str | None = None  # the latest of its lines' ``labelled_at``
 
 
 def read_labels(path: str | Path, scales: Mapping[str, Sequence[str]] | None = None) -> list[Labelled]:
     """Every line of the file, validated; ``scales`` (question -> labels) checks the labels of known questions."""
     known = scales or {}
     out: list[Labelled] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], int] = {}  # -> index in ``out``
     for line, raw in _lines(path):
         if not raw.strip():
             continue
@@ -57,10 +60,31 @@ def read_labels(path: str | Path, scales: Mapping[str, Sequence[str]] | None = N
         record = _parse(path, line, raw, known)
         key = (record.question, record.item)
         if key in seen:
-            raise LabelsError(path, line, "item", f"{record.item!r} is labelled twice (first on line {seen[key]})")
-        seen[key] = line
+            out[seen[key]] = _merged(path, out[seen[key]], record)
+            continue
+        seen[key] = len(out)
         out.append(record)
     return out
+
+
+def _merged(path: str | Path, first: Labelled, more: Labelled) -> Labelled:
+    """Another rater's line for the same item; the same rater (or an unnamed one) twice is an error."""
+    raters = {name for name, _ in first.humans}
+    if "" in raters or any(name in raters or not name for name, _ in more.humans):
+        raise LabelsError(path, more.line, "item", f"{more.item!r} is labelled twice (first on line {first.line})")
+    if more.judge != first.judge:
+        raise LabelsError(
+            path, more.line, "judge", f"{more.judge!r} differs from line {first.line}'s judge label {first.judge!r}"
+        )
+    dates = [d for d in (first.labelled_at, more.labelled_at) if d]
+    return Labelled(
+        line=first.line,
+        item=first.item,
+        question=first.question,
+        judge=first.judge,
+        humans=first.humans + more.humans,
+        labelled_at=max(dates) if dates else None,
+    )
 
 
 def _lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
@@ -103,7 +127,10 @@ def _parse(path: str | Path, line: int, raw: bytes, scales: Mapping[str, Sequenc
         humans = tuple(
             (rater, _label(path, line, f"humans.{rater}", label, question, scale)) for rater, label in given.items()
         )
-    return Labelled(line=line, item=item, question=question, judge=judge, humans=humans)
+    labelled_at = data.get("labelled_at")
+    if labelled_at is not None and (not isinstance(labelled_at, str) or not 1 <= len(labelled_at) <= 64):
+        raise LabelsError(path, line, "labelled_at", "must be an ISO 8601 date-time string")
+    return Labelled(line=line, item=item, question=question, judge=judge, humans=humans, labelled_at=labelled_at)
 
 
 def _text(path: str | Path, line: int, data: dict[str, Any], key: str) -> str:

@@ -45,6 +45,8 @@ SKIPPED: Final = "toolcall_eval.judge.skipped"
 DURATION: Final = "toolcall_eval.judge.duration"
 QUEUE_SIZE: Final = "toolcall_eval.judge.queue.size"
 SAMPLE_RATE: Final = "toolcall_eval.judge.sample_rate"
+AGREEMENT_KAPPA: Final = "toolcall_eval.judge.agreement.kappa"
+AGREEMENT_MIN_KAPPA: Final = "toolcall_eval.judge.agreement.min_kappa"
 
 JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
@@ -123,6 +125,22 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         "toolcall_eval_judge_sample_rate",
         "the paced base sampling rate (a clean call's probability)",
     ),
+    MetricDoc(
+        AGREEMENT_KAPPA,
+        "gauge",
+        "1",
+        "`question`",
+        "toolcall_eval_judge_agreement_kappa",
+        "Cohen's kappa of the newest calibration record for the judge's current fingerprint (absent: none)",
+    ),
+    MetricDoc(
+        AGREEMENT_MIN_KAPPA,
+        "gauge",
+        "1",
+        "`question`",
+        "toolcall_eval_judge_agreement_min_kappa",
+        "`judge.calibration.min_kappa`, per question of the judge (absent without `judge.calibration`)",
+    ),
 )
 
 
@@ -144,6 +162,7 @@ class Verdict:
     cost: float = 0.0
     start_ns: int = 0
     end_ns: int = 0
+    data: dict[str, Any] | None = None  # what the question received (kept for ``judge.labelling``)
 
 
 class JudgeTelemetry:
@@ -160,6 +179,7 @@ class JudgeTelemetry:
         logger_provider: logs_api.LoggerProvider | None = None,
         queue_size: Callable[[], int] = lambda: 0,
         sample_rate: Callable[[], float] = lambda: 0.0,
+        agreement: Callable[[], list[tuple[str, float | None, float]]] = list,
     ) -> None:
         self._provider = provider
         self._model = model
@@ -192,6 +212,17 @@ class JudgeTelemetry:
         )
         meter.create_observable_gauge(
             SAMPLE_RATE, [observe(sample_rate)], unit="1", description=docs[SAMPLE_RATE].meaning
+        )
+
+        def kappas(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(k, {"question": q}) for q, k, _ in agreement() if k is not None]
+
+        def minimums(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(m, {"question": q}) for q, _, m in agreement()]
+
+        meter.create_observable_gauge(AGREEMENT_KAPPA, [kappas], unit="1", description=docs[AGREEMENT_KAPPA].meaning)
+        meter.create_observable_gauge(
+            AGREEMENT_MIN_KAPPA, [minimums], unit="1", description=docs[AGREEMENT_MIN_KAPPA].meaning
         )
 
     # --- counters --------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from otel_toolcall_eval import _fork
 from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval.config.judge import JudgeConfig, QuestionConfig
 from otel_toolcall_eval.judge import providers
+from otel_toolcall_eval.judge.calibration import CalibrationWatch
 from otel_toolcall_eval.judge.context import (
     MAX_LATER_CALLS,
     JudgeItem,
@@ -36,6 +37,7 @@ from otel_toolcall_eval.judge.context import (
     user_request,
 )
 from otel_toolcall_eval.judge.emit import JudgeTelemetry, Verdict
+from otel_toolcall_eval.judge.fingerprint import fingerprints
 from otel_toolcall_eval.judge.ledger import Ledger
 from otel_toolcall_eval.judge.questions import (
     REDACT_LOOKAHEAD,
@@ -43,12 +45,14 @@ from otel_toolcall_eval.judge.questions import (
     Redactor,
     applies,
     build_prompt,
+    call_view,
     missing,
     parse_answer,
     question_data,
     score_of,
 )
 from otel_toolcall_eval.judge.sampler import Sampler, trace_draw
+from otel_toolcall_eval.judge.verdicts import VerdictLog
 from otel_toolcall_eval.judge.worker import Worker
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, ToolDefinition
 
@@ -149,6 +153,11 @@ class Judge:
             tick=self._tick,
             interval=config.sampling.update_interval_seconds,
         )
+        self.calibration = CalibrationWatch(config)
+        self._fingerprints = fingerprints(config)
+        labelling = config.labelling
+        self._labelling = VerdictLog(labelling.file, labelling.max_items) if labelling is not None else None
+        self._labelling_threshold = int(labelling.share * 2**64) if labelling is not None else 0
         self.telemetry = JudgeTelemetry(
             provider=config.provider,
             model=config.model,
@@ -158,6 +167,7 @@ class Judge:
             logger_provider=logger_provider,
             queue_size=lambda: self.worker.queued,
             sample_rate=lambda: self.sampler.rate,
+            agreement=self.calibration.observations,
         )
 
     # --- application thread (``JudgeHook``) -----------------------------------------------------
@@ -295,6 +305,19 @@ class Judge:
     def _dropped(self, reason: str, count: int) -> None:
         self.telemetry.dropped(reason, count)
 
+    # --- offline runs (``offline.judge_run``): the same requests, budget and parsing, on the caller's loop ------
+    @property
+    def redactor(self) -> Redactor:
+        return self._redact
+
+    def client(self) -> contextlib.AbstractAsyncContextManager[httpx.AsyncClient]:
+        """The HTTP client the worker uses (one per event loop)."""
+        return self._http()
+
+    async def ask(self, question: QuestionConfig, item: JudgeItem, client: httpx.AsyncClient) -> Verdict:
+        """One question about one call: budget reserved and settled, retried, parsed; raises ``BudgetExhausted``."""
+        return await self._ask(question, item, client)
+
     # --- worker thread -------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[httpx.AsyncClient]:
@@ -317,13 +340,42 @@ class Judge:
             tokens_in += verdict.paced_input_tokens
             tokens_out += verdict.paced_output_tokens
             self.telemetry.emit(verdict, trace_id, span_id)
+            if self._labelling is not None and verdict.label is not None:
+                self._keep_for_labelling(verdict, item, trace_id, span_id)
         self.sampler.record_eval(tokens_in, tokens_out)
+
+    def _keep_for_labelling(self, verdict: Verdict, item: JudgeItem, trace_id: int, span_id: int) -> None:
+        """``judge.labelling``: a deterministic share of calls (by trace and span id) goes to the verdicts file."""
+        log, threshold = self._labelling, self._labelling_threshold
+        if log is None or trace_draw(trace_id ^ span_id, self._draw_seed) >= threshold:
+            return
+        log.append(
+            {
+                "item": f"{trace_id:032x}:{span_id:016x}",
+                "case": None,
+                "call": None,
+                "tool": item.record.name,
+                "flagged": self.sampler.risk_class(item.score) != 0,
+                "question": verdict.question,
+                "fingerprint": self._fingerprints.get(verdict.question, ""),
+                "label": verdict.label,
+                "score": verdict.score,
+                "explanation": verdict.explanation,
+                "error": None,
+                "model": verdict.model,
+                "cost": verdict.cost,
+                "cached": False,
+                "data": verdict.data or {},
+                "tool_call": call_view(item, self._redact, self.config.max_field_chars),
+            }
+        )
 
     async def _ask(self, question: QuestionConfig, item: JudgeItem, client: httpx.AsyncClient) -> Verdict:
         config = self.config
-        prompt = build_prompt(question, question_data(question, item, self._redact, config.max_field_chars))
+        data = question_data(question, item, self._redact, config.max_field_chars)
+        prompt = build_prompt(question, data)
         worst = config.price.cost(prompt.size_bytes + PROMPT_OVERHEAD_TOKENS, config.max_output_tokens)
-        verdict = Verdict(question=question.name, start_ns=time.time_ns())
+        verdict = Verdict(question=question.name, start_ns=time.time_ns(), data=data)
         completion: providers.Completion | None = None
         try:
             async for attempt in providers.retrying(config):

@@ -135,8 +135,25 @@ def _scrub(value: Any, redact: Redactor, depth: int = 0) -> Any:
 
 def question_data(question: QuestionConfig, item: JudgeItem, redact: Redactor, max_chars: int) -> dict[str, Any]:
     """The fields this question receives: redacted, then each cut to ``max_chars`` of JSON."""
+    return fields_data(question.fields, item, redact, max_chars)
+
+
+# What a human labeller sees of the call itself, beside what the question received (``judge.verdicts``' ``call``).
+CALL_FIELDS: Final = ("tool_name", "arguments", "result", "outcome", "error")
+
+
+def call_view(item: JudgeItem, redact: Redactor, max_chars: int) -> dict[str, Any]:
+    """The call as a labeller sees it: tool, arguments, result, outcome (and the error of a failed call), redacted
+    and cut like a question's fields; fields the call does not have are left out."""
+    fields: list[Any] = [f for f in CALL_FIELDS if f != "error" or item.score.outcome is not Outcome.SUCCESS]
+    data = fields_data(fields, item, redact, max_chars)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def fields_data(fields: Sequence[str], item: JudgeItem, redact: Redactor, max_chars: int) -> dict[str, Any]:
+    """The named fields of the call: redacted, then each cut to ``max_chars`` of JSON."""
     data: dict[str, Any] = {}
-    for name in question.fields:
+    for name in fields:
         value = _scrub(_field_value(name, item), redact)
         if name == "error" and isinstance(value.get("message"), str):
             value["message"] = value["message"][:MAX_ERROR_MESSAGE_CHARS]

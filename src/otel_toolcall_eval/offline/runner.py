@@ -12,8 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from otel_toolcall_eval.config import ConfigError, EvalConfig
+from otel_toolcall_eval.judge.verdicts import read_verdicts
 from otel_toolcall_eval.offline.aggregate import combine
 from otel_toolcall_eval.offline.gate import evaluate_gate
+from otel_toolcall_eval.offline.judge_gate import check_judge_gate, judge_summary
 from otel_toolcall_eval.offline.pipeline import run_pipeline
 from otel_toolcall_eval.offline.prepare import Preparer
 from otel_toolcall_eval.offline.result import EvalResult
@@ -40,14 +42,19 @@ def evaluate(
     jobs: int | None = 1,
     junit: bool = False,
     progress: Callable[[int], None] | None = None,
+    judge_verdicts: str | Path | None = None,
 ) -> EvalResult:
     """Score every case of ``dataset`` in each run file. Raises ``LocatedError`` on bad input.
 
     ``jobs``: worker processes; 1 scores inline, None picks ``auto_jobs``. Workers are spawned, so a script
     calling this with ``jobs != 1`` needs the usual ``if __name__ == "__main__":`` guard. ``junit``: render
-    each case's JUnit test case while scoring (in the workers), for ``write_junit``.
+    each case's JUnit test case while scoring (in the workers), for ``write_junit``. ``judge_verdicts``: a
+    verdicts file of ``judge run``, reported under ``summary.judge``; a gate on it needs a calibrated judge
+    (``JudgeUncalibrated`` before anything is scored).
     """
     config = config or EvalConfig()
+    verdicts = read_verdicts(judge_verdicts) if judge_verdicts is not None else None
+    check_judge_gate(config, verdicts)
     try:
         prep = Preparer(config)
     except ValueError as exc:  # the embedding factory failed to import or build
@@ -61,5 +68,7 @@ def evaluate(
     aggregates, store = outcome.aggregates, outcome.store
     per_run = [a.report(policies=prep.has_policies) for a in aggregates]
     report, spread = combine(per_run)
+    if verdicts is not None:
+        report["summary"]["judge"] = judge_summary(verdicts)
     gate = evaluate_gate(report, spread, config.gate, len(run_paths))
     return EvalResult(str(dataset), run_paths, per_run, report, spread, store, gate, config)

@@ -158,10 +158,13 @@ def _without_scores(span: ReadableSpan) -> ReadableSpan:
     return with_attributes(span, attrs)
 
 
-def _raw_http(port: int, request: bytes) -> int:
-    """Send bytes as they are (no client fixes them up) and return the status of the answer."""
+def _raw_http(port: int, request: bytes, *, then_close: bool = False) -> int:
+    """Send bytes as they are (no client fixes them up) and return the status of the answer; ``then_close``
+    ends the sending side (a sender that stopped mid-body)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(request)
+        if then_close:
+            sock.shutdown(socket.SHUT_WR)
         head = b""
         while b"\r\n" not in head:
             chunk = sock.recv(4096)
@@ -206,6 +209,42 @@ def test_bad_payloads_are_refused_and_change_nothing(receiver: GrpcTraceReceiver
         assert answer.status_code == 200
         count = sum(len(ss.spans) for rs in valid.resource_spans for ss in rs.scope_spans)
         assert len(receiver.wait_for_spans(count)) == count
+    finally:
+        svc.stop(timeout=10)
+
+
+def _chunked(body: bytes, sizes: Sequence[int]) -> bytes:
+    out, at = b"", 0
+    for size in sizes:
+        out += b"%x\r\n" % size + body[at : at + size] + b"\r\n"
+        at += size
+    return out + b"0\r\n\r\n"
+
+
+def test_a_chunked_body_is_read_within_the_limit(receiver: GrpcTraceReceiver) -> None:
+    """The OpenTelemetry JS exporters (exporter-trace-otlp-proto / -http) send ``Transfer-Encoding: chunked`` and no
+    Content-Length: such a body is read chunk by chunk, never past ``max_message_bytes``."""
+    svc = Service(config_for(receiver, max_message_bytes=64 * 1024))
+    svc.start()
+    try:
+        port = svc.http_port or 0
+        valid = encode_spans(_without_scores_all(agent_traces(None, svc.processor.config, traces=1, seed=4)))
+        raw = valid.SerializeToString()
+        head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        chunked = head + b"Transfer-Encoding: chunked\r\n\r\n"
+        third = len(raw) // 3
+        assert _raw_http(port, chunked + _chunked(raw, [third, third, len(raw) - 2 * third])) == 200
+        count = sum(len(ss.spans) for rs in valid.resource_spans for ss in rs.scope_spans)
+        assert len(receiver.wait_for_spans(count)) == count
+        # refused, nothing scored: a chunk past the limit (unread), a bad chunk size, a cut body, another coding
+        assert _raw_http(port, chunked + b"%x\r\n" % (65 * 1024)) == 413
+        # chunks that each fit but together pass the limit (the second is announced, never read)
+        assert _raw_http(port, chunked + _chunked(b"x" * 40_000, [40_000])[:-5] + b"%x\r\n" % 40_000) == 413
+        assert _raw_http(port, chunked + b"zz\r\nabc\r\n0\r\n\r\n") == 400
+        assert _raw_http(port, chunked + b"10\r\nabc", then_close=True) == 400
+        assert _raw_http(port, head + b"Transfer-Encoding: gzip, chunked\r\n\r\n") == 501
+        assert _raw_http(port, head + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n") == 400
+        assert svc.metrics.total(SCORED) == count
     finally:
         svc.stop(timeout=10)
 

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: debian-deps demo test test-frameworks test-strands test-autogen test-adk test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-frameworks test-strands test-autogen test-adk test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,7 +33,7 @@ $(BFCL_STAMP): $(STAMP) Makefile
 	$(BIN)/pip install --quiet --no-deps $(BFCL_EVAL)
 	touch $(BFCL_STAMP)
 
-unit: $(STAMP) $(BFCL_STAMP) debian-deps
+unit: $(STAMP) $(BFCL_STAMP) debian-deps node-deps
 	$(BIN)/pytest
 
 # Our verdicts against BFCL's own AST checker on every category it ships (~35,000 outputs, under a minute alone);
@@ -47,6 +47,15 @@ debian-deps:
 	@command -v redis-server >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } || \
 	  echo "redis-server is missing (apt-get install redis-server): its tests skip"
+
+# The real JS agents of tests/integration/test_serve_node.py (Vercel AI SDK): `npm ci` from the lock file, again
+# whenever it changes; without npm those tests skip locally (under CI=true they fail).
+NODE_DIR := tests/integration/node
+node-deps: $(NODE_DIR)/node_modules/.package-lock.json
+
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
+	@if command -v npm >/dev/null 2>&1; then cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error; \
+	  else echo "npm is missing: the Node agent tests skip"; fi
 
 test: lint typecheck unit
 

@@ -320,7 +320,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if record.raw_arguments is None and record.call_id is not None and state.call_arguments:
                     # the tool span records no arguments: the ones the model sent for this call id are the evidence
                     record.raw_arguments = state.call_arguments.pop(record.call_id, None)
-                batch = state.batch_for(record.call_id, record.name)
+                batch = state.batch_for(record.call_id, record.name, self._max_calls)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, self._max_calls)

@@ -481,6 +481,7 @@ def test_service_metrics_go_through_the_meter_provider(receiver: GrpcTraceReceiv
         for sm in rm.scope_metrics
         for m in sm.metrics
         for p in m.data.data_points
+        if hasattr(p, "value")  # counters and gauges (added_latency, a histogram, has its own test)
     }
     assert points[("toolcall_eval.serve.spans.received", (("protocol", "http"),))] == 3
     assert points[("toolcall_eval.serve.spans.scored", ())] == 3
@@ -508,5 +509,38 @@ def test_a_request_the_queue_can_never_take_is_refused_not_retried(receiver: Grp
         four = encode_spans(_plain_spans(4, 1))
         assert httpx.post(url, content=four.SerializeToString(), headers=pb, timeout=10).status_code == 200
         assert len(receiver.wait_for_spans(4)) == 4
+    finally:
+        svc.stop(timeout=10)
+
+
+def test_added_latency_is_recorded_per_exported_span(receiver: GrpcTraceReceiver) -> None:
+    """``toolcall_eval.serve.added_latency``: one sample per span, from its request's arrival to the next hop's
+    answer (no timing is asserted beyond its sign: speed is the benchmark's business)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+
+    from otel_toolcall_eval.serve.metrics import ADDED_LATENCY, EXPORTED
+
+    reader = InMemoryMetricReader()
+    svc = Service(config_for(receiver), meter_provider=MeterProvider(metric_readers=[reader]))
+    svc.start()
+    try:
+        exporter = HttpSpanExporter(endpoint=f"http://127.0.0.1:{svc.http_port}/v1/traces")
+        reference = agent_traces(exporter, svc.processor.config, traces=3, seed=8)
+        receiver.wait_for_spans(len(reference))
+        wait_until(lambda: svc.metrics.total(EXPORTED, "ok") == len(reference), "the export results")
+        data = reader.get_metrics_data()
+        assert data is not None
+        points = [
+            p
+            for rm in data.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == ADDED_LATENCY
+            for p in m.data.data_points
+        ]
+        assert len(points) == 1 and isinstance(points[0], HistogramDataPoint)
+        assert points[0].count == len(reference) and points[0].min >= 0 and points[0].sum > 0
+        assert len(svc._arrivals) == 0  # every arrival was matched by its export
     finally:
         svc.stop(timeout=10)

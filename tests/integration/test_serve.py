@@ -27,6 +27,10 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -47,6 +51,9 @@ from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS, REJECT
 from .otlp_receiver import GrpcTraceReceiver, WireSpan
 
 pytestmark = pytest.mark.integration
+
+PROTOBUF = "application/x-protobuf"
+JSON_TYPE = {"Content-Type": "application/json"}
 
 DEMO_CONFIG = Path(__file__).parents[2] / "src" / "otel_toolcall_eval" / "demo" / "toolcall-eval.yaml"
 FAILURES = dict.fromkeys(FAILURE_CLASSES, 0.3)
@@ -542,5 +549,53 @@ def test_added_latency_is_recorded_per_exported_span(receiver: GrpcTraceReceiver
         assert len(points) == 1 and isinstance(points[0], HistogramDataPoint)
         assert points[0].count == len(reference) and points[0].min >= 0 and points[0].sum > 0
         assert len(svc._arrivals) == 0  # every arrival was matched by its export
+    finally:
+        svc.stop(timeout=10)
+
+
+def _with_invalid(seed: int) -> ExportTraceServiceRequest:
+    """Three valid spans and two invalid ones: a trace id of 8 bytes, an all-zero span id."""
+    message = encode_spans(_plain_spans(3, seed))
+    spans = message.resource_spans[0].scope_spans[0].spans
+    bad = spans.add()
+    bad.CopyFrom(spans[0])
+    bad.trace_id = b"\x01" * 8
+    worse = spans.add()
+    worse.CopyFrom(spans[1])
+    worse.span_id = b"\x00" * 8
+    return message
+
+
+def test_invalid_spans_are_refused_by_partial_success_and_the_rest_scored(receiver: GrpcTraceReceiver) -> None:
+    """OTLP partial success: a request whose spans are partly invalid keeps the valid ones and says how many it
+    refused (``partial_success.rejected_spans``), over both receivers and both encodings; a request with no valid
+    span at all is still a 400."""
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    svc = Service(config_for(receiver))
+    svc.start()
+    try:
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        message = _with_invalid(1)
+        answer = httpx.post(url, content=message.SerializeToString(), headers={"Content-Type": PROTOBUF}, timeout=10)
+        assert answer.status_code == 200
+        response = ExportTraceServiceResponse.FromString(answer.content)
+        assert response.partial_success.rejected_spans == 2
+        assert "spans[3].traceId: 8 bytes" in response.partial_success.error_message  # the first, located
+        document = encode_json(_plain_spans(3, 2))
+        json_spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        json_spans.append({**json_spans[0], "traceId": "0102"})
+        as_json = httpx.post(url, content=orjson.dumps(document), headers=JSON_TYPE, timeout=10)
+        assert as_json.status_code == 200 and int(as_json.json()["partialSuccess"]["rejectedSpans"]) == 1
+        with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
+            reply = TraceServiceStub(channel).Export(_with_invalid(3), timeout=10)  # type: ignore[no-untyped-call]
+        assert reply.partial_success.rejected_spans == 2
+        assert len(receiver.wait_for_spans(9)) == 9  # the valid spans of the three requests, each once
+        assert svc.metrics.total(REJECTED_SPANS, "invalid") == 5
+        only_bad = _with_invalid(4)
+        del only_bad.resource_spans[0].scope_spans[0].spans[:3]
+        answer = httpx.post(url, content=only_bad.SerializeToString(), headers={"Content-Type": PROTOBUF}, timeout=10)
+        assert answer.status_code == 400
     finally:
         svc.stop(timeout=10)

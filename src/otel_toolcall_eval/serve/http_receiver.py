@@ -21,9 +21,16 @@ from typing import Any
 import orjson
 from google.protobuf import json_format
 from google.rpc import status_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from otel_toolcall_eval.serve.decode import JSON, PROTOBUF, BadPayload, decode_spans, decompress, media_type
+from otel_toolcall_eval.serve.decode import (
+    JSON,
+    PROTOBUF,
+    BadPayload,
+    decode_spans,
+    decompress,
+    media_type,
+    partial_success,
+)
 from otel_toolcall_eval.serve.intake import Admission, Intake
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
@@ -69,20 +76,26 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         if body is None:
             return
+        invalid: list[str] = []
         try:
             spans = decode_spans(
                 decompress(body, self.headers.get("Content-Encoding"), intake.max_bytes),
                 self.headers.get("Content-Type"),
                 intake.queue.max_spans,
+                invalid,
             )
         except BadPayload as exc:
             intake.reject("too_large" if exc.status == 413 else "bad_payload")
             self._error(HTTPStatus(exc.status), str(exc), json)
             return
-        outcome = intake.admit(spans, "http")
+        outcome = intake.admit(spans, "http", invalid=len(invalid))
         if outcome is Admission.ACCEPTED:
-            response = ExportTraceServiceResponse()
-            self._send(HTTPStatus.OK, b"{}" if json else response.SerializeToString(), json)
+            response = partial_success(invalid)
+            if json:
+                payload = orjson.dumps(json_format.MessageToDict(response)) if invalid else b"{}"
+            else:
+                payload = response.SerializeToString()
+            self._send(HTTPStatus.OK, payload, json)
             return
         status = HTTPStatus.TOO_MANY_REQUESTS if outcome is Admission.FULL else HTTPStatus.SERVICE_UNAVAILABLE
         self._error(status, f"{outcome.value}: retry later", json, retry_after=intake.retry_after)

@@ -49,11 +49,14 @@ class Intake:
         given = (header or "").strip().encode("utf-8", "replace")
         return hmac.compare_digest(given, self._expected)
 
-    def admit(self, spans: list[ReadableSpan], protocol: str) -> Admission:
+    def admit(self, spans: list[ReadableSpan], protocol: str, invalid: int = 0) -> Admission:
+        """``invalid``: spans of the request refused as invalid (OTLP partial success), counted once it is taken."""
         if self.closing:
             outcome = Admission.CLOSING
         elif not spans or self._offer(spans):
             self.metrics.add(RECEIVED, len(spans), protocol)
+            if invalid:
+                self.metrics.add(REJECTED_SPANS, invalid, "invalid")
             return Admission.ACCEPTED
         else:
             outcome = Admission.CLOSING if self.queue.closed else Admission.FULL

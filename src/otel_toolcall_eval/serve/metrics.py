@@ -33,7 +33,7 @@ _COUNTERS: Final = {
     RECEIVED: ("protocol", "{span}", "spans accepted into the scoring queue, by receiver (grpc, http)"),
     SCORED: ("", "{span}", "spans run through the processor"),
     EXPORTED: ("result", "{span}", "spans handed to the next hop, by result (ok, failed)"),
-    REJECTED_SPANS: ("reason", "{span}", "decoded spans refused with a retryable code (queue_full, shutting_down)"),
+    REJECTED_SPANS: ("reason", "{span}", "spans refused: retryable (queue_full, shutting_down) or invalid"),
     REJECTED_REQUESTS: ("reason", "{request}", "requests refused, by reason (bad_payload, too_large, queue_full ...)"),
 }
 

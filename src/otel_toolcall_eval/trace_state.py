@@ -168,9 +168,12 @@ class TraceState:
         replies = self.unknown_replies or ()
         return count + sum(1 for cid in replies if cid in self.call_batches and not unlisted(self.call_names[cid]))
 
-    def batch_for(self, call_id: str | None, name: str, max_entries: int = 1 << 30) -> int | None:
-        """The turn that issued this call: by call id, else the earliest unclaimed request of this name (unless the
-        requests came with ids and this id is not among them: its request has not arrived yet)."""
+    def batch_for(self, call_id: str | None, name: str, late_requests: int = 0) -> int | None:
+        """The turn that issued this call: by call id, else the earliest unclaimed request of this name.
+
+        ``late_requests`` (a bound, 0 for off) is for conventions whose model-call span ends after the tool span it
+        caused (the Vercel AI SDK's legacy spans): an id no request named yet is remembered as answered, and it
+        claims no other request by name once the requests came with ids."""
         pending = self.pending_names.get(name)
         if call_id is not None and call_id in self.call_batches:
             batch = self.call_batches.pop(call_id)
@@ -178,11 +181,11 @@ class TraceState:
             if pending and batch in pending:
                 pending.remove(batch)
             return batch
-        if call_id is not None and (self.identified or not pending):
+        if late_requests and call_id is not None and (self.identified or not pending):
             early = self.answered_early
             if early is None:
                 early = self.answered_early = set()
-            if len(early) < max_entries:
+            if len(early) < late_requests:
                 early.add(call_id)
             if self.identified:
                 return None

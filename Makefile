@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: demo test test-frameworks test-strands test-autogen test-adk test-crewai test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-frameworks test-strands test-autogen test-adk test-crewai test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,13 +33,29 @@ $(BFCL_STAMP): $(STAMP) Makefile
 	$(BIN)/pip install --quiet --no-deps $(BFCL_EVAL)
 	touch $(BFCL_STAMP)
 
-unit: $(STAMP) $(BFCL_STAMP)
+unit: $(STAMP) $(BFCL_STAMP) debian-deps node-deps
 	$(BIN)/pytest
 
 # Our verdicts against BFCL's own AST checker on every category it ships (~35,000 outputs, under a minute alone);
 # rewrites the generated sections of docs/bfcl.md. tests/test_bfcl.py runs a slice of it.
 bfcl-agreement: $(BFCL_STAMP)
 	$(BIN)/python -m benchmarks.bfcl_agreement --json bfcl-agreement.json --docs docs/bfcl.md
+
+# Debian packages the integration tests drive for real (redis-server: the fleet ledger), installed when missing and
+# apt-get is usable (root, as in CI); otherwise the tests that need them skip locally (under CI=true they fail).
+debian-deps:
+	@command -v redis-server >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } || \
+	  echo "redis-server is missing (apt-get install redis-server): its tests skip"
+
+# The real JS agents of tests/integration/test_serve_node.py (Vercel AI SDK): `npm ci` from the lock file, again
+# whenever it changes; without npm those tests skip locally (under CI=true they fail).
+NODE_DIR := tests/integration/node
+node-deps: $(NODE_DIR)/node_modules/.package-lock.json
+
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NODE_DIR)/package.json
+	@if command -v npm >/dev/null 2>&1; then cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error; \
+	  else echo "npm is missing: the Node agent tests skip"; fi
 
 test: lint typecheck unit
 

@@ -114,7 +114,7 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
 
 def _tool_name(span: ReadableSpan) -> str:
     a = span.attributes or {}
-    for key in (A.OPENINFERENCE_TOOL_NAME, A.GEN_AI_TOOL_NAME):
+    for key in (A.OPENINFERENCE_TOOL_NAME, A.GEN_AI_TOOL_NAME, A.VERCEL_AI_TOOL_CALL_NAME):
         if key in a:
             return str(a[key])
     return span.name

@@ -230,6 +230,15 @@ PYDANTIC_AI_TOOL_ARGUMENTS: Final = "tool_arguments"
 PYDANTIC_AI_TOOL_RESPONSE: Final = "tool_response"
 PYDANTIC_AI_RETRY_CAUSE: Final = "pydantic_ai.tool.retry.cause"
 PYDANTIC_AI_FAILURE_STAGE: Final = "pydantic_ai.tool.failure_stage"
+# Vercel AI SDK (``ai`` 7, its ``LegacyOpenTelemetry`` integration from ``@ai-sdk/otel``; the current
+# ``OpenTelemetry`` integration writes GenAI ``execute_tool`` spans instead)
+VERCEL_AI_OPERATION_ID: Final = "ai.operationId"
+VERCEL_AI_TOOL_CALL_NAME: Final = "ai.toolCall.name"
+VERCEL_AI_TOOL_CALL_ID: Final = "ai.toolCall.id"
+VERCEL_AI_TOOL_CALL_ARGS: Final = "ai.toolCall.args"
+VERCEL_AI_TOOL_CALL_RESULT: Final = "ai.toolCall.result"
+VERCEL_AI_PROMPT_TOOLS: Final = "ai.prompt.tools"
+VERCEL_AI_RESPONSE_TOOL_CALLS: Final = "ai.response.toolCalls"
 
 # =================================================================================================
 # --- the LLM judge (otel_toolcall_eval.judge) ----------------------------------------------------

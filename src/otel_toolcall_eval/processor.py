@@ -27,6 +27,7 @@ from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
+from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.conventions.llm_spans import (
     LLM_KEYS,
     DefinitionCache,
@@ -320,7 +321,8 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if record.raw_arguments is None and record.call_id is not None and state.call_arguments:
                     # the tool span records no arguments: the ones the model sent for this call id are the evidence
                     record.raw_arguments = state.call_arguments.pop(record.call_id, None)
-                batch = state.batch_for(record.call_id, record.name)
+                late = self._max_calls if record.convention in LATE_REQUEST_CONVENTIONS else 0
+                batch = state.batch_for(record.call_id, record.name, late)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, self._max_calls)

@@ -55,6 +55,10 @@ class TraceState:
     # span of that id claims them because it records none of its own
     call_arguments: dict[str, str] | None = None
     unknown_replies: set[str] | None = None  # requested call ids the framework answered "unknown tool" (rare)
+    # call ids of tool spans that ended before any turn requested them (the Vercel AI SDK's legacy spans: a model
+    # call's span ends after the tools it asked for); the request that comes later is answered already
+    answered_early: set[str] | None = None
+    identified: bool = False  # a turn requested calls by id: a tool span with an unknown id claims none by name
     genai: bool = False
     offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
     requested: bool = False  # a model turn inside the trace (not its root) requested calls (see ``tool_activity``)
@@ -110,8 +114,13 @@ class TraceState:
         self.turns += 1
         if len(self.call_batches) >= max_entries:
             return
+        early = self.answered_early
         for call_id, name in calls:
+            if early is not None and call_id is not None and call_id in early:
+                early.discard(call_id)
+                continue
             if call_id is not None:
+                self.identified = True
                 self.call_batches[call_id] = self.turns
                 if name is not None:
                     self.call_names[call_id] = name
@@ -161,8 +170,12 @@ class TraceState:
         replies = self.unknown_replies or ()
         return count + sum(1 for cid in replies if cid in self.call_batches and not unlisted(self.call_names[cid]))
 
-    def batch_for(self, call_id: str | None, name: str) -> int | None:
-        """The turn that issued this call: by call id, else the earliest unclaimed request of this name."""
+    def batch_for(self, call_id: str | None, name: str, late_requests: int = 0) -> int | None:
+        """The turn that issued this call: by call id, else the earliest unclaimed request of this name.
+
+        ``late_requests`` (a bound, 0 for off) is for conventions whose model-call span ends after the tool span it
+        caused (the Vercel AI SDK's legacy spans): an id no request named yet is remembered as answered, and it
+        claims no other request by name once the requests came with ids."""
         pending = self.pending_names.get(name)
         if call_id is not None and call_id in self.call_batches:
             batch = self.call_batches.pop(call_id)
@@ -170,6 +183,14 @@ class TraceState:
             if pending and batch in pending:
                 pending.remove(batch)
             return batch
+        if late_requests and call_id is not None and (self.identified or not pending):
+            early = self.answered_early
+            if early is None:
+                early = self.answered_early = set()
+            if len(early) < late_requests:
+                early.add(call_id)
+            if self.identified:
+                return None
         if pending:
             return pending.popleft()
         return None

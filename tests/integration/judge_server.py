@@ -69,6 +69,7 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    usage: tuple[int, int] | None = None  # (input, output) tokens the answer reported: what the call was billed
 
     @property
     def prompt(self) -> str:
@@ -253,6 +254,7 @@ def _answer(r: Received, anthropic: bool, *, verdict: dict[str, Any] | None = No
             },
             "system_fingerprint": "fp_0123456789",
         }
+    r.usage = (input_tokens, out_tokens)
     return json.dumps(payload).encode()
 
 

@@ -27,6 +27,10 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -47,6 +51,9 @@ from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS, REJECT
 from .otlp_receiver import GrpcTraceReceiver, WireSpan
 
 pytestmark = pytest.mark.integration
+
+PROTOBUF = "application/x-protobuf"
+JSON_TYPE = {"Content-Type": "application/json"}
 
 DEMO_CONFIG = Path(__file__).parents[2] / "src" / "otel_toolcall_eval" / "demo" / "toolcall-eval.yaml"
 FAILURES = dict.fromkeys(FAILURE_CLASSES, 0.3)
@@ -158,10 +165,13 @@ def _without_scores(span: ReadableSpan) -> ReadableSpan:
     return with_attributes(span, attrs)
 
 
-def _raw_http(port: int, request: bytes) -> int:
-    """Send bytes as they are (no client fixes them up) and return the status of the answer."""
+def _raw_http(port: int, request: bytes, *, then_close: bool = False) -> int:
+    """Send bytes as they are (no client fixes them up) and return the status of the answer; ``then_close``
+    ends the sending side (a sender that stopped mid-body)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(request)
+        if then_close:
+            sock.shutdown(socket.SHUT_WR)
         head = b""
         while b"\r\n" not in head:
             chunk = sock.recv(4096)
@@ -206,6 +216,42 @@ def test_bad_payloads_are_refused_and_change_nothing(receiver: GrpcTraceReceiver
         assert answer.status_code == 200
         count = sum(len(ss.spans) for rs in valid.resource_spans for ss in rs.scope_spans)
         assert len(receiver.wait_for_spans(count)) == count
+    finally:
+        svc.stop(timeout=10)
+
+
+def _chunked(body: bytes, sizes: Sequence[int]) -> bytes:
+    out, at = b"", 0
+    for size in sizes:
+        out += b"%x\r\n" % size + body[at : at + size] + b"\r\n"
+        at += size
+    return out + b"0\r\n\r\n"
+
+
+def test_a_chunked_body_is_read_within_the_limit(receiver: GrpcTraceReceiver) -> None:
+    """The OpenTelemetry JS exporters (exporter-trace-otlp-proto / -http) send ``Transfer-Encoding: chunked`` and no
+    Content-Length: such a body is read chunk by chunk, never past ``max_message_bytes``."""
+    svc = Service(config_for(receiver, max_message_bytes=64 * 1024))
+    svc.start()
+    try:
+        port = svc.http_port or 0
+        valid = encode_spans(_without_scores_all(agent_traces(None, svc.processor.config, traces=1, seed=4)))
+        raw = valid.SerializeToString()
+        head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        chunked = head + b"Transfer-Encoding: chunked\r\n\r\n"
+        third = len(raw) // 3
+        assert _raw_http(port, chunked + _chunked(raw, [third, third, len(raw) - 2 * third])) == 200
+        count = sum(len(ss.spans) for rs in valid.resource_spans for ss in rs.scope_spans)
+        assert len(receiver.wait_for_spans(count)) == count
+        # refused, nothing scored: a chunk past the limit (unread), a bad chunk size, a cut body, another coding
+        assert _raw_http(port, chunked + b"%x\r\n" % (65 * 1024)) == 413
+        # chunks that each fit but together pass the limit (the second is announced, never read)
+        assert _raw_http(port, chunked + _chunked(b"x" * 40_000, [40_000])[:-5] + b"%x\r\n" % 40_000) == 413
+        assert _raw_http(port, chunked + b"zz\r\nabc\r\n0\r\n\r\n") == 400
+        assert _raw_http(port, chunked + b"10\r\nabc", then_close=True) == 400
+        assert _raw_http(port, head + b"Transfer-Encoding: gzip, chunked\r\n\r\n") == 501
+        assert _raw_http(port, head + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n") == 400
+        assert svc.metrics.total(SCORED) == count
     finally:
         svc.stop(timeout=10)
 
@@ -442,6 +488,7 @@ def test_service_metrics_go_through_the_meter_provider(receiver: GrpcTraceReceiv
         for sm in rm.scope_metrics
         for m in sm.metrics
         for p in m.data.data_points
+        if hasattr(p, "value")  # counters and gauges (added_latency, a histogram, has its own test)
     }
     assert points[("toolcall_eval.serve.spans.received", (("protocol", "http"),))] == 3
     assert points[("toolcall_eval.serve.spans.scored", ())] == 3
@@ -469,5 +516,86 @@ def test_a_request_the_queue_can_never_take_is_refused_not_retried(receiver: Grp
         four = encode_spans(_plain_spans(4, 1))
         assert httpx.post(url, content=four.SerializeToString(), headers=pb, timeout=10).status_code == 200
         assert len(receiver.wait_for_spans(4)) == 4
+    finally:
+        svc.stop(timeout=10)
+
+
+def test_added_latency_is_recorded_per_exported_span(receiver: GrpcTraceReceiver) -> None:
+    """``toolcall_eval.serve.added_latency``: one sample per span, from its request's arrival to the next hop's
+    answer (no timing is asserted beyond its sign: speed is the benchmark's business)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+
+    from otel_toolcall_eval.serve.metrics import ADDED_LATENCY, EXPORTED
+
+    reader = InMemoryMetricReader()
+    svc = Service(config_for(receiver), meter_provider=MeterProvider(metric_readers=[reader]))
+    svc.start()
+    try:
+        exporter = HttpSpanExporter(endpoint=f"http://127.0.0.1:{svc.http_port}/v1/traces")
+        reference = agent_traces(exporter, svc.processor.config, traces=3, seed=8)
+        receiver.wait_for_spans(len(reference))
+        wait_until(lambda: svc.metrics.total(EXPORTED, "ok") == len(reference), "the export results")
+        data = reader.get_metrics_data()
+        assert data is not None
+        points = [
+            p
+            for rm in data.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == ADDED_LATENCY
+            for p in m.data.data_points
+        ]
+        assert len(points) == 1 and isinstance(points[0], HistogramDataPoint)
+        assert points[0].count == len(reference) and points[0].min >= 0 and points[0].sum > 0
+        assert len(svc._arrivals) == 0  # every arrival was matched by its export
+    finally:
+        svc.stop(timeout=10)
+
+
+def _with_invalid(seed: int) -> ExportTraceServiceRequest:
+    """Three valid spans and two invalid ones: a trace id of 8 bytes, an all-zero span id."""
+    message = encode_spans(_plain_spans(3, seed))
+    spans = message.resource_spans[0].scope_spans[0].spans
+    bad = spans.add()
+    bad.CopyFrom(spans[0])
+    bad.trace_id = b"\x01" * 8
+    worse = spans.add()
+    worse.CopyFrom(spans[1])
+    worse.span_id = b"\x00" * 8
+    return message
+
+
+def test_invalid_spans_are_refused_by_partial_success_and_the_rest_scored(receiver: GrpcTraceReceiver) -> None:
+    """OTLP partial success: a request whose spans are partly invalid keeps the valid ones and says how many it
+    refused (``partial_success.rejected_spans``), over both receivers and both encodings; a request with no valid
+    span at all is still a 400."""
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    svc = Service(config_for(receiver))
+    svc.start()
+    try:
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        message = _with_invalid(1)
+        answer = httpx.post(url, content=message.SerializeToString(), headers={"Content-Type": PROTOBUF}, timeout=10)
+        assert answer.status_code == 200
+        response = ExportTraceServiceResponse.FromString(answer.content)
+        assert response.partial_success.rejected_spans == 2
+        assert "spans[3].traceId: 8 bytes" in response.partial_success.error_message  # the first, located
+        document = encode_json(_plain_spans(3, 2))
+        json_spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        json_spans.append({**json_spans[0], "traceId": "0102"})
+        as_json = httpx.post(url, content=orjson.dumps(document), headers=JSON_TYPE, timeout=10)
+        assert as_json.status_code == 200 and int(as_json.json()["partialSuccess"]["rejectedSpans"]) == 1
+        with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
+            reply = TraceServiceStub(channel).Export(_with_invalid(3), timeout=10)  # type: ignore[no-untyped-call]
+        assert reply.partial_success.rejected_spans == 2
+        assert len(receiver.wait_for_spans(9)) == 9  # the valid spans of the three requests, each once
+        assert svc.metrics.total(REJECTED_SPANS, "invalid") == 5
+        only_bad = _with_invalid(4)
+        del only_bad.resource_spans[0].scope_spans[0].spans[:3]
+        answer = httpx.post(url, content=only_bad.SerializeToString(), headers={"Content-Type": PROTOBUF}, timeout=10)
+        assert answer.status_code == 400
     finally:
         svc.stop(timeout=10)

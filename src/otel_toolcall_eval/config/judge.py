@@ -88,6 +88,26 @@ class Budget(_Strict):
     ledger_file: Path | None = Field(
         default=None, description="share spend between processes and restarts on this host (a small JSON file)"
     )
+    ledger_redis_url_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="name of an environment variable holding a Redis URL: one budget for every replica (a fleet)",
+    )
+    ledger_redis_key_prefix: str = Field(
+        default="toolcall_eval:judge:spend",
+        min_length=1,
+        max_length=200,
+        description="Redis key prefix; replicas sharing a budget use the same one",
+    )
+    ledger_redis_timeout_seconds: float = Field(
+        default=1.0, gt=0, le=60, description="Redis connect and reply timeout; past it no judge call is sent"
+    )
+
+    @model_validator(mode="after")
+    def _one_ledger(self) -> Budget:
+        if self.ledger_file is not None and self.ledger_redis_url_env is not None:
+            raise ValueError("set ledger_file (one host) or ledger_redis_url_env (a fleet), not both")
+        return self
 
 
 class RiskWeights(_Strict):

@@ -195,4 +195,21 @@ LANGFUSE = AttributeConvention(
     unwrap_args=True,
 )
 
-BUILTIN = (OPENINFERENCE, MCP, GENAI, PYDANTIC_AI_LEGACY, TRACELOOP, LAMINAR, LANGFUSE)
+# The Vercel AI SDK's legacy spans (``ai.toolCall``, checked against ai 7.0 + @ai-sdk/otel 1.0 under Node in
+# tests/integration/test_serve_node.py); the tool definitions and requested calls sit on its
+# ``ai.generateText.doGenerate`` / ``ai.streamText.doStream`` spans (``llm_spans``).
+VERCEL_AI = AttributeConvention(
+    name="vercel_ai",
+    detect_key=A.VERCEL_AI_OPERATION_ID,
+    detect_values=frozenset({"ai.toolCall"}),
+    name_keys=(A.VERCEL_AI_TOOL_CALL_NAME,),
+    argument_keys=(A.VERCEL_AI_TOOL_CALL_ARGS,),
+    result_keys=(A.VERCEL_AI_TOOL_CALL_RESULT, A.GEN_AI_TOOL_CALL_RESULT),
+    call_id_keys=(A.VERCEL_AI_TOOL_CALL_ID,),
+)
+
+BUILTIN = (OPENINFERENCE, MCP, GENAI, PYDANTIC_AI_LEGACY, TRACELOOP, LAMINAR, LANGFUSE, VERCEL_AI)
+
+# Conventions whose model-call span (carrying the requested calls) ends after the tool spans it caused: a request
+# arriving after its call ran is answered, not unexecuted (``TraceState.batch_for``). Others pay nothing for it.
+LATE_REQUEST_CONVENTIONS = frozenset({VERCEL_AI.name})

@@ -166,6 +166,17 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         OI_CAPTURE,
     ),
     FrameworkSupport(
+        "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
+        "@ai-sdk/otel 1.0 `OpenTelemetry` (GenAI conventions)",
+        "everything: `execute_tool` spans with arguments and results, definitions on the `chat` spans; the unknown "
+        "tool (no span) as a request of a tool not offered; the bad enum runs unchecked (a JSON Schema tool)",
+        "`registerTelemetry(new LegacyOpenTelemetry())`",
+        "the same from the `ai.toolCall` spans (convention `vercel_ai`), definitions (`ai.prompt.tools`) and "
+        "requests (`ai.response.toolCalls`) from `ai.generateText.doGenerate`, which ends after its tool span: "
+        "the first call's `tool_known` stays absent (`trace.unlisted_calls` checks it)",
+        "test_serve_node.py::test_vercel_ai_sdk_agent_is_scored_by_the_service (Node; `make node-deps`)",
+    ),
+    FrameworkSupport(
         "FastMCP 4 client and server",
         "MCP SDK / FastMCP spans (MCP conventions)",
         "everything, once per call though three nested spans record it",

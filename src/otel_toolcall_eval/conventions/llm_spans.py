@@ -25,8 +25,17 @@ _TL_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name)
 
 
 ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"  # Google ADK's legacy schema: the whole request, as JSON
+# The Vercel AI SDK's legacy model-call spans (its tool definitions and requested calls are on these)
+VERCEL_AI_MODEL_CALLS = frozenset({"ai.generateText.doGenerate", "ai.streamText.doStream"})
 LLM_KEYS = frozenset(  # an LLM span carries at least one of these
-    {A.GEN_AI_OPERATION_NAME, A.OPENINFERENCE_SPAN_KIND, "llm.request.type", A.GEN_AI_TOOL_DEFINITIONS, ADK_LLM_REQUEST}
+    {
+        A.GEN_AI_OPERATION_NAME,
+        A.OPENINFERENCE_SPAN_KIND,
+        "llm.request.type",
+        A.GEN_AI_TOOL_DEFINITIONS,
+        ADK_LLM_REQUEST,
+        A.VERCEL_AI_OPERATION_ID,
+    }
 )
 
 
@@ -40,7 +49,9 @@ def is_llm_span(attrs: Attrs) -> bool:
     kind = attrs.get(A.OPENINFERENCE_SPAN_KIND)
     if kind is not None and kind in ("LLM", "AGENT"):
         return True
-    return "llm.request.type" in attrs or A.GEN_AI_TOOL_DEFINITIONS in attrs or ADK_LLM_REQUEST in attrs
+    if "llm.request.type" in attrs or A.GEN_AI_TOOL_DEFINITIONS in attrs or ADK_LLM_REQUEST in attrs:
+        return True
+    return attrs.get(A.VERCEL_AI_OPERATION_ID) in VERCEL_AI_MODEL_CALLS
 
 
 def definition_from(item: Any) -> ToolDefinition | None:
@@ -124,13 +135,16 @@ class DefinitionCache:
 def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinition]:
     """Every tool definition an LLM span carries, in any of the known conventions."""
     out: list[ToolDefinition] = []
-    raw = attrs.get(A.GEN_AI_TOOL_DEFINITIONS)
-    if isinstance(raw, str):
-        out.extend(cache.parse(raw))
-    elif isinstance(raw, (list, tuple)):  # some SDKs record one JSON string per tool
-        for item in raw:
-            if isinstance(item, str):
-                out.extend(cache.parse(item))
+    for key in (A.GEN_AI_TOOL_DEFINITIONS, A.VERCEL_AI_PROMPT_TOOLS):
+        raw = attrs.get(key)
+        if raw is None:
+            continue
+        if isinstance(raw, str):
+            out.extend(cache.parse(raw))
+        elif isinstance(raw, (list, tuple)):  # some SDKs (the Vercel AI SDK) record one JSON string per tool
+            for item in raw:
+                if isinstance(item, str):
+                    out.extend(cache.parse(item))
     functions: dict[str, dict[str, Any]] = {}
     for key, value in attrs.items():
         if not key.startswith("llm."):
@@ -185,6 +199,17 @@ def requested_calls(attrs: Attrs, arguments: dict[str, Any] | None = None) -> li
                         calls.append((_str(part.get("id")), _str(part.get("name"))))
                         if arguments is not None and part.get("id") is not None and "arguments" in part:
                             arguments[str(part["id"])] = part["arguments"]
+        if calls:
+            return calls
+    raw = attrs.get(A.VERCEL_AI_RESPONSE_TOOL_CALLS)  # [{toolCallId, toolName, input}]
+    if raw is not None:
+        items = _json.try_loads(raw)
+        for item in items if isinstance(items, list) else ():
+            if type(item) is dict:
+                call_id = _str(item.get("toolCallId"))
+                calls.append((call_id, _str(item.get("toolName"))))
+                if arguments is not None and call_id is not None and "input" in item:
+                    arguments[call_id] = item["input"]
         if calls:
             return calls
     indexed: dict[tuple[int, int], dict[str, str | None]] = {}

@@ -51,6 +51,7 @@ from otel_toolcall_eval.judge.questions import (
     question_data,
     score_of,
 )
+from otel_toolcall_eval.judge.redis_ledger import make_ledger
 from otel_toolcall_eval.judge.sampler import Sampler, trace_draw
 from otel_toolcall_eval.judge.verdicts import VerdictLog
 from otel_toolcall_eval.judge.worker import Worker
@@ -140,7 +141,7 @@ class Judge:
         self._needs_request = config.needs("request")
         self._needs_free_text = any(q.when == "free_text" or "free_text_arguments" in q.fields for q in self._questions)
         self._redact = Redactor(config.redact, redact)
-        self.ledger = Ledger(config.budget, clock)
+        self.ledger: Ledger = make_ledger(config.budget, clock)
         self.sampler = Sampler(config, self.ledger, clock)
         self._draw_seed = self.sampler.seed
         self._traces = _Traces(max_traces)

@@ -73,8 +73,13 @@ def _trace_state(text: str) -> TraceState | None:
     return TraceState.from_header([text]) if text else None
 
 
-def spans_from_request(message: trace_pb2.TracesData | ExportTraceServiceRequest) -> Iterator[ReadableSpan]:
-    """The spans of one message; a ``RecordError`` names the first invalid field (ids of the wrong length)."""
+def spans_from_request(
+    message: trace_pb2.TracesData | ExportTraceServiceRequest, invalid: list[str] | None = None
+) -> Iterator[ReadableSpan]:
+    """The spans of one message; a ``RecordError`` names the first invalid field (ids of the wrong length).
+
+    With ``invalid``, an invalid span is skipped and its error appended there instead (the scoring service's
+    OTLP partial success: the valid spans of a request are kept, the others counted and named)."""
     for i, rs in enumerate(message.resource_spans):
         resource = Resource(_attributes(rs.resource.attributes), rs.schema_url)
         for j, ss in enumerate(rs.scope_spans):
@@ -83,7 +88,10 @@ def spans_from_request(message: trace_pb2.TracesData | ExportTraceServiceRequest
                 try:
                     yield _span(span, resource, scope)
                 except RecordError as exc:
-                    raise exc.inside(f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]") from None
+                    located = exc.inside(f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]")
+                    if invalid is None:
+                        raise located from None
+                    invalid.append(str(located))
 
 
 def _id(value: bytes, size: int, field: str, *, optional: bool = False) -> int:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import zlib
 
 import orjson
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -26,6 +29,16 @@ class BadPayload(ValueError):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+def partial_success(invalid: list[str]) -> ExportTraceServiceResponse:
+    """The OTLP answer to a request some of whose spans were refused: how many, and the first reason (bounded)."""
+    response = ExportTraceServiceResponse()
+    if invalid:
+        response.partial_success.rejected_spans = len(invalid)
+        more = f" (and {len(invalid) - 1} more)" if len(invalid) > 1 else ""
+        response.partial_success.error_message = f"invalid spans refused: {invalid[0][:300]}{more}"
+    return response
 
 
 def media_type(content_type: str | None) -> str:
@@ -51,27 +64,37 @@ def decompress(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
     return out
 
 
-def _counted(message: ExportTraceServiceRequest | TracesData, max_spans: int) -> list[ReadableSpan]:
+def _counted(
+    message: ExportTraceServiceRequest | TracesData, max_spans: int, invalid: list[str] | None
+) -> list[ReadableSpan]:
     """The spans, once their number is known to fit the queue: a request the queue can never take is refused
-    before a Python object is built per span (retrying it would not help: 413 / INVALID_ARGUMENT)."""
+    before a Python object is built per span (retrying it would not help: 413 / INVALID_ARGUMENT).
+
+    With ``invalid``, invalid spans are skipped and described there (OTLP partial success); a request none of
+    whose spans is valid is still refused whole."""
     count = sum(len(ss.spans) for rs in message.resource_spans for ss in rs.scope_spans)
     if count > max_spans:
         raise BadPayload(f"{count} spans in one request; at most {max_spans} (serve.max_queue_spans)", 413)
-    return list(spans_from_request(message))
+    spans = list(spans_from_request(message, invalid))
+    if invalid and not spans:
+        raise BadPayload(f"no valid span: {invalid[0]}")
+    return spans
 
 
-def decode_spans(body: bytes, content_type: str | None, max_spans: int) -> list[ReadableSpan]:
+def decode_spans(
+    body: bytes, content_type: str | None, max_spans: int, invalid: list[str] | None = None
+) -> list[ReadableSpan]:
     kind = media_type(content_type)
     try:
         if kind == PROTOBUF:
             message = ExportTraceServiceRequest()
             message.ParseFromString(body)
-            return _counted(message, max_spans)
+            return _counted(message, max_spans, invalid)
         if kind == JSON:
             obj = orjson.loads(body)
             if not isinstance(obj, dict):
                 raise BadPayload("an OTLP JSON body is an object with resourceSpans")
-            return _counted(request_from_json(obj), max_spans)
+            return _counted(request_from_json(obj), max_spans, invalid)
     except BadPayload:
         raise
     except Exception as exc:  # noqa: BLE001 - protobuf, JSON and span errors alike mean a bad body
@@ -79,10 +102,12 @@ def decode_spans(body: bytes, content_type: str | None, max_spans: int) -> list[
     raise BadPayload(f"unsupported Content-Type {kind[:60]!r}: use {PROTOBUF} or {JSON}", 415)
 
 
-def spans_from_message(message: ExportTraceServiceRequest, max_spans: int) -> list[ReadableSpan]:
+def spans_from_message(
+    message: ExportTraceServiceRequest, max_spans: int, invalid: list[str] | None = None
+) -> list[ReadableSpan]:
     """The gRPC receiver's path (gRPC has decoded and decompressed the message already)."""
     try:
-        return _counted(message, max_spans)
+        return _counted(message, max_spans, invalid)
     except BadPayload:
         raise
     except Exception as exc:  # noqa: BLE001

@@ -3,7 +3,8 @@
 gRPC itself enforces the message size (``grpc.max_receive_message_length``: RESOURCE_EXHAUSTED) and the number
 of RPCs in progress (``maximum_concurrent_rpcs``: RESOURCE_EXHAUSTED) and decompresses gzip. A full queue or a
 service shutting down answers UNAVAILABLE with a ``RetryInfo`` (the OTLP exporters retry both, after the delay it
-gives); a bad token UNAUTHENTICATED; a message that does not decode to spans INVALID_ARGUMENT (not retried).
+gives); a bad token UNAUTHENTICATED; a message that does not decode to spans INVALID_ARGUMENT (not retried); invalid
+spans among valid ones are refused by OTLP partial success (``rejected_spans``), the others kept.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
     add_TraceServiceServicer_to_server,
 )
 
-from otel_toolcall_eval.serve.decode import BadPayload, spans_from_message
+from otel_toolcall_eval.serve.decode import BadPayload, partial_success, spans_from_message
 from otel_toolcall_eval.serve.intake import Admission, Intake
 
 
@@ -39,17 +40,18 @@ class _Servicer(TraceServiceServicer):
             if not intake.authorized(metadata.get("authorization")):
                 intake.reject("unauthenticated")
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+            invalid: list[str] = []
             try:
-                spans = spans_from_message(request, intake.queue.max_spans)
+                spans = spans_from_message(request, intake.queue.max_spans, invalid)
             except BadPayload as exc:
                 intake.reject("too_large" if exc.status == 413 else "bad_payload")
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            outcome = intake.admit(spans, "grpc")
+            outcome = intake.admit(spans, "grpc", invalid=len(invalid))
             if outcome is not Admission.ACCEPTED:
                 info = RetryInfo(retry_delay=Duration(seconds=intake.retry_after))
                 context.set_trailing_metadata((("google.rpc.retryinfo-bin", info.SerializeToString()),))
                 context.abort(grpc.StatusCode.UNAVAILABLE, f"{outcome.value}: retry later")
-            return ExportTraceServiceResponse()
+            return partial_success(invalid)  # empty unless some spans were refused
         finally:
             intake.end()
 

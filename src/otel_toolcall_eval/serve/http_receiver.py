@@ -2,7 +2,8 @@
 
 The standard library's threading server, bounded: at most ``max_concurrent_requests`` connections are served
 at once (the next is answered 503 with ``Retry-After`` without being read), a body needs a ``Content-Length``
-no larger than the maximum (else 411/413, unread), sockets time out when idle, and every answer to a valid but
+no larger than the maximum (else 411/413, unread) or comes chunked (as the OpenTelemetry JS exporters send it),
+read no further than the maximum; sockets time out when idle, and every answer to a valid but
 refused request is retryable per OTLP (429 for a full queue, 503 while shutting down). Errors carry a
 ``google.rpc.Status`` in the request's encoding, as the OTLP spec asks.
 """
@@ -20,9 +21,16 @@ from typing import Any
 import orjson
 from google.protobuf import json_format
 from google.rpc import status_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from otel_toolcall_eval.serve.decode import JSON, PROTOBUF, BadPayload, decode_spans, decompress, media_type
+from otel_toolcall_eval.serve.decode import (
+    JSON,
+    PROTOBUF,
+    BadPayload,
+    decode_spans,
+    decompress,
+    media_type,
+    partial_success,
+)
 from otel_toolcall_eval.serve.intake import Admission, Intake
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
@@ -65,42 +73,102 @@ class _Handler(BaseHTTPRequestHandler):
             intake.reject("unauthenticated")
             self._error(HTTPStatus.UNAUTHORIZED, "a valid bearer token is required", json)
             return
-        length = self._content_length()
-        if length is None:
+        body = self._body()
+        if body is None:
             return
-        body = self.rfile.read(length)
-        if len(body) < length:
-            self.close_connection = True
-            intake.reject("bad_payload")
-            self._error(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length", json)
-            return
+        invalid: list[str] = []
         try:
             spans = decode_spans(
                 decompress(body, self.headers.get("Content-Encoding"), intake.max_bytes),
                 self.headers.get("Content-Type"),
                 intake.queue.max_spans,
+                invalid,
             )
         except BadPayload as exc:
             intake.reject("too_large" if exc.status == 413 else "bad_payload")
             self._error(HTTPStatus(exc.status), str(exc), json)
             return
-        outcome = intake.admit(spans, "http")
+        outcome = intake.admit(spans, "http", invalid=len(invalid))
         if outcome is Admission.ACCEPTED:
-            response = ExportTraceServiceResponse()
-            self._send(HTTPStatus.OK, b"{}" if json else response.SerializeToString(), json)
+            response = partial_success(invalid)
+            if json:
+                payload = orjson.dumps(json_format.MessageToDict(response)) if invalid else b"{}"
+            else:
+                payload = response.SerializeToString()
+            self._send(HTTPStatus.OK, payload, json)
             return
         status = HTTPStatus.TOO_MANY_REQUESTS if outcome is Admission.FULL else HTTPStatus.SERVICE_UNAVAILABLE
         self._error(status, f"{outcome.value}: retry later", json, retry_after=intake.retry_after)
+
+    def _body(self) -> bytes | None:
+        """The request body, by Content-Length or chunked; ``None`` when refused (the answer is sent)."""
+        coding = self.headers.get("Transfer-Encoding")
+        if coding is None:
+            length = self._content_length()
+            if length is None:
+                return None
+            body = self.rfile.read(length)
+            if len(body) < length:
+                return self._refuse(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length")
+            return body
+        if coding.strip().lower() != "chunked":
+            return self._refuse(HTTPStatus.NOT_IMPLEMENTED, "only the chunked transfer coding is supported")
+        if self.headers.get("Content-Length") is not None:  # RFC 9112 6.3: a smuggling attempt, never both
+            return self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length and Transfer-Encoding together")
+        return self._chunked()
+
+    def _chunked(self) -> bytes | None:
+        """A chunked body (the OpenTelemetry JS exporters send one), read chunk by chunk: a chunk that would take
+        the body past ``max_message_bytes`` is refused before it is read, and every size or trailer line is
+        bounded, so an endless or lying sender costs at most the limit."""
+        limit = self.server.intake.max_bytes
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if len(line) > _MAX_LINE or not line.endswith(b"\n"):
+                return self._refuse(HTTPStatus.BAD_REQUEST, "bad chunk size line")
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                size = -1
+            if size < 0:
+                return self._refuse(HTTPStatus.BAD_REQUEST, "bad chunk size")
+            if size == 0:
+                break
+            total += size
+            if total > limit:
+                self.server.intake.reject("too_large")
+                return self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body exceeds {limit} bytes", counted=True)
+            chunk = self.rfile.read(size)
+            if len(chunk) < size or self.rfile.read(2) != b"\r\n":
+                return self._refuse(HTTPStatus.BAD_REQUEST, "chunked body cut short")
+            parts.append(chunk)
+        for _ in range(_MAX_TRAILERS + 1):  # trailer fields are read and ignored, up to the empty line
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if line in (b"\r\n", b"\n"):
+                return b"".join(parts)
+            if len(line) > _MAX_LINE or not line.endswith(b"\n"):
+                break
+        return self._refuse(HTTPStatus.BAD_REQUEST, "bad chunked trailer")
+
+    def _refuse(self, status: HTTPStatus, message: str, counted: bool = False) -> bytes | None:
+        """Answer a body that cannot be read with ``status`` and drop the connection (its framing is lost)."""
+        self.close_connection = True
+        if not counted:
+            self.server.intake.reject("bad_payload")
+        self._error(status, message, media_type(self.headers.get("Content-Type")) == JSON)
+        return None
 
     def _content_length(self) -> int | None:
         """The declared body size; answers 411/413/400 itself (and drops the connection) when it is unusable."""
         json = media_type(self.headers.get("Content-Type")) == JSON
         intake = self.server.intake
         raw = self.headers.get("Content-Length")
-        if raw is None or self.headers.get("Transfer-Encoding"):
+        if raw is None:
             self.close_connection = True
             intake.reject("bad_payload")
-            self._error(HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required", json)
+            self._error(HTTPStatus.LENGTH_REQUIRED, "a Content-Length or a chunked body is required", json)
             return None
         try:
             length = int(raw)
@@ -155,7 +223,10 @@ _GRPC_CODE = {
     HTTPStatus.UNSUPPORTED_MEDIA_TYPE: 3,
     HTTPStatus.TOO_MANY_REQUESTS: 14,  # UNAVAILABLE
     HTTPStatus.SERVICE_UNAVAILABLE: 14,
+    HTTPStatus.NOT_IMPLEMENTED: 12,  # UNIMPLEMENTED
 }
+_MAX_LINE = 1024  # a chunk-size or trailer line
+_MAX_TRAILERS = 32
 
 
 class _Server(ThreadingHTTPServer):

@@ -14,7 +14,7 @@ import time
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS, REJECTED_SPANS, ServeMetrics
-from otel_toolcall_eval.serve.pipeline import SpanQueue
+from otel_toolcall_eval.serve.pipeline import Arrivals, SpanQueue
 
 
 class Admission(enum.Enum):
@@ -25,9 +25,16 @@ class Admission(enum.Enum):
 
 class Intake:
     def __init__(
-        self, queue: SpanQueue, metrics: ServeMetrics, token: str | None, retry_after: int, max_bytes: int
+        self,
+        queue: SpanQueue,
+        metrics: ServeMetrics,
+        token: str | None,
+        retry_after: int,
+        max_bytes: int,
+        arrivals: Arrivals | None = None,
     ) -> None:
         self.queue = queue
+        self.arrivals = arrivals
         self.metrics = metrics
         self.retry_after = retry_after
         self.max_bytes = max_bytes
@@ -42,17 +49,31 @@ class Intake:
         given = (header or "").strip().encode("utf-8", "replace")
         return hmac.compare_digest(given, self._expected)
 
-    def admit(self, spans: list[ReadableSpan], protocol: str) -> Admission:
+    def admit(self, spans: list[ReadableSpan], protocol: str, invalid: int = 0) -> Admission:
+        """``invalid``: spans of the request refused as invalid (OTLP partial success), counted once it is taken."""
         if self.closing:
             outcome = Admission.CLOSING
-        elif not spans or self.queue.offer(spans):
+        elif not spans or self._offer(spans):
             self.metrics.add(RECEIVED, len(spans), protocol)
+            if invalid:
+                self.metrics.add(REJECTED_SPANS, invalid, "invalid")
             return Admission.ACCEPTED
         else:
             outcome = Admission.CLOSING if self.queue.closed else Admission.FULL
         self.metrics.add(REJECTED_SPANS, len(spans), outcome.value)
         self.reject(outcome.value)
         return outcome
+
+    def _offer(self, spans: list[ReadableSpan]) -> bool:
+        # stamped first: once queued, the scoring thread may export a span before ``offer`` returns
+        now = time.monotonic()
+        if self.arrivals is not None:
+            self.arrivals.stamp(spans, now)
+        if self.queue.offer(spans):
+            return True
+        if self.arrivals is not None:
+            self.arrivals.pop(spans)
+        return False
 
     def reject(self, reason: str) -> None:
         self.metrics.add(REJECTED_REQUESTS, 1, reason)

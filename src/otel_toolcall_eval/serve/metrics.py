@@ -23,13 +23,17 @@ EXPORTED: Final = "toolcall_eval.serve.spans.exported"
 REJECTED_SPANS: Final = "toolcall_eval.serve.spans.rejected"
 REJECTED_REQUESTS: Final = "toolcall_eval.serve.requests.rejected"
 QUEUE_SIZE: Final = "toolcall_eval.serve.queue.size"
+ADDED_LATENCY: Final = "toolcall_eval.serve.added_latency"
+# Seconds, the SDK's default histogram boundaries being milliseconds-sized: the service adds milliseconds
+# normally, seconds when a slow next hop backs the export queue up.
+LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 # name -> (label key, unit, description); the label's values are fixed strings chosen by the service
 _COUNTERS: Final = {
     RECEIVED: ("protocol", "{span}", "spans accepted into the scoring queue, by receiver (grpc, http)"),
     SCORED: ("", "{span}", "spans run through the processor"),
     EXPORTED: ("result", "{span}", "spans handed to the next hop, by result (ok, failed)"),
-    REJECTED_SPANS: ("reason", "{span}", "decoded spans refused with a retryable code (queue_full, shutting_down)"),
+    REJECTED_SPANS: ("reason", "{span}", "spans refused: retryable (queue_full, shutting_down) or invalid"),
     REJECTED_REQUESTS: ("reason", "{request}", "requests refused, by reason (bad_payload, too_large, queue_full ...)"),
 }
 
@@ -45,6 +49,15 @@ class ServeMetrics:
         meter.create_observable_gauge(
             QUEUE_SIZE, [self._observe_queue], unit="{span}", description="received spans waiting to be scored"
         )
+        self._latency = meter.create_histogram(
+            ADDED_LATENCY,
+            unit="s",
+            description="per span, from its request's arrival to the next hop's answer to its export",
+            explicit_bucket_boundaries_advisory=list(LATENCY_BUCKETS),
+        )
+
+    def latency(self, seconds: float) -> None:
+        self._latency.record(seconds)
 
     def add(self, name: str, amount: int, value: str = "") -> None:
         with self._lock:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -22,6 +22,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_toolcall_eval.replay.engine import end_order
 from otel_toolcall_eval.serve.metrics import EXPORTED, SCORED, ServeMetrics
+
+SpanKey = tuple[int, int]  # (trace id, span id): the scored copy the processor forwards keeps the context
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
 
@@ -74,6 +76,43 @@ class SpanQueue:
         return self._spans
 
 
+class Arrivals:
+    """When each accepted span arrived, until its export finishes: the service's added latency per span.
+
+    Bounded in entries (the queue, the export queue and a margin for spans the processor holds): past the bound the
+    oldest arrival is forgotten (a span lost or held that long is no latency sample worth the memory), so a sender
+    cannot grow it."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max = max_entries
+        self._lock = threading.Lock()
+        self._times: OrderedDict[SpanKey, float] = OrderedDict()
+
+    def stamp(self, spans: Sequence[ReadableSpan], now: float) -> None:
+        with self._lock:
+            times = self._times
+            for span in spans:
+                ctx = span.context
+                if ctx is not None:
+                    times[(ctx.trace_id, ctx.span_id)] = now
+            while len(times) > self._max:
+                times.popitem(last=False)
+
+    def pop(self, spans: Sequence[ReadableSpan]) -> list[float]:
+        with self._lock:
+            times = self._times
+            out = []
+            for span in spans:
+                ctx = span.context
+                t = None if ctx is None else times.pop((ctx.trace_id, ctx.span_id), None)
+                if t is not None:
+                    out.append(t)
+            return out
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+
 class _ExportWindow:
     """Spans handed to the BatchSpanProcessor and not yet reported by the exporter: at most ``limit``."""
 
@@ -112,10 +151,13 @@ class _ExportWindow:
 class CountingExporter(SpanExporter):
     """The real exporter, counting results and closing the export window as batches finish."""
 
-    def __init__(self, inner: SpanExporter, window: _ExportWindow, metrics: ServeMetrics) -> None:
+    def __init__(
+        self, inner: SpanExporter, window: _ExportWindow, metrics: ServeMetrics, arrivals: Arrivals | None = None
+    ) -> None:
         self._inner = inner
         self._window = window
         self._metrics = metrics
+        self._arrivals = arrivals
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result = SpanExportResult.FAILURE
@@ -126,6 +168,12 @@ class CountingExporter(SpanExporter):
         finally:
             ok = result is SpanExportResult.SUCCESS
             self._metrics.add(EXPORTED, len(spans), "ok" if ok else "failed")
+            if self._arrivals is not None:
+                arrived = self._arrivals.pop(spans)
+                if ok:
+                    now = time.monotonic()
+                    for t in arrived:
+                        self._metrics.latency(now - t)
             if not ok:
                 logger.warning("toolcall-eval serve: %d spans not accepted by the next hop", len(spans))
             self._window.release(len(spans))

@@ -24,7 +24,7 @@ from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
 from otel_toolcall_eval.serve.http_receiver import HttpReceiver
 from otel_toolcall_eval.serve.intake import Intake
 from otel_toolcall_eval.serve.metrics import EXPORTED, RECEIVED, SCORED, ServeMetrics
-from otel_toolcall_eval.serve.pipeline import CountingExporter, ScoringWorker, SpanQueue, _ExportWindow
+from otel_toolcall_eval.serve.pipeline import Arrivals, CountingExporter, ScoringWorker, SpanQueue, _ExportWindow
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
 
@@ -67,8 +67,10 @@ class Service:
         self._queue = SpanQueue(serve.max_queue_spans)
         self.metrics = ServeMetrics(meter_provider, queue_size=self._queue.__len__)
         window = _ExportWindow(serve.export.max_queue_spans)
+        # the queue, the export queue, and as much again for spans the processor holds (a trace's late spans)
+        self._arrivals = Arrivals(2 * (serve.max_queue_spans + serve.export.max_queue_spans))
         self._batch = BatchSpanProcessor(
-            CountingExporter(span_exporter, window, self.metrics),
+            CountingExporter(span_exporter, window, self.metrics, self._arrivals),
             max_queue_size=serve.export.max_queue_spans,
             max_export_batch_size=serve.export.max_batch_spans,
             schedule_delay_millis=serve.export.schedule_delay_millis,
@@ -79,7 +81,9 @@ class Service:
         self.processor = ToolCallEvalProcessor(self._batch, inline, meter_provider=meter_provider)
         self._window = window
         self._worker = ScoringWorker(self._queue, self.processor, window, self.metrics, serve.export.max_batch_spans)
-        self.intake = Intake(self._queue, self.metrics, token, serve.retry_after_seconds, serve.max_message_bytes)
+        self.intake = Intake(
+            self._queue, self.metrics, token, serve.retry_after_seconds, serve.max_message_bytes, self._arrivals
+        )
         self._http: HttpReceiver | None = None
         self._grpc: GrpcReceiver | None = None
         self._stopped: StopReport | None = None

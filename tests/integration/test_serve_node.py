@@ -1,0 +1,126 @@
+"""Real JS agents, run under Node, exporting OTLP to the scoring service: their tool spans reach the next hop
+scored like the Python frameworks' (the shared scenario of ``tests/framework_scenario.py``).
+
+The Node project is ``tests/integration/node/`` (package.json + package-lock.json; ``make node-deps`` / .ci/run
+run ``npm ci``). The agent is unchanged but for its two endpoints: the OTLP exporter points at the service
+(OTLP/HTTP protobuf, which the JS exporter sends chunked), the model client at the local fake of the OpenAI API
+(``scripted_openai``). The service exports to a real OTLP/gRPC receiver. Nothing talks to anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.serve import Service
+from otel_toolcall_eval.serve.decode import PROTOBUF, decode_spans
+from tests.framework_scenario import CALLS, Expected, _content, call, check, roots_with_verdict
+
+from .otlp_receiver import GrpcTraceReceiver
+from .scripted_openai import scripted_openai
+from .test_serve import wait_until
+
+pytestmark = pytest.mark.integration
+
+NODE_PROJECT = Path(__file__).parent / "node"
+
+
+def _node_ready() -> None:
+    missing = shutil.which("node") is None or not (NODE_PROJECT / "node_modules" / "ai").is_dir()
+    if missing:
+        if os.environ.get("CI"):
+            raise AssertionError("node or tests/integration/node/node_modules is missing (.ci/run runs make node-deps)")
+        pytest.skip("node and `make node-deps` (npm ci in tests/integration/node) are needed")
+
+
+@pytest.fixture
+def receiver() -> Iterator[GrpcTraceReceiver]:
+    rx = GrpcTraceReceiver()
+    yield rx
+    rx.close()
+
+
+@pytest.fixture
+def service(receiver: GrpcTraceReceiver) -> Iterator[Service]:
+    _node_ready()
+    serve = {"http_port": 0, "grpc_port": 0, "export": {"endpoint": receiver.endpoint, "schedule_delay_millis": 20}}
+    base = EvalConfig()
+    svc = Service(base.model_copy(update={"serve": type(base.serve).model_validate(serve)}))
+    svc.start()
+    yield svc
+    svc.stop(timeout=10)
+
+
+def run_node(script: str, service: Service, model_url: str, **env: str) -> dict[str, object]:
+    environment = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{service.http_port}/v1/traces",
+        "OPENAI_BASE_URL": model_url,
+        **env,
+    }
+    done = subprocess.run(
+        ["node", str(NODE_PROJECT / script)], env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def scored_spans(receiver: GrpcTraceReceiver) -> list[ReadableSpan]:
+    """What the next hop received, decoded back into spans (the service's own decoder)."""
+    return [
+        span for request in receiver.requests for span in decode_spans(request.SerializeToString(), PROTOBUF, 1_000_000)
+    ]
+
+
+def wait_for_root_verdict(receiver: GrpcTraceReceiver) -> list[ReadableSpan]:
+    wait_until(
+        lambda: any(A.TRACE_CORRECT in (s.attributes or {}) for s in scored_spans(receiver)), "the root's verdict"
+    )
+    return scored_spans(receiver)
+
+
+# Every call kind gets its verdict: valid calls pass; the Vercel AI SDK runs the bad enum unchecked (a JSON Schema
+# tool without a validator), which the schema check flags; the raising tool is an execution failure; the unknown
+# tool runs no span, and its request (on the model-call span) of a tool the model was not offered is counted.
+VERCEL = Expected(_content(True), correct=False, errors=2, unknown_tool_requests=1)
+# LegacyOpenTelemetry ends each model-call span (``ai.generateText.doGenerate``, which carries ``ai.prompt.tools``
+# and ``ai.response.toolCalls``) after the tool span it asked for: the first call is scored before any tool list
+# (``tool_known`` and the schema verdict absent; the root checks it against the list later,
+# ``trace.unlisted_calls`` 0), and each request arrives after its call ran (answered already, not unexecuted).
+VERCEL_LEGACY = Expected(
+    [("get_weather", call("success", parse_ok=True)), *_content(True)[1:]],
+    correct=False,
+    errors=2,
+    unknown_tool_requests=1,
+)
+
+
+@pytest.mark.parametrize("telemetry", ["otel", "legacy"])
+def test_vercel_ai_sdk_agent_is_scored_by_the_service(
+    telemetry: str, service: Service, receiver: GrpcTraceReceiver
+) -> None:
+    """``otel``: @ai-sdk/otel's OpenTelemetry integration (GenAI ``execute_tool`` spans, convention ``genai``);
+    ``legacy``: its LegacyOpenTelemetry (``ai.toolCall`` spans, convention ``vercel_ai``)."""
+    with scripted_openai() as model:
+        out = run_node("vercel_agent.mjs", service, model.base_url, TELEMETRY=telemetry)
+    assert out["steps"] == len(CALLS) + 1
+    spans = wait_for_root_verdict(receiver)
+    check(spans, VERCEL if telemetry == "otel" else VERCEL_LEGACY)
+    root = dict(roots_with_verdict(spans)[0].attributes or {})
+    assert root[A.TRACE_UNEXECUTED_CALLS] == 1  # book_flight, which runs no span
+    assert root.get(A.TRACE_UNLISTED_CALLS, 0) == 0
+    tool_spans = [s for s in spans if A.OUTCOME in (s.attributes or {})]
+    convention = "genai" if telemetry == "otel" else "vercel_ai"
+    assert {(s.attributes or {})[A.CONVENTION] for s in tool_spans} == {convention}
+    # one trace, every span exported once with its parent kept
+    assert len({s.context.trace_id for s in spans}) == 1
+    assert len({s.context.span_id for s in spans}) == len(spans)

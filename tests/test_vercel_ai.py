@@ -1,0 +1,75 @@
+"""The Vercel AI SDK's legacy span shape (``LegacyOpenTelemetry`` of @ai-sdk/otel, ai 7), as recorded by the real
+SDK under Node (tests/integration/test_serve_node.py runs it): ``ai.toolCall`` tool spans, and model-call spans
+(``ai.generateText.doGenerate``) that carry the tool definitions and the requested calls and end *after* the
+tool span their request caused."""
+
+from __future__ import annotations
+
+import json
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcall_eval import ToolCallEvalProcessor
+from otel_toolcall_eval import attributes as A
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city", "unit"],
+    },
+    "description": "Current weather in a city.",
+}
+
+
+def run() -> list[dict[str, object]]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter)))
+    tracer = provider.get_tracer("ai")
+    with tracer.start_as_current_span("ai.generateText", attributes={"ai.operationId": "ai.generateText"}):
+        steps = [
+            ("c1", "get_weather", {"city": "Paris", "unit": "celsius"}),
+            ("c2", "get_weather", {"city": "Oslo", "unit": "kelvin"}),
+            ("c3", "book_flight", {"to": "Oslo"}),  # not offered: the SDK runs no tool span for it
+        ]
+        for call_id, name, args in steps:
+            model_call = tracer.start_span(
+                "ai.generateText.doGenerate",
+                attributes={
+                    "ai.operationId": "ai.generateText.doGenerate",
+                    "ai.prompt.tools": [json.dumps(WEATHER)],
+                    "ai.response.toolCalls": json.dumps([{"toolCallId": call_id, "toolName": name, "input": args}]),
+                },
+            )
+            if name != "book_flight":
+                attrs = {
+                    "ai.operationId": "ai.toolCall",
+                    "ai.toolCall.name": name,
+                    "ai.toolCall.id": call_id,
+                    "ai.toolCall.args": json.dumps(args),
+                    "ai.toolCall.result": json.dumps(f"sunny in {args['city']}"),
+                }
+                tracer.start_span("ai.toolCall", attributes=attrs).end()
+            model_call.end()  # after the tool span it caused
+    provider.shutdown()
+    return [dict(s.attributes or {}) for s in exporter.get_finished_spans()]
+
+
+def test_legacy_spans_are_scored_and_late_requests_count_as_answered() -> None:
+    spans = run()
+    tools = [a for a in spans if A.OUTCOME in a]
+    assert [a[A.CONVENTION] for a in tools] == ["vercel_ai", "vercel_ai"]
+    assert [a[A.PARSE_OK] for a in tools] == [True, True]
+    # the first call ran before any tool list arrived; the second is checked against it
+    assert A.TOOL_KNOWN not in tools[0] and tools[1][A.TOOL_KNOWN] is True
+    assert tools[1][A.SCHEMA_VALID] is False and tools[1][A.OUTCOME] == "malformed_call"
+    root = next(a for a in spans if A.TRACE_CORRECT in a)
+    assert root[A.TRACE_TOOL_CALLS] == 2
+    assert root[A.TRACE_UNEXECUTED_CALLS] == 1  # only book_flight: the others' requests came after their calls ran
+    assert root[A.TRACE_UNKNOWN_TOOL_REQUESTS] == 1
+    assert root[A.TRACE_UNLISTED_CALLS] == 0

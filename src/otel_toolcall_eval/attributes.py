@@ -82,6 +82,7 @@ TRACE_RECOVERY_COUNTS: Final[dict[str, str]] = {
     c: PREFIX + "trace.recovery." + c
     for c in ("corrected_retry", "switched_tool", "handed_back", "repeated", "carried_on")
 }
+_ALL_FIVE: Final = " (the five recovery counts are written when a call failed)"
 _RECOVERY_MEANING: Final = {
     "corrected_retry": "the same tool called next with other arguments, and it succeeded",
     "switched_tool": "another tool called next",
@@ -149,13 +150,7 @@ TRACE_STATS_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     ),
     AttributeDoc(TRACE_FIRST_FAILURE_TOOL, "string", "local root span", "that call's tool"),
     *(
-        AttributeDoc(
-            name,
-            "int",
-            "local root span",
-            f"failed calls after which {_RECOVERY_MEANING[c]} (all five "
-            "recovery counts are written when a call failed)",
-        )  # fmt: skip
+        AttributeDoc(name, "int", "local root span", f"failed calls after which {_RECOVERY_MEANING[c]}{_ALL_FIVE}")
         for c, name in TRACE_RECOVERY_COUNTS.items()
     ),
     AttributeDoc(

@@ -374,7 +374,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 stats = state.stats
                 if stats is None:
                     stats = state.stats = TraceStats()
-                stats.on_model_call(attrs, bool(calls), self._prices)
+                stats.on_model_call(attrs, calls, self._prices)
             if calls:
                 limits = self.config.limits
                 state.add_turn(calls, limits.max_calls_per_trace)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +26,10 @@ from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
 from otel_toolcall_eval.engine import call_key
 from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolDefinition, call_digest
 
-# An LLM span recorded its output (so "no tool call requested" means it answered): one of these keys, or a key
-# under one of these prefixes. Without them (content capture off) a turn is no evidence of a hand-back.
-_OUTPUT_KEYS = ("gen_ai.output.messages", "output.value")
+# An LLM span recorded its output messages (so "no tool call requested" means it answered): one of these keys, or
+# a key under one of these prefixes. Not ``output.value``: OpenInference writes it for non-calls too (LlamaIndex's
+# preparation step) and as ``__REDACTED__`` when outputs are hidden. Without them a turn is no evidence.
+_OUTPUT_KEYS = ("gen_ai.output.messages",)
 _OUTPUT_PREFIXES = ("llm.output_messages.", "gen_ai.completion.")
 
 
@@ -51,13 +52,17 @@ class TraceStats:
     first_failure: tuple[int, str] | None = None  # (step, tool)
     unknown_steps: set[int] | None = None  # failed calls of tools the model invented (metric label ``_unknown``)
 
-    def on_model_call(self, attrs: Mapping[str, Any], requested_calls: bool, prices: Mapping[str, Price]) -> None:
+    def on_model_call(
+        self, attrs: Mapping[str, Any], requested: Sequence[tuple[str | None, str | None]], prices: Mapping[str, Price]
+    ) -> None:
+        """A model span: its usage, and, when a failed call waits, the turn as a reaction (``requested``: the
+        (call id, tool name) pairs it asked for)."""
         usage = model_usage(attrs)
         if usage is None:
             return
         self.cost.add_model_call(usage, prices)
-        if self.pending and (requested_calls or records_output(attrs)):
-            self._react(TurnStep(requested_calls))
+        if self.pending and (requested or records_output(attrs)):
+            self._react(TurnStep(tuple(name for _, name in requested)))
 
     def on_call(self, score: CallScore, seconds: float | None, max_entries: int) -> None:
         """Count one scored call: its latency (``seconds``, None: not recorded), whether it is the first failing

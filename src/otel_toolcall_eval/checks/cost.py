@@ -59,13 +59,21 @@ def _count(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
 
 
 def is_model_call(attrs: Mapping[str, Any]) -> bool:
-    """A span that is one model call (not an agent span summing its turns)."""
+    """A span that is one model call (not an agent span summing its turns). An OpenInference ``LLM`` span counts
+    when it recorded tokens or output messages: LlamaIndex also marks its ``_prepare_chat_with_tools`` step
+    ``LLM``, beside the real call, with neither."""
     op = attrs.get("gen_ai.operation.name")
     if op is not None:
         return op in MODEL_OPERATIONS
     kind = attrs.get("openinference.span.kind")
     if kind is not None:
-        return kind in ("LLM", "llm")
+        if kind not in ("LLM", "llm"):
+            return False
+        return (
+            "llm.token_count.prompt" in attrs
+            or "llm.token_count.completion" in attrs
+            or any(k.startswith("llm.output_messages.") for k in attrs)
+        )
     return attrs.get("llm.request.type") in ("chat", "completion")  # OpenLLMetry
 
 

@@ -10,9 +10,11 @@ The field asks of an agent not only whether a call failed but what came next. Fi
   failure); whether that was sensible is the LLM judge's error-handling question.
 
 Input is a plain sequence of steps in the order they ended: tool calls and model turns. A call of the same model
-turn (parallel batch) as the failed call is no reaction to it and is skipped; a model turn that requested tool
-calls is skipped too (the calls it requested follow as steps). Calls whose arguments were not recorded
-(``key`` None) are never "the same call": a same-tool call then counts as a changed retry.
+turn (parallel batch) as the failed call is no reaction to it and is skipped. A model turn that requested tool
+calls is the reaction when none of them is the failed tool (``switched_tool``, also when the framework then ran
+none of them, e.g. a tool it does not have); when one of them is, the call that follows decides (same or other
+arguments). Calls whose arguments were not recorded (``key`` None) are never "the same call": a same-tool call
+then counts as a changed retry.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ class CallStep(NamedTuple):
 
 
 class TurnStep(NamedTuple):
-    """A model turn; ``requested_calls``: it asked for tool calls (else it answered without a tool)."""
+    """A model turn whose output was recorded; ``requested``: the tools it asked for (empty: it answered without
+    a tool); a request whose tool name was not recorded is None."""
 
-    requested_calls: bool
+    requested: tuple[str | None, ...] = ()
 
 
 Step = CallStep | TurnStep
@@ -51,7 +54,7 @@ Step = CallStep | TurnStep
 def reacts_to(failed: CallStep, step: Step) -> bool:
     """Whether ``step`` is the agent's reaction to ``failed`` (else the classification looks further)."""
     if isinstance(step, TurnStep):
-        return not step.requested_calls
+        return not step.requested or (None not in step.requested and failed.name not in step.requested)
     return failed.batch is None or step.batch is None or step.batch != failed.batch
 
 
@@ -60,7 +63,7 @@ def classify_reaction(failed: CallStep, reaction: Step | None) -> str:
     if reaction is None:
         return CARRIED_ON
     if isinstance(reaction, TurnStep):
-        return HANDED_BACK
+        return SWITCHED_TOOL if reaction.requested else HANDED_BACK
     if reaction.name != failed.name:
         return SWITCHED_TOOL
     if failed.key is not None and reaction.key == failed.key:

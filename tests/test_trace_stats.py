@@ -296,3 +296,46 @@ def test_recorded_frameworks_get_their_numbers(name: str) -> None:
     assert (got["trace.model_calls"], got["trace.input_tokens"]) == (model_calls, input_tokens)
     assert got["trace.first_failure.step"] == first_step
     assert got["trace.recovery.classes"] == classes
+
+
+# --- offline: run files ------------------------------------------------------------------------------------
+def test_offline_recovery_per_case() -> None:
+    from tests.test_offline_metrics import ORDER_TOOLS, _case, _score
+
+    case = _case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
+    broken = {"name": "get_order", "arguments": '{"order_id": 12345'}  # does not parse: malformed
+    fixed = {"name": "get_order", "arguments": {"order_id": "12345"}}
+    assert list(_score(case, [broken, fixed]).recovery) == [CORRECTED_RETRY]
+    assert list(_score(case, [broken, broken, fixed]).recovery) == [REPEATED, CORRECTED_RETRY]
+    assert list(_score(case, [broken]).recovery) == [HANDED_BACK]  # the run ended with the agent's answer
+    assert list(_score(case, [broken], error="timeout").recovery) == [CARRIED_ON]  # every call counts as failed
+    assert list(_score(case, [fixed]).recovery) == []
+
+
+def test_offline_recovery_in_the_report(tmp_path: Any) -> None:
+    from otel_toolcall_eval.cli import main
+    from otel_toolcall_eval.dataset import template_cases, write_cases
+    from tests.test_offline_eval import GOOD, _run
+
+    dataset = tmp_path / "dataset.jsonl"
+    write_cases(dataset, template_cases())
+    runs = {
+        **GOOD,
+        "order-status": [
+            {"name": "get_order", "arguments": '{"order_id": 12345'},
+            {"name": "get_order", "arguments": '{"order_id": "12345"}'},
+        ],
+    }
+    out = tmp_path / "report.json"
+    main(["eval", "--dataset", str(dataset), "--runs", str(_run(tmp_path, runs)), "--json", str(out)])
+    report = json.loads(out.read_text())
+    cases = {c["id"]: c for c in report["cases"]}
+    assert cases["order-status"]["recovery"] == {CORRECTED_RETRY: 1}
+    assert cases["thanks"]["recovery"] == {}
+    assert report["summary"]["recovery"] == {
+        CORRECTED_RETRY: 1,
+        SWITCHED_TOOL: 0,
+        HANDED_BACK: 0,
+        REPEATED: 0,
+        CARRIED_ON: 0,
+    }

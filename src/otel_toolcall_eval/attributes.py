@@ -77,19 +77,21 @@ TRACE_FIRST_FAILURE_STEP: Final = PREFIX + "trace.first_failure.step"
 TRACE_FIRST_FAILURE_TOOL: Final = PREFIX + "trace.first_failure.tool"
 TRACE_RECOVERY_STEPS: Final = PREFIX + "trace.recovery.steps"
 TRACE_RECOVERY_CLASSES: Final = PREFIX + "trace.recovery.classes"
+TRACE_RECOVERY_CORRECTED_RETRY: Final = PREFIX + "trace.recovery.corrected_retry"
+TRACE_RECOVERY_SWITCHED_TOOL: Final = PREFIX + "trace.recovery.switched_tool"
+TRACE_RECOVERY_HANDED_BACK: Final = PREFIX + "trace.recovery.handed_back"
+TRACE_RECOVERY_REPEATED: Final = PREFIX + "trace.recovery.repeated"
+TRACE_RECOVERY_CARRIED_ON: Final = PREFIX + "trace.recovery.carried_on"
 # recovery class (checks.recovery) -> the root attribute counting it
 TRACE_RECOVERY_COUNTS: Final[dict[str, str]] = {
-    c: PREFIX + "trace.recovery." + c
-    for c in ("corrected_retry", "switched_tool", "handed_back", "repeated", "carried_on")
-}
-_ALL_FIVE: Final = " (the five recovery counts are written when a call failed)"
-_RECOVERY_MEANING: Final = {
-    "corrected_retry": "the same tool called next with other arguments, and it succeeded",
-    "switched_tool": "another tool called next",
-    "handed_back": "the next model turn answered without a tool (its output recorded)",
-    "repeated": "the same call (tool and normalised arguments) made again",
-    "carried_on": "anything else: a changed retry that failed too, or nothing recorded after it (the judge's "
-    "error-handling question covers it)",
+    name[len(PREFIX + "trace.recovery.") :]: name
+    for name in (
+        TRACE_RECOVERY_CORRECTED_RETRY,
+        TRACE_RECOVERY_SWITCHED_TOOL,
+        TRACE_RECOVERY_HANDED_BACK,
+        TRACE_RECOVERY_REPEATED,
+        TRACE_RECOVERY_CARRIED_ON,
+    )
 }
 
 TRACE_STATS_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
@@ -149,9 +151,35 @@ TRACE_STATS_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "the root cause: step of the first call that failed or was not correct (absent when none)",
     ),
     AttributeDoc(TRACE_FIRST_FAILURE_TOOL, "string", "local root span", "that call's tool"),
-    *(
-        AttributeDoc(name, "int", "local root span", f"failed calls after which {_RECOVERY_MEANING[c]}{_ALL_FIVE}")
-        for c, name in TRACE_RECOVERY_COUNTS.items()
+    AttributeDoc(
+        TRACE_RECOVERY_CORRECTED_RETRY,
+        "int",
+        "local root span",
+        "failed calls after which the same tool was called next with other arguments, and it succeeded; the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_SWITCHED_TOOL,
+        "int",
+        "local root span",
+        "failed calls after which another tool was called (or asked for) next; the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_HANDED_BACK,
+        "int",
+        "local root span",
+        "failed calls after which the next model turn answered without a tool (its output messages recorded); the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_REPEATED,
+        "int",
+        "local root span",
+        "failed calls after which the same call (tool and normalised arguments) was made again; the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_CARRIED_ON,
+        "int",
+        "local root span",
+        "failed calls after which none of the above followed (a changed retry that failed too, or nothing recorded; the judge's error-handling question covers these); the five recovery counts are written when a call failed",
     ),
     AttributeDoc(
         TRACE_RECOVERY_STEPS,

@@ -339,3 +339,20 @@ def test_offline_recovery_in_the_report(tmp_path: Any) -> None:
         REPEATED: 0,
         CARRIED_ON: 0,
     }
+
+
+def test_histograms_can_be_turned_off_and_the_root_keeps_its_numbers() -> None:
+    p = make_pipeline(EvalConfig.from_dict({**PRICED, "metrics": {"histograms": False}}))
+    t = p.tracer
+    with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
+        tool_span(t, "get_weather", {"city": "X"}, call_id="c1", error=RuntimeError("down"))
+        _chat(t, answer="sorry")
+    root = scores(p.one("invoke_agent"))
+    assert root["trace.cost"] > 0 and root["trace.tool_latency.total"] > 0
+    assert root["trace.recovery.classes"] == [HANDED_BACK]
+    assert p.metric_points("toolcall_eval.tool.latency") == []
+    assert p.metric_points("toolcall_eval.trace.cost") == []
+    assert p.metric_sum("toolcall_eval.recoveries", tool="get_weather") == 1  # counters still count
+    with pytest.raises(ConfigError, match=r"metrics\.histogram: unknown key"):
+        EvalConfig.from_dict({"metrics": {"histogram": False}})

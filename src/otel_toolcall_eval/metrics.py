@@ -408,10 +408,16 @@ class EvalMetrics:
         attributes: dict[str, Any],
         recoveries: Iterable[tuple[str | None, str]],
         currency: str | None,
+        *,
+        histograms: bool = True,
     ) -> None:
-        """The per-trace histograms, read from the root attributes ``trace_stats.root_attributes`` made, and the
-        recoveries as (tool label or None, class)."""
+        """The recoveries as (tool label or None, class), and (``histograms``) the per-trace histograms, read from
+        the root attributes ``trace_stats.root_attributes`` made."""
         stats = self._instruments.stats
+        for tool, cls in recoveries:
+            stats.recoveries.add((self._name_label(tool), cls))
+        if not histograms:
+            return
         model_calls = attributes.get(A.TRACE_MODEL_CALLS)
         if model_calls:
             stats.model_calls.record(model_calls)
@@ -426,8 +432,6 @@ class EvalMetrics:
         rate = attributes.get(A.TRACE_TOOL_ERROR_RATE)
         if rate is not None:
             stats.error_rate.record(rate)
-        for tool, cls in recoveries:
-            stats.recoveries.add((self._name_label(tool), cls))
 
     def record_tool_list_change(self, service: str) -> None:
         if service not in self._services:

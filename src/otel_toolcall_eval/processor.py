@@ -188,6 +188,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._prices = self.config.pricing.table()
         self._currency = self.config.pricing.currency if self._prices else None
         self._tool_lists = ToolListChanges()
+        self._histograms = self.config.metrics.histograms
         self._shutdown = False
         self._downstream = _FanOut(processors, self._log)
         self._forward = self._downstream.on_end
@@ -344,7 +345,7 @@ class ToolCallEvalProcessor(SpanProcessor):
             same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
             return self._finish_trace(trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
         self.metrics.record_call(score)
-        if seconds is not None:
+        if seconds is not None and self._histograms:
             self.metrics.record_tool_latency(score, seconds)
         extra = call_attributes(score, record.convention)
         if self.judge is not None:
@@ -419,7 +420,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         stats = state.stats
         decided = (stats.recoveries or []) if stats is not None else []
         labels = [(stats.metric_label(step, tool), cls) for step, tool, cls in decided] if stats is not None else []
-        self.metrics.record_trace_stats(stats_attributes, labels, self._currency)
+        self.metrics.record_trace_stats(stats_attributes, labels, self._currency, histograms=self._histograms)
         fingerprint = stats_attributes.get(A.TRACE_TOOL_LIST_FINGERPRINT)
         if root is None or fingerprint is None:
             return

@@ -30,8 +30,8 @@ from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
 from otel_toolcall_eval.config.imports import import_object
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig
-from otel_toolcall_eval.config.pricing import Pricing
 from otel_toolcall_eval.config.serve import ServeConfig
+from otel_toolcall_eval.config.trace_stats import MetricsConfig, Pricing
 from otel_toolcall_eval.errors import ToolcallEvalError
 from otel_toolcall_eval.records import ToolDefinition
 
@@ -253,6 +253,7 @@ class EvalConfig(_Strict):
     serve: ServeConfig = Field(default_factory=ServeConfig, description="the scoring service (docs/serve.md)")
     # --- trace cost (issue 18) ---
     pricing: Pricing = Field(default_factory=Pricing, description="price per model, per 1M tokens (trace cost)")
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the cost and latency histograms")
 
     _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
     _policy: P.Policy | None = PrivateAttr(default=None)

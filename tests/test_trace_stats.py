@@ -356,3 +356,17 @@ def test_histograms_can_be_turned_off_and_the_root_keeps_its_numbers() -> None:
     assert p.metric_sum("toolcall_eval.recoveries", tool="get_weather") == 1  # counters still count
     with pytest.raises(ConfigError, match=r"metrics\.histogram: unknown key"):
         EvalConfig.from_dict({"metrics": {"histogram": False}})
+
+
+def test_the_terminal_summary_counts_recoveries() -> None:
+    from otel_toolcall_eval.summary import SummaryExporter
+
+    p = make_pipeline()
+    t = p.tracer
+    with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
+        tool_span(t, "get_weather", {"city": "X"}, call_id="c1", error=RuntimeError("down"))
+        _chat(t, answer="sorry")
+    summary = SummaryExporter()
+    summary.export(p.spans())
+    assert summary.recoveries == {HANDED_BACK: 1}

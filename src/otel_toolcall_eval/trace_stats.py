@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from otel_toolcall_eval import _fork
@@ -46,7 +46,10 @@ def is_failing_step(score: CallScore) -> bool:
 
 @dataclass(slots=True)
 class TraceStats:
-    cost: TraceCost = field(default_factory=TraceCost)
+    cost: TraceCost | None = None  # made for the first model call
+    tool_latency_total: float = 0.0  # seconds, over the timed tool calls
+    tool_latency_max: float = 0.0
+    timed_calls: int = 0
     pending: list[CallStep] | None = None  # failed calls waiting for the agent's reaction
     recoveries: list[tuple[int, str, str]] | None = None  # (step, tool, class), in order of decision
     first_failure: tuple[int, str] | None = None  # (step, tool)
@@ -60,7 +63,10 @@ class TraceStats:
         usage = model_usage(attrs)
         if usage is None:
             return
-        self.cost.add_model_call(usage, prices)
+        cost = self.cost
+        if cost is None:
+            cost = self.cost = TraceCost()
+        cost.add_model_call(usage, prices)
         if self.pending and (requested or records_output(attrs)):
             self._react(TurnStep(tuple(name for _, name in requested)))
 
@@ -69,7 +75,10 @@ class TraceStats:
         step, and the recovery it decides (of earlier failed calls) or waits for (a failed call, at most
         ``max_entries`` per trace)."""
         if seconds is not None:
-            self.cost.add_tool_latency(seconds)
+            self.timed_calls += 1
+            self.tool_latency_total += seconds
+            if seconds > self.tool_latency_max:
+                self.tool_latency_max = seconds
         failing = is_failing_step(score)
         if failing and self.first_failure is None:
             self.first_failure = (score.step, score.name)
@@ -147,16 +156,16 @@ def root_attributes(
     if stats is None:
         return out
     cost = stats.cost
-    if cost.model_calls:
+    if cost is not None and cost.model_calls:
         out[A.TRACE_MODEL_CALLS] = cost.model_calls
         out[A.TRACE_INPUT_TOKENS] = cost.input_tokens
         out[A.TRACE_OUTPUT_TOKENS] = cost.output_tokens
         if priced:
             out[A.TRACE_COST] = cost.cost
             out[A.TRACE_UNPRICED_MODEL_CALLS] = cost.unpriced_calls
-    if cost.timed_calls:
-        out[A.TRACE_TOOL_LATENCY_TOTAL] = cost.tool_latency_total
-        out[A.TRACE_TOOL_LATENCY_MAX] = cost.tool_latency_max
+    if stats.timed_calls:
+        out[A.TRACE_TOOL_LATENCY_TOTAL] = stats.tool_latency_total
+        out[A.TRACE_TOOL_LATENCY_MAX] = stats.tool_latency_max
     if stats.first_failure is not None:
         out[A.TRACE_FIRST_FAILURE_STEP], out[A.TRACE_FIRST_FAILURE_TOOL] = stats.first_failure
     decided = stats.recoveries if stats.pending is None else stats.close()

@@ -102,16 +102,14 @@ def price_for(prices: Mapping[str, Price], model: str | None) -> Price | None:
 
 @dataclass(slots=True)
 class TraceCost:
-    """Running totals of one trace (bounded: a few numbers, whatever its length)."""
+    """Running model-call totals of one trace (bounded: a few numbers, whatever its length); made for the trace's
+    first model call only, so a trace without one pays nothing."""
 
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
     unpriced_calls: int = 0  # model calls whose model has no price (or that recorded no model)
-    tool_latency_total: float = 0.0  # seconds
-    tool_latency_max: float = 0.0
-    timed_calls: int = 0
 
     def add_model_call(self, usage: ModelUsage, prices: Mapping[str, Price]) -> None:
         self.model_calls += 1
@@ -124,12 +122,6 @@ class TraceCost:
             self.unpriced_calls += 1
         else:
             self.cost += (tokens_in * price.input_per_million + tokens_out * price.output_per_million) / 1e6
-
-    def add_tool_latency(self, seconds: float) -> None:
-        self.timed_calls += 1
-        self.tool_latency_total += seconds
-        if seconds > self.tool_latency_max:
-            self.tool_latency_max = seconds
 
 
 def tool_latency(start_ns: int | None, end_ns: int | None) -> float | None:

@@ -135,7 +135,10 @@ def _digest(score: CallScore) -> bytes | None:
     """The call's normalised form as a digest; None when its arguments were not recorded (never "the same")."""
     if score.parse_status is ParseStatus.ABSENT:
         return None
-    return call_digest(call_key(score))
+    try:
+        return call_digest(call_key(score))
+    except RecursionError:  # a raw (unparsed) value nested too deeply to print: cannot be compared
+        return None
 
 
 def root_attributes(

@@ -214,19 +214,21 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     return result
 
 
+def _key(score: CallScore) -> str | None:
+    """The call's normalised form; None (never "the same call") when its arguments were not recorded, or are a raw
+    value nested too deeply to print."""
+    if score.parse_status is ParseStatus.ABSENT:
+        return None
+    try:
+        return call_key(score)
+    except RecursionError:
+        return None
+
+
 def recovery_classes(checks: Sequence[CallScore], answered: bool) -> list[str]:
     """The recovery class of each failed call of one run line (``answered``: the run ended with the agent's
     answer, a hand-back after the last call)."""
-    steps: list[Step] = [
-        CallStep(
-            c.name,
-            None if c.parse_status is ParseStatus.ABSENT else call_key(c),
-            c.outcome is not Outcome.SUCCESS,
-            c.step,
-            c.batch,
-        )
-        for c in checks
-    ]
+    steps: list[Step] = [CallStep(c.name, _key(c), c.outcome is not Outcome.SUCCESS, c.step, c.batch) for c in checks]
     if answered:
         steps.append(TurnStep())
     return [cls for _, cls in classify_recoveries(steps)]

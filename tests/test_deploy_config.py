@@ -130,6 +130,19 @@ def emitted() -> dict[str, set[str]]:
         metrics.record_queue_wait()
         queue = _Sized(3)  # anything with a length: what a background queue reports
         metrics.watch_queue(queue)
+        from otel_toolcall_eval import attributes as A
+
+        metrics.record_tool_latency(CallScore(name="send_email", step=1, outcome=Outcome.SUCCESS), 0.2)
+        stats = {
+            A.TRACE_MODEL_CALLS: 2,
+            A.TRACE_INPUT_TOKENS: 100,
+            A.TRACE_OUTPUT_TOKENS: 20,
+            A.TRACE_COST: 0.001,
+            A.TRACE_TOOL_LATENCY_TOTAL: 0.2,
+            A.TRACE_TOOL_ERROR_RATE: 0.5,
+        }
+        metrics.record_trace_stats(stats, [("send_email", "corrected_retry")], "USD")
+        metrics.record_tool_list_change("travel")
         text = generate_latest(registry).decode()
     finally:
         provider.shutdown()

@@ -62,6 +62,135 @@ TRACE_VERDICT: Final = (
     TRACE_COMPOSITE_OK,
 )
 
+# --- cost, latency, recovery, root cause and the tool list, on the local root span (issue 18; trace_stats) ----
+TRACE_MODEL_CALLS: Final = PREFIX + "trace.model_calls"
+TRACE_INPUT_TOKENS: Final = PREFIX + "trace.input_tokens"
+TRACE_OUTPUT_TOKENS: Final = PREFIX + "trace.output_tokens"
+TRACE_COST: Final = PREFIX + "trace.cost"
+TRACE_UNPRICED_MODEL_CALLS: Final = PREFIX + "trace.unpriced_model_calls"
+TRACE_TOOL_LATENCY_TOTAL: Final = PREFIX + "trace.tool_latency.total"
+TRACE_TOOL_LATENCY_MAX: Final = PREFIX + "trace.tool_latency.max"
+TRACE_TOOL_ERROR_RATE: Final = PREFIX + "trace.tool_error_rate"
+TRACE_TOOL_LIST_FINGERPRINT: Final = PREFIX + "trace.tool_list.fingerprint"
+TRACE_TOOL_LIST_COUNT: Final = PREFIX + "trace.tool_list.count"
+TRACE_FIRST_FAILURE_STEP: Final = PREFIX + "trace.first_failure.step"
+TRACE_FIRST_FAILURE_TOOL: Final = PREFIX + "trace.first_failure.tool"
+TRACE_RECOVERY_STEPS: Final = PREFIX + "trace.recovery.steps"
+TRACE_RECOVERY_CLASSES: Final = PREFIX + "trace.recovery.classes"
+TRACE_RECOVERY_CORRECTED_RETRY: Final = PREFIX + "trace.recovery.corrected_retry"
+TRACE_RECOVERY_SWITCHED_TOOL: Final = PREFIX + "trace.recovery.switched_tool"
+TRACE_RECOVERY_HANDED_BACK: Final = PREFIX + "trace.recovery.handed_back"
+TRACE_RECOVERY_REPEATED: Final = PREFIX + "trace.recovery.repeated"
+TRACE_RECOVERY_CARRIED_ON: Final = PREFIX + "trace.recovery.carried_on"
+# recovery class (checks.recovery) -> the root attribute counting it
+TRACE_RECOVERY_COUNTS: Final[dict[str, str]] = {
+    name[len(PREFIX + "trace.recovery.") :]: name
+    for name in (
+        TRACE_RECOVERY_CORRECTED_RETRY,
+        TRACE_RECOVERY_SWITCHED_TOOL,
+        TRACE_RECOVERY_HANDED_BACK,
+        TRACE_RECOVERY_REPEATED,
+        TRACE_RECOVERY_CARRIED_ON,
+    )
+}
+
+TRACE_STATS_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
+    AttributeDoc(
+        TRACE_MODEL_CALLS,
+        "int",
+        "local root span",
+        "model calls in the trace (chat / LLM spans; agent spans, which repeat their turns' sums, are not counted); "
+        "absent when none was seen",
+    ),
+    AttributeDoc(
+        TRACE_INPUT_TOKENS,
+        "int",
+        "local root span",
+        "input tokens of those calls (`gen_ai.usage.input_tokens`, else `gen_ai.usage.prompt_tokens`, else "
+        "`llm.token_count.prompt`)",
+    ),
+    AttributeDoc(
+        TRACE_OUTPUT_TOKENS,
+        "int",
+        "local root span",
+        "output tokens (`gen_ai.usage.output_tokens`, else `gen_ai.usage.completion_tokens`, else "
+        "`llm.token_count.completion`)",
+    ),
+    AttributeDoc(
+        TRACE_COST,
+        "double",
+        "local root span",
+        "what the model calls cost by `pricing.models` (per 1M tokens, in `pricing.currency`); priced calls only; "
+        "absent without a price table",
+    ),
+    AttributeDoc(
+        TRACE_UNPRICED_MODEL_CALLS,
+        "int",
+        "local root span",
+        "model calls whose model has no price in `pricing.models` (or recorded no model): not in `trace.cost`",
+    ),
+    AttributeDoc(TRACE_TOOL_LATENCY_TOTAL, "double", "local root span", "tool spans' durations summed, in seconds"),
+    AttributeDoc(TRACE_TOOL_LATENCY_MAX, "double", "local root span", "the longest tool span, in seconds"),
+    AttributeDoc(
+        TRACE_TOOL_ERROR_RATE, "double", "local root span", "`trace.errors / trace.tool_calls` (absent without calls)"
+    ),
+    AttributeDoc(
+        TRACE_TOOL_LIST_FINGERPRINT,
+        "string",
+        "local root span",
+        "16 hex digits of BLAKE2b over the offered tools sorted by name, each its name and canonical parameter "
+        "schema (descriptions left out): a changed fingerprint means a tool appeared, vanished or changed its schema",
+    ),
+    AttributeDoc(
+        TRACE_TOOL_LIST_COUNT, "int", "local root span", "tools offered to the model in the trace (all turns, union)"
+    ),
+    AttributeDoc(
+        TRACE_FIRST_FAILURE_STEP,
+        "int",
+        "local root span",
+        "the root cause: step of the first call that failed or was not correct (absent when none)",
+    ),
+    AttributeDoc(TRACE_FIRST_FAILURE_TOOL, "string", "local root span", "that call's tool"),
+    AttributeDoc(
+        TRACE_RECOVERY_CORRECTED_RETRY,
+        "int",
+        "local root span",
+        "failed calls after which the same tool was called next with other arguments, and it succeeded; the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_SWITCHED_TOOL,
+        "int",
+        "local root span",
+        "failed calls after which another tool was called (or asked for) next; the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_HANDED_BACK,
+        "int",
+        "local root span",
+        "failed calls after which the next model turn answered without a tool (its output messages recorded); the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_REPEATED,
+        "int",
+        "local root span",
+        "failed calls after which the same call (tool and normalised arguments) was made again; the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_CARRIED_ON,
+        "int",
+        "local root span",
+        "failed calls after which none of the above followed (a changed retry that failed too, or nothing recorded; the judge's error-handling question covers these); the five recovery counts are written when a call failed",
+    ),
+    AttributeDoc(
+        TRACE_RECOVERY_STEPS,
+        "int[]",
+        "local root span",
+        "the failed calls' steps, in order; `trace.recovery.classes` holds each one's class at the same index "
+        "(the class is decided after the failed span was exported, so it is written here)",
+    ),
+    AttributeDoc(TRACE_RECOVERY_CLASSES, "string[]", "local root span", "the recovery class of each of those steps"),
+)
+
 SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     AttributeDoc(
         CONVENTION,
@@ -197,6 +326,7 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "local root span",
         "`trace.correct` AND NOT `trace.over_budget` AND `trace.errors == 0`",
     ),
+    *TRACE_STATS_ATTRIBUTES,
 )
 
 # --- attributes read from instrumentations (not written) ----------------------------------------

@@ -21,6 +21,7 @@ from opentelemetry import metrics as metrics_api
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
 from otel_toolcall_eval import _fork
+from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, TraceVerdict
 
@@ -47,6 +48,113 @@ QUEUE_SIZE: Final = "toolcall_eval.queue.size"
 COVERAGE_CALLS: Final = "toolcall_eval.coverage.calls"
 COVERAGE_MISSING: Final = "toolcall_eval.coverage.missing"
 MISSING_PARTS: Final = ("arguments", "schema", "result")  # the ``missing`` label's values
+
+# --- cost, latency, recovery and the tool list (issue 18; trace_stats) ---------------------------------------
+TRACE_MODEL_CALLS: Final = "toolcall_eval.trace.model_calls"
+TRACE_TOKENS: Final = "toolcall_eval.trace.tokens"
+TRACE_COST: Final = "toolcall_eval.trace.cost"
+TRACE_TOOL_LATENCY: Final = "toolcall_eval.trace.tool_latency"
+TRACE_TOOL_ERROR_RATE: Final = "toolcall_eval.trace.tool_error_rate"
+TOOL_LATENCY: Final = "toolcall_eval.tool.latency"
+RECOVERIES: Final = "toolcall_eval.recoveries"
+TOOL_LIST_CHANGES: Final = "toolcall_eval.tool_list.changes"
+MAX_SOURCE_LABELS: Final = 200  # services (with agents) as a label; past this `_other`
+_LATENCY_BUCKETS: Final = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+
+TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
+    MetricDoc(
+        TRACE_MODEL_CALLS,
+        "histogram",
+        "{call}",
+        "-",
+        "toolcall_eval_trace_model_calls_bucket",
+        "model calls per finished trace (traces with at least one)",
+    ),
+    MetricDoc(
+        TRACE_TOKENS,
+        "histogram",
+        "{token}",
+        "`type`",
+        "toolcall_eval_trace_tokens_bucket",
+        "tokens per finished trace, by `type` (`input` or `output`)",
+    ),
+    MetricDoc(
+        TRACE_COST,
+        "histogram",
+        "{cost}",
+        "`currency`",
+        "toolcall_eval_trace_cost_bucket",
+        "cost per finished trace from `pricing.models` (only with a price table)",
+    ),
+    MetricDoc(
+        TRACE_TOOL_LATENCY,
+        "histogram",
+        "s",
+        "-",
+        "toolcall_eval_trace_tool_latency_seconds_bucket",
+        "tool time per finished trace (tool spans' durations summed)",
+    ),
+    MetricDoc(
+        TRACE_TOOL_ERROR_RATE,
+        "histogram",
+        "1",
+        "-",
+        "toolcall_eval_trace_tool_error_rate_bucket",
+        "share of a finished trace's tool calls that did not succeed",
+    ),
+    MetricDoc(
+        TOOL_LATENCY,
+        "histogram",
+        "s",
+        "`tool`",
+        "toolcall_eval_tool_latency_seconds_bucket",
+        "duration of each tool call",
+    ),
+    MetricDoc(
+        RECOVERIES,
+        "counter",
+        "{call}",
+        "`tool`, `class`",
+        "toolcall_eval_recoveries_total",
+        "failed calls by what the agent did next: `corrected_retry`, `switched_tool`, `handed_back`, `repeated`, "
+        "`carried_on` (counted when the trace finishes)",
+    ),
+    MetricDoc(
+        TOOL_LIST_CHANGES,
+        "counter",
+        "{trace}",
+        "`service`",
+        "toolcall_eval_tool_list_changes_total",
+        "traces whose tool-list fingerprint differs from the previous trace's of the same service and agent "
+        "(`gen_ai.agent.name`): a tool an MCP server stopped advertising shows here",
+    ),
+)
+
+
+class _StatsInstruments:
+    """The instruments of ``TRACE_STATS_METRICS`` (one set per meter, beside ``_Instruments``)."""
+
+    def __init__(self, meter: Meter) -> None:
+        docs = {d.name: d for d in TRACE_STATS_METRICS}
+        self.recoveries = _Tally(("tool", "class"))
+        self.tool_list_changes = _Tally(("service",))
+        for name, tally in ((RECOVERIES, self.recoveries), (TOOL_LIST_CHANGES, self.tool_list_changes)):
+            doc = docs[name]
+            meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
+
+        def histogram(name: str, buckets: list[float]) -> Any:
+            doc = docs[name]
+            return meter.create_histogram(
+                name, unit=doc.unit, description=doc.meaning, explicit_bucket_boundaries_advisory=buckets
+            )
+
+        self.model_calls = histogram(TRACE_MODEL_CALLS, [0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 100])
+        self.tokens = histogram(TRACE_TOKENS, [100, 300, 1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6])
+        self.cost = histogram(TRACE_COST, [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10])
+        self.trace_latency = histogram(TRACE_TOOL_LATENCY, _LATENCY_BUCKETS)
+        self.error_rate = histogram(TRACE_TOOL_ERROR_RATE, [0, 0.1, 0.25, 0.5, 0.75, 0.99, 1])
+        self.tool_latency = histogram(TOOL_LATENCY, _LATENCY_BUCKETS)
+
 
 METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
@@ -132,6 +240,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "`result` (a successful "
         "call with no recorded result); `otel-toolcall-eval doctor` names the setting that records it",
     ),
+    *TRACE_STATS_METRICS,
 )
 
 
@@ -212,6 +321,7 @@ class _Instruments:
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
         self.queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the background queues of processors on this meter
+        self.stats = _StatsInstruments(meter)  # issue 18: cost, latency, recovery, tool list
         for doc, tally in (
             (METRICS[0], self.calls),
             (METRICS[1], self.violations),
@@ -273,6 +383,7 @@ class EvalMetrics:
         meter = (meter_provider or metrics_api.get_meter_provider()).get_meter("otel_toolcall_eval", __version__)
         self._instruments = _instruments(meter)
         self._tools: set[str] = set()
+        self._services: set[str] = set()  # issue 18: `service` labels of toolcall_eval.tool_list.changes
         self._lock = threading.Lock()
         _fork.reinit_after_fork(self)
 
@@ -351,3 +462,58 @@ class EvalMetrics:
     def watch_queue(self, queue: Any) -> None:
         """Report ``len(queue)`` as ``toolcall_eval.queue.size`` (summed over the processors on this meter)."""
         self._instruments.queues.add(queue)
+
+    # --- cost, latency, recovery and the tool list (issue 18) ---------------------------------------------
+    def _name_label(self, name: str | None) -> str:
+        """``_tool_label`` for a bare name (None: a tool the model invented)."""
+        if name is None:
+            return "_unknown"
+        if name in self._tools:
+            return name
+        with self._lock:
+            if len(self._tools) >= MAX_TOOL_LABELS:
+                return "_other"
+            self._tools.add(name)
+        return name
+
+    def record_tool_latency(self, score: CallScore, seconds: float) -> None:
+        self._instruments.stats.tool_latency.record(seconds, {"tool": self._tool_label(score)})
+
+    def record_trace_stats(
+        self,
+        attributes: dict[str, Any],
+        recoveries: Iterable[tuple[str | None, str]],
+        currency: str | None,
+        *,
+        histograms: bool = True,
+    ) -> None:
+        """The recoveries as (tool label or None, class), and (``histograms``) the per-trace histograms, read from
+        the root attributes ``trace_stats.root_attributes`` made."""
+        stats = self._instruments.stats
+        for tool, cls in recoveries:
+            stats.recoveries.add((self._name_label(tool), cls))
+        if not histograms:
+            return
+        model_calls = attributes.get(A.TRACE_MODEL_CALLS)
+        if model_calls:
+            stats.model_calls.record(model_calls)
+            stats.tokens.record(attributes[A.TRACE_INPUT_TOKENS], {"type": "input"})
+            stats.tokens.record(attributes[A.TRACE_OUTPUT_TOKENS], {"type": "output"})
+            cost = attributes.get(A.TRACE_COST)
+            if cost is not None and currency is not None:
+                stats.cost.record(cost, {"currency": currency})
+        latency = attributes.get(A.TRACE_TOOL_LATENCY_TOTAL)
+        if latency is not None:
+            stats.trace_latency.record(latency)
+        rate = attributes.get(A.TRACE_TOOL_ERROR_RATE)
+        if rate is not None:
+            stats.error_rate.record(rate)
+
+    def record_tool_list_change(self, service: str) -> None:
+        if service not in self._services:
+            with self._lock:
+                if len(self._services) >= MAX_SOURCE_LABELS:
+                    service = "_other"
+                else:
+                    self._services.add(service)
+        self._instruments.stats.tool_list_changes.add((service,))

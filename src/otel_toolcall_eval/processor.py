@@ -23,6 +23,7 @@ from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval.background import BackgroundQueue
+from otel_toolcall_eval.checks.cost import tool_latency
 from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
@@ -42,6 +43,7 @@ from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, TraceVerdict
 from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore
+from otel_toolcall_eval.trace_stats import ToolListChanges, TraceStats, root_attributes, tool_list_source
 
 logger = logging.getLogger("otel_toolcall_eval")
 
@@ -183,6 +185,11 @@ class ToolCallEvalProcessor(SpanProcessor):
             limits.max_traces, limits.trace_ttl_seconds, self._on_drop, max_finished_bytes=limits.max_cache_bytes
         )
         self._log = _RateLimitedLog()
+        # cost, latency, recovery and the tool list (issue 18)
+        self._prices = self.config.pricing.table()
+        self._currency = self.config.pricing.currency if self._prices else None
+        self._tool_lists = ToolListChanges()
+        self._histograms = self.config.metrics.histograms
         self._shutdown = False
         self._downstream = _FanOut(processors, self._log)
         self._forward = self._downstream.on_end
@@ -329,12 +336,19 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if parent is not None:
                     child = ScoredChild(record.name, same_call_key(call_key(score)), ctx.span_id)
                     state.note_tool_child(parent.span_id, child, self._max_calls)
+                seconds = tool_latency(record.start_ns, record.end_ns)
+                stats = state.stats
+                if stats is None:
+                    stats = state.stats = TraceStats()
+                stats.on_call(score, seconds, self._max_calls)
             tools = state.tools
         if score is None:
             assert inner is not None
             same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
             return self._finish_trace(trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
         self.metrics.record_call(score, record.convention, record.result_recorded)
+        if seconds is not None and self._histograms:
+            self.metrics.record_tool_latency(score, seconds)
         extra = call_attributes(score, record.convention)
         if self.judge is not None:
             extra[A.JUDGE_SAMPLED] = self._offer(trace_id, record, score, tools)
@@ -359,6 +373,11 @@ class ToolCallEvalProcessor(SpanProcessor):
                 state.offered = state.offered or (op != "create_agent" and not is_root)
             if state.call_names:  # requests no tool span answered yet: did the framework reply "unknown tool"?
                 state.note_unknown_replies(unknown_tool_replies(attrs))
+            if not not_turn:  # a model call: its tokens, cost, and a reaction to a failed call (issue 18)
+                stats = state.stats
+                if stats is None:
+                    stats = state.stats = TraceStats()
+                stats.on_model_call(attrs, calls, self._prices)
             if calls:
                 limits = self.config.limits
                 state.requested = state.requested or not is_root
@@ -385,10 +404,32 @@ class ToolCallEvalProcessor(SpanProcessor):
         if state is None or not state.tool_activity:
             return EnrichedSpan(span, extra, attrs) if extra else span
         verdict = self._verdict(state)
+        stats_attributes = self._stats_attributes(state, verdict)
         if first:  # a later root of a trace that finished here already (another segment) is not counted again
             self.metrics.record_trace(verdict, "root")
+            self._record_stats(state, stats_attributes, span, attrs)
         extra.update(verdict_attributes(verdict))
+        extra.update(stats_attributes)
         return EnrichedSpan(span, extra, attrs)
+
+    # --- cost, latency, recovery and the tool list (issue 18) -------------------------------------------------
+    def _stats_attributes(self, state: TraceState, verdict: TraceVerdict) -> dict[str, Any]:
+        with state.lock:
+            return root_attributes(state.stats, state.tools, verdict.tool_calls, verdict.errors, bool(self._prices))
+
+    def _record_stats(
+        self, state: TraceState, stats_attributes: dict[str, Any], root: ReadableSpan | None, attrs: Any
+    ) -> None:
+        stats = state.stats
+        decided = (stats.recoveries or []) if stats is not None else []
+        labels = [(stats.metric_label(step, tool), cls) for step, tool, cls in decided] if stats is not None else []
+        self.metrics.record_trace_stats(stats_attributes, labels, self._currency, histograms=self._histograms)
+        fingerprint = stats_attributes.get(A.TRACE_TOOL_LIST_FINGERPRINT)
+        if root is None or fingerprint is None:
+            return
+        source = tool_list_source(root, attrs)
+        if self._tool_lists.changed(source, fingerprint):
+            self.metrics.record_tool_list_change(source[0])
 
     def _verdict(self, state: TraceState) -> TraceVerdict:
         unlisted = state.unlisted_calls(self._config_tools) if state.listed_late else None
@@ -412,7 +453,9 @@ class ToolCallEvalProcessor(SpanProcessor):
     def _record_unfinished(self, state: TraceState, reason: str) -> None:
         if not state.tool_activity:
             return
-        self.metrics.record_trace(self._verdict(state), reason)
+        verdict = self._verdict(state)
+        self.metrics.record_trace(verdict, reason)
+        self._record_stats(state, self._stats_attributes(state, verdict), None, None)
 
     def _offer(self, trace_id: int, record: ToolCallRecord, score: CallScore, tools: Any) -> bool:
         """``judge.offer``, contained (a method, not ``_safe``: a lambda on the span path makes its variables

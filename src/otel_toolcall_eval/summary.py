@@ -27,6 +27,7 @@ class SummaryExporter(SpanExporter):
         self.violations: Counter[str] = Counter()
         self.traces = 0
         self.composite_ok = 0
+        self.recoveries: Counter[str] = Counter()  # failed calls by what followed (the roots' trace.recovery.classes)
         self.kept: dict[int, list[ReadableSpan]] = {}
         self._lock = threading.Lock()
 
@@ -54,6 +55,9 @@ class SummaryExporter(SpanExporter):
         if A.TRACE_COMPOSITE_OK in attrs:
             self.traces += 1
             self.composite_ok += bool(attrs[A.TRACE_COMPOSITE_OK])
+            classes = attrs.get(A.TRACE_RECOVERY_CLASSES, ())
+            for c in classes if isinstance(classes, (list, tuple)) else ():
+                self.recoveries[str(c)] += 1
 
     def shutdown(self) -> None:
         return None
@@ -68,6 +72,7 @@ class SummaryExporter(SpanExporter):
             outcomes = {k: Counter(v) for k, v in self.outcomes.items()}
             violations = Counter(self.violations)
             traces, ok = self.traces, self.composite_ok
+            recoveries = Counter(self.recoveries)
         kinds = ["success", "malformed_call", "execution_failed", "empty_result"]
         per_tool = Table(title="Tool calls by outcome", title_justify="left")
         per_tool.add_column("tool")
@@ -80,11 +85,16 @@ class SummaryExporter(SpanExporter):
         viol.add_column("count", justify="right")
         for kind, n in violations.most_common():
             viol.add_row(escape(kind), str(n))
+        recovery = Table(title="Recovery after a failed call", title_justify="left")
+        recovery.add_column("what followed")
+        recovery.add_column("count", justify="right")
+        for kind, n in recoveries.most_common():
+            recovery.add_row(escape(kind), str(n))
         rate = ok / traces if traces else 0.0
         colour = "green" if rate >= 0.9 else "yellow" if rate >= 0.7 else "red"
         verdict = Table.grid()
         verdict.add_row(f"traces: {traces}   composite ok: {ok}   [bold {colour}]composite ok-rate: {rate:.1%}[/]")
-        return Group(per_tool, viol, verdict)
+        return Group(per_tool, viol, recovery, verdict)
 
 
 def escape(text: object) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.records import CallHistory, ToolDefinition
+from otel_toolcall_eval.trace_stats import TraceStats
 
 FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
 _KEY_BYTES: Final = 128  # a remembered call: a compact key (at most 64 characters) in a set
@@ -70,6 +71,7 @@ class TraceState:
     tool_children: dict[int, ScoredChild] | None = None
     last_seen: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stats: TraceStats | None = None  # cost, latency, recovery, first failure (issue 18), made on first use
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:
         """Copy on write: a reader holding ``tools`` (the judge, on another thread) never sees it change; the

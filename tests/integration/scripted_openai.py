@@ -22,6 +22,8 @@ class ScriptedModel:
     final_call: tuple[str, dict[str, Any]] | None = None  # e.g. smolagents' ``final_answer`` tool
     order: list[int] = field(default_factory=lambda: list(range(len(CALLS))))
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # (call id, tool, arguments) per model turn instead of the shared scenario's ``order`` (then the final text)
+    script: list[tuple[str, str, dict[str, Any]]] | None = None
     base_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -30,6 +32,8 @@ class ScriptedModel:
         with self.lock:
             self.requests.append(body)
             n = len(self.requests) - 1
+        if self.script is not None:
+            return n, self.script[n] if n < len(self.script) else None
         if n < len(self.order):
             name, args = CALLS[self.order[n]]
             return n, (CALL_IDS[self.order[n]], name, args)
@@ -119,9 +123,11 @@ class ScriptedModel:
 
 @contextmanager
 def scripted_openai(
-    final_call: tuple[str, dict[str, Any]] | None = None, order: list[int] | None = None
+    final_call: tuple[str, dict[str, Any]] | None = None,
+    order: list[int] | None = None,
+    script: list[tuple[str, str, dict[str, Any]]] | None = None,
 ) -> Iterator[ScriptedModel]:
-    fake = ScriptedModel(final_call=final_call)
+    fake = ScriptedModel(final_call=final_call, script=script)
     if order is not None:
         fake.order = order
 

@@ -367,8 +367,12 @@ def assert_scored_trace(roles: dict[str, PbSpan]) -> None:
     # Both requested calls ran.
     assert _typed(root, A.TRACE_UNEXECUTED_CALLS, "int_value") == 0
     assert _typed(root, A.TRACE_UNKNOWN_TOOL_REQUESTS, "int_value") == 0
-    # The root is not a tool call: it carries the verdict only.
-    assert _eval_keys(root) == {*A.TRACE_VERDICT, A.TRACE_UNEXECUTED_CALLS, A.TRACE_UNKNOWN_TOOL_REQUESTS}
+    # The root is not a tool call: it carries the verdict and the trace's numbers (cost, latency, tool list...) only.
+    stats = {a.name for a in A.TRACE_STATS_ATTRIBUTES}
+    verdict = {*A.TRACE_VERDICT, A.TRACE_UNEXECUTED_CALLS, A.TRACE_UNKNOWN_TOOL_REQUESTS}
+    assert verdict <= _eval_keys(root) <= verdict | stats
+    assert _typed(root, A.TRACE_TOOL_ERROR_RATE, "double_value") == 0.5
+    assert len(_typed(root, A.TRACE_TOOL_LIST_FINGERPRINT, "string_value")) == 16
 
     assert _eval_keys(roles["plain"]) == set()
     assert _eval_keys(roles["chat"]) == set()

@@ -31,6 +31,7 @@ from otel_toolcall_eval.config.imports import import_object
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig
 from otel_toolcall_eval.config.serve import ServeConfig
+from otel_toolcall_eval.config.trace_stats import MetricsConfig, Pricing
 from otel_toolcall_eval.errors import ToolcallEvalError
 from otel_toolcall_eval.records import ToolDefinition
 
@@ -250,6 +251,9 @@ class EvalConfig(_Strict):
         default_factory=ArgumentMatchConfig, description="offline argument matching: normalisation, free text"
     )
     serve: ServeConfig = Field(default_factory=ServeConfig, description="the scoring service (docs/serve.md)")
+    # --- trace cost (issue 18) ---
+    pricing: Pricing = Field(default_factory=Pricing, description="price per model, per 1M tokens (trace cost)")
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the cost and latency histograms")
 
     _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
     _policy: P.Policy | None = PrivateAttr(default=None)

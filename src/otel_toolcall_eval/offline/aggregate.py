@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from otel_toolcall_eval.checks.necessity import made_unnecessary_call, missed_all_calls, rate
+from otel_toolcall_eval.checks.recovery import CLASSES as RECOVERY_CLASSES
 from otel_toolcall_eval.checks.selection import NONE, Selection, confusion_label, per_tool_correct
 from otel_toolcall_eval.config.catalog import DIFFICULTIES, SLICES
 from otel_toolcall_eval.offline.score import CaseResult
@@ -62,6 +63,12 @@ class Totals:
     latency_max: float | None = None
     tokens_n: int = 0
     tokens_sum: float = 0.0
+    # failed calls by recovery class (checks.recovery)
+    recovery_corrected_retry: int = 0
+    recovery_switched_tool: int = 0
+    recovery_handed_back: int = 0
+    recovery_repeated: int = 0
+    recovery_carried_on: int = 0
 
     def add(self, r: CaseResult) -> None:
         self.cases += 1
@@ -108,6 +115,9 @@ class Totals:
         if r.tokens is not None:
             self.tokens_n += 1
             self.tokens_sum += r.tokens
+        for cls in r.recovery:
+            name = "recovery_" + cls
+            setattr(self, name, getattr(self, name) + 1)
 
     def merge(self, other: Totals) -> None:
         for f in fields(self):
@@ -158,6 +168,7 @@ class Totals:
                 "total": self.tokens_sum if self.tokens_n else None,
             },
         }
+        out["recovery"] = {c: getattr(self, "recovery_" + c) for c in RECOVERY_CLASSES}
         if policies:
             out["policy_violations"] = self.policy_violations
         return out

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import orjson
 
+from otel_toolcall_eval.checks.recovery import count_classes
 from otel_toolcall_eval.offline.score import CaseResult
 
 MAX_INPUT_CHARS = 200
@@ -60,6 +61,7 @@ def case_row(results: list[CaseResult]) -> dict[str, Any]:
         "tokens": _mean([r.tokens for r in results]),
         "error": next((r.error for r in results if r.error is not None), None),
         "user_input": first.user_input[:MAX_INPUT_CHARS],
+        "recovery": _recovery([c for r in results for c in r.recovery]),
     }
     if first.policy_violations is not None:  # the config has trajectory policies: every row says which broke
         row["policy_violations"] = list(dict.fromkeys(v.violation for r in results for v in r.policy_violations or ()))
@@ -99,6 +101,7 @@ def _row(r: CaseResult) -> dict[str, Any]:
         "tokens": r.tokens,
         "error": r.error,
         "user_input": r.user_input[:MAX_INPUT_CHARS],
+        "recovery": _recovery(r.recovery),
     }
     if r.policy_violations is not None:  # only with trajectory policies configured: no key otherwise
         row["policy_violations"] = list(dict.fromkeys(v.violation for v in r.policy_violations))
@@ -219,3 +222,8 @@ def _copy(src: IO[bytes], out: IO[bytes], count: int) -> None:
         out.write(block)
         remaining -= len(block)
     src.seek(0, 2)
+
+
+def _recovery(classes: Sequence[str]) -> dict[str, int]:
+    """Failed calls by recovery class (``checks.recovery``), the classes that occurred only (all samples)."""
+    return {c: n for c, n in count_classes(classes).items() if n}

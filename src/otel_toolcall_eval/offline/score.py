@@ -11,6 +11,12 @@ is scored against the reference that fits best (a passing one wins at once), and
 - for the ordered-dependency slice, the order is exact (parallel batches as sets),
 - no must-not-call tool was called, no configured policy was broken, the run recorded no error, and the run
   has a line for the case.
+
+Recovery after an error (``checks.recovery``, as online) is reported per case, not part of passing: after each
+failed call (outcome not ``success``: a run line records no per-call errors, so this is a call the checks found
+malformed, or every call of a line whose run recorded an ``error``), what the next call did; after the last call
+the agent answered (the run file holds the whole run), so a failure nothing followed is ``handed_back``, unless
+the run recorded an error (``carried_on``).
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
 from otel_toolcall_eval.checks.order import EXACT, OrderScore, order_score
 from otel_toolcall_eval.checks.pairing import assign
+from otel_toolcall_eval.checks.recovery import CallStep, Step, TurnStep, classify_recoveries
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
 from otel_toolcall_eval.dataset.models import ExpectedCall
+from otel_toolcall_eval.engine import call_key
 from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons, policy_violations_of
 from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet
 from otel_toolcall_eval.offline.runs import RunCase
-from otel_toolcall_eval.records import CallHistory, CallScore
+from otel_toolcall_eval.records import CallHistory, CallScore, Outcome, ParseStatus
 
 
 @dataclass(slots=True)
@@ -65,6 +73,7 @@ class CaseResult:
     tokens: float | None = None
     error: str | None = None
     missing_run: bool = False
+    recovery: Sequence[str] = ()  # the recovery class of each failed call, in step order (checks.recovery)
 
     @property
     def reasons(self) -> list[str]:
@@ -200,7 +209,29 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     result.passed = core_ok and not violations and not broken and result.error is None and run is not None
     result.checks = checks
     result.core_ok = core_ok
+    if run is not None and any(c.outcome is not Outcome.SUCCESS for c in checks):
+        result.recovery = recovery_classes(checks, answered=run.error is None)
     return result
+
+
+def _key(score: CallScore) -> str | None:
+    """The call's normalised form; None (never "the same call") when its arguments were not recorded, or are a raw
+    value nested too deeply to print."""
+    if score.parse_status is ParseStatus.ABSENT:
+        return None
+    try:
+        return call_key(score)
+    except RecursionError:
+        return None
+
+
+def recovery_classes(checks: Sequence[CallScore], answered: bool) -> list[str]:
+    """The recovery class of each failed call of one run line (``answered``: the run ended with the agent's
+    answer, a hand-back after the last call)."""
+    steps: list[Step] = [CallStep(c.name, _key(c), c.outcome is not Outcome.SUCCESS, c.step, c.batch) for c in checks]
+    if answered:
+        steps.append(TurnStep())
+    return [cls for _, cls in classify_recoveries(steps)]
 
 
 def _against(

@@ -1,0 +1,135 @@
+"""Cost and latency of a trace as numbers: model calls, tokens, cost from a price table, tool latency and errors.
+
+Token counts come from the model-call spans only: an agent span (GenAI ``invoke_agent``, OpenInference ``AGENT``)
+repeats the sum of its turns (Strands, smolagents), and Google ADK's legacy ``call_llm`` span repeats its child
+``generate_content``'s usage, so counting either would double the tokens. Attribute names, newest first (a span
+carrying both spellings, as Strands' does, is counted once): ``gen_ai.usage.input_tokens`` /
+``gen_ai.usage.output_tokens``, the older ``gen_ai.usage.prompt_tokens`` / ``completion_tokens``, OpenInference's
+``llm.token_count.prompt`` / ``.completion``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+INPUT_TOKEN_KEYS: Final = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+OUTPUT_TOKEN_KEYS: Final = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+)
+MODEL_KEYS: Final = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+MAX_TOKENS: Final = 1 << 40  # a count above this is not a token count (untrusted input): ignored
+
+
+class Price(NamedTuple):
+    """Per 1,000,000 tokens, in the price table's currency."""
+
+    input_per_million: float
+    output_per_million: float
+
+
+class ModelUsage(NamedTuple):
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+def _count(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        value = attrs.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, str):  # some exporters record numbers as text
+            value = value.strip()
+            if not value.isdigit() or len(value) > 15:
+                return None
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and 0 <= value <= MAX_TOKENS:
+            return value
+        return None
+    return None
+
+
+def is_model_call(attrs: Mapping[str, Any]) -> bool:
+    """A span that is one model call (not an agent span summing its turns). An OpenInference ``LLM`` span counts
+    when it recorded tokens or output messages: LlamaIndex also marks its ``_prepare_chat_with_tools`` step
+    ``LLM``, beside the real call, with neither."""
+    op = attrs.get("gen_ai.operation.name")
+    if op is not None:
+        return op in MODEL_OPERATIONS
+    kind = attrs.get("openinference.span.kind")
+    if kind is not None:
+        if kind not in ("LLM", "llm"):
+            return False
+        return (
+            "llm.token_count.prompt" in attrs
+            or "llm.token_count.completion" in attrs
+            or any(k.startswith("llm.output_messages.") for k in attrs)
+        )
+    return attrs.get("llm.request.type") in ("chat", "completion")  # OpenLLMetry
+
+
+def model_usage(attrs: Mapping[str, Any]) -> ModelUsage | None:
+    """The model call's model and token counts; None when the span is not a model call."""
+    if not is_model_call(attrs):
+        return None
+    model = next((v for k in MODEL_KEYS if isinstance(v := attrs.get(k), str) and v), None)
+    return ModelUsage(model, _count(attrs, INPUT_TOKEN_KEYS), _count(attrs, OUTPUT_TOKEN_KEYS))
+
+
+def price_for(prices: Mapping[str, Price], model: str | None) -> Price | None:
+    """The model's price: its exact name, else the longest configured name it starts with followed by ``-`` or
+    ``@`` (``gpt-4o-2024-08-06`` takes ``gpt-4o``'s price), else None."""
+    if model is None or not prices:
+        return None
+    found = prices.get(model)
+    if found is not None:
+        return found
+    best: str | None = None
+    for name in prices:
+        if model.startswith(name) and model[len(name) : len(name) + 1] in ("-", "@") and len(name) > len(best or ""):
+            best = name
+    return None if best is None else prices[best]
+
+
+@dataclass(slots=True)
+class TraceCost:
+    """Running model-call totals of one trace (bounded: a few numbers, whatever its length); made for the trace's
+    first model call only, so a trace without one pays nothing."""
+
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    unpriced_calls: int = 0  # model calls whose model has no price (or that recorded no model)
+
+    def add_model_call(self, usage: ModelUsage, prices: Mapping[str, Price]) -> None:
+        self.model_calls += 1
+        tokens_in = usage.input_tokens or 0
+        tokens_out = usage.output_tokens or 0
+        self.input_tokens += tokens_in
+        self.output_tokens += tokens_out
+        price = price_for(prices, usage.model)
+        if price is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost += (tokens_in * price.input_per_million + tokens_out * price.output_per_million) / 1e6
+
+
+def tool_latency(start_ns: int | None, end_ns: int | None) -> float | None:
+    """A tool call's duration in seconds; None when not recorded or negative (clock skew)."""
+    if start_ns is None or end_ns is None or end_ns < start_ns:
+        return None
+    return (end_ns - start_ns) / 1e9
+
+
+def error_rate(tool_calls: int, errors: int) -> float | None:
+    return None if tool_calls <= 0 else errors / tool_calls

@@ -1,0 +1,222 @@
+"""Per-trace numbers beside the verdict: cost and latency, recovery after errors, the first failing step, and the
+tool list the model saw. The processor feeds one ``TraceStats`` per trace (under the trace's lock) and writes
+``root_attributes`` on the local root span.
+
+Why the recovery class is on the root and not on the failed call's span: the class is decided by what follows
+the failure (the next call or model turn), and the failed span has been forwarded to the exporter by then; the
+processor never holds a span back nor changes one after forwarding it (``README``: a late tool list is handled
+the same way). The root ends last, so it carries the per-class counts and, step by step, which failed call got
+which class (``trace.recovery.steps`` and ``trace.recovery.classes``, parallel lists); the per-tool counts are
+the ``toolcall_eval.recoveries`` metric.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from otel_toolcall_eval import _fork
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.checks.cost import Price, TraceCost, error_rate, model_usage
+from otel_toolcall_eval.checks.recovery import CallStep, TurnStep, classify_reaction, count_classes, reacts_to
+from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
+from otel_toolcall_eval.engine import call_key
+from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolDefinition, call_digest
+
+# An LLM span recorded its output messages (so "no tool call requested" means it answered): one of these keys, or
+# a key under one of these prefixes. Not ``output.value``: OpenInference writes it for non-calls too (LlamaIndex's
+# preparation step) and as ``__REDACTED__`` when outputs are hidden. Without them a turn is no evidence.
+_OUTPUT_KEYS = ("gen_ai.output.messages",)
+_OUTPUT_PREFIXES = ("llm.output_messages.", "gen_ai.completion.")
+
+
+def records_output(attrs: Mapping[str, Any]) -> bool:
+    if any(k in attrs for k in _OUTPUT_KEYS):
+        return True
+    return any(k.startswith(_OUTPUT_PREFIXES) for k in attrs)
+
+
+def is_failing_step(score: CallScore) -> bool:
+    """A step that went wrong: it failed, or it is not correct (unknown tool, invalid arguments, a violation...)."""
+    return score.outcome is not Outcome.SUCCESS or not score.correct
+
+
+@dataclass(slots=True)
+class TraceStats:
+    cost: TraceCost | None = None  # made for the first model call
+    tool_latency_total: float = 0.0  # seconds, over the timed tool calls
+    tool_latency_max: float = 0.0
+    timed_calls: int = 0
+    pending: list[CallStep] | None = None  # failed calls waiting for the agent's reaction
+    recoveries: list[tuple[int, str, str]] | None = None  # (step, tool, class), in order of decision
+    first_failure: tuple[int, str] | None = None  # (step, tool)
+    unknown_steps: set[int] | None = None  # failed calls of tools the model invented (metric label ``_unknown``)
+
+    def on_model_call(
+        self, attrs: Mapping[str, Any], requested: Sequence[tuple[str | None, str | None]], prices: Mapping[str, Price]
+    ) -> None:
+        """A model span: its usage, and, when a failed call waits, the turn as a reaction (``requested``: the
+        (call id, tool name) pairs it asked for)."""
+        usage = model_usage(attrs)
+        if usage is None:
+            return
+        cost = self.cost
+        if cost is None:
+            cost = self.cost = TraceCost()
+        cost.add_model_call(usage, prices)
+        if self.pending and (requested or records_output(attrs)):
+            self._react(TurnStep(tuple(name for _, name in requested)))
+
+    def on_call(self, score: CallScore, seconds: float | None, max_entries: int) -> None:
+        """Count one scored call: its latency (``seconds``, None: not recorded), whether it is the first failing
+        step, and the recovery it decides (of earlier failed calls) or waits for (a failed call, at most
+        ``max_entries`` per trace)."""
+        if seconds is not None:
+            self.timed_calls += 1
+            self.tool_latency_total += seconds
+            if seconds > self.tool_latency_max:
+                self.tool_latency_max = seconds
+        failing = is_failing_step(score)
+        if failing and self.first_failure is None:
+            self.first_failure = (score.step, score.name)
+        failed = score.outcome is not Outcome.SUCCESS
+        pending = self.pending
+        if not failed and not pending:
+            return
+        needs_key = failed or any(p.name == score.name for p in pending or ())
+        step = CallStep(score.name, _digest(score) if needs_key else None, failed, score.step, score.batch)
+        if pending:
+            self._react(step)
+        if failed:
+            pending = self.pending
+            if pending is None:
+                pending = self.pending = []
+            if len(pending) < max_entries:
+                pending.append(step)
+                if score.tool_known is False:  # its name is the model's invention: no metric label of its own
+                    unknown = self.unknown_steps
+                    if unknown is None:
+                        unknown = self.unknown_steps = set()
+                    unknown.add(score.step)
+
+    def _react(self, step: CallStep | TurnStep) -> None:
+        pending = self.pending
+        assert pending is not None
+        still: list[CallStep] = []
+        decided = self.recoveries
+        if decided is None:
+            decided = self.recoveries = []
+        for failed in pending:
+            if reacts_to(failed, step):
+                decided.append((failed.step, failed.name, classify_reaction(failed, step)))
+            else:
+                still.append(failed)
+        self.pending = still
+
+    def metric_label(self, step: int, name: str) -> str | None:
+        """The tool label of a decided recovery: None for a tool name the model invented."""
+        return None if self.unknown_steps and step in self.unknown_steps else name
+
+    def close(self) -> list[tuple[int, str, str]]:
+        """The trace ended: failures nothing reacted to are ``carried_on``; every decision, in step order."""
+        decided = self.recoveries or []
+        for failed in self.pending or ():
+            decided.append((failed.step, failed.name, classify_reaction(failed, None)))
+        self.pending = None
+        decided.sort()
+        self.recoveries = decided
+        return decided
+
+
+def _digest(score: CallScore) -> bytes | None:
+    """The call's normalised form as a digest; None when its arguments were not recorded (never "the same")."""
+    if score.parse_status is ParseStatus.ABSENT:
+        return None
+    try:
+        return call_digest(call_key(score))
+    except RecursionError:  # a raw (unparsed) value nested too deeply to print: cannot be compared
+        return None
+
+
+def root_attributes(
+    stats: TraceStats | None,
+    tools: Mapping[str, ToolDefinition] | None,
+    tool_calls: int,
+    errors: int,
+    priced: bool,
+) -> dict[str, Any]:
+    """The root span's cost, latency, recovery, root-cause and tool-list attributes; absent what was not seen."""
+    out: dict[str, Any] = {}
+    rate = error_rate(tool_calls, errors)
+    if rate is not None:
+        out[A.TRACE_TOOL_ERROR_RATE] = rate
+    if tools:
+        out[A.TRACE_TOOL_LIST_FINGERPRINT] = tool_list_fingerprint(tools)
+        out[A.TRACE_TOOL_LIST_COUNT] = len(tools)
+    if stats is None:
+        return out
+    cost = stats.cost
+    if cost is not None and cost.model_calls:
+        out[A.TRACE_MODEL_CALLS] = cost.model_calls
+        out[A.TRACE_INPUT_TOKENS] = cost.input_tokens
+        out[A.TRACE_OUTPUT_TOKENS] = cost.output_tokens
+        if priced:
+            out[A.TRACE_COST] = cost.cost
+            out[A.TRACE_UNPRICED_MODEL_CALLS] = cost.unpriced_calls
+    if stats.timed_calls:
+        out[A.TRACE_TOOL_LATENCY_TOTAL] = stats.tool_latency_total
+        out[A.TRACE_TOOL_LATENCY_MAX] = stats.tool_latency_max
+    if stats.first_failure is not None:
+        out[A.TRACE_FIRST_FAILURE_STEP], out[A.TRACE_FIRST_FAILURE_TOOL] = stats.first_failure
+    decided = stats.recoveries if stats.pending is None else stats.close()
+    if decided:
+        counts = count_classes(c for _, _, c in decided)
+        for name, n in counts.items():
+            out[A.TRACE_RECOVERY_COUNTS[name]] = n
+        out[A.TRACE_RECOVERY_STEPS] = [s for s, _, _ in decided]
+        out[A.TRACE_RECOVERY_CLASSES] = [c for _, _, c in decided]
+    return out
+
+
+def tool_list_source(root: Any, attrs: Mapping[str, Any] | None) -> tuple[str, str]:
+    """Whose tool list a root span's fingerprint is: its resource's ``service.name`` and the agent's
+    ``gen_ai.agent.name`` (either empty when not recorded), cut to 128 characters each."""
+    service = ""
+    resource = getattr(root, "resource", None)
+    if resource is not None:
+        value = resource.attributes.get("service.name")
+        service = value[:128] if isinstance(value, str) else ""
+    agent = (attrs or {}).get("gen_ai.agent.name")
+    return service, agent[:128] if isinstance(agent, str) else ""
+
+
+class ToolListChanges:
+    """The last fingerprint seen per source (service, agent), an LRU of at most ``max_sources`` entries, so
+    ``changed`` tells whether a trace's tool list differs from the previous trace's of the same source (the first
+    sighting of a source is no change). Thread-safe and fork-safe."""
+
+    def __init__(self, max_sources: int = 1000) -> None:
+        self._max = max_sources
+        self._last: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+        _fork.reinit_after_fork(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+    def changed(self, source: tuple[str, str], fingerprint: str) -> bool:
+        with self._lock:
+            last = self._last
+            previous = last.get(source)
+            if previous is not None:
+                last.move_to_end(source)
+            elif len(last) >= self._max:
+                last.popitem(last=False)
+            last[source] = fingerprint
+        return previous is not None and previous != fingerprint

@@ -22,7 +22,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
     ("replay", "harvest"),  # adapters built on the processor
     ("processor", "offline"),  # the online and the offline adapter
-    ("background", "enrich", "trace_state", "judge", "metrics", "summary", "exporters", "_sdk"),  # processor parts
+    (
+        "background",
+        "enrich",
+        "trace_state",
+        "sessions",
+        "judge",
+        "metrics",
+        "summary",
+        "exporters",
+        "_sdk",
+    ),  # processor parts
     ("config",),  # the file format (pydantic), compiled to policy objects
     ("conventions", "dataset"),  # reading spans and dataset rows into records
     ("engine",),  # per-call scoring, once for every adapter

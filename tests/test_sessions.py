@@ -273,3 +273,23 @@ def test_a_failing_log_export_is_contained() -> None:
 def test_session_config_errors_name_the_field(section: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         EvalConfig.from_dict(section)
+
+
+def test_tallies_merged_in_any_order_give_the_same_verdict() -> None:
+    """The offline evaluator scores chunks apart and merges them: the verdict must not depend on the split."""
+    a, b = call_digest("t {x: 1}"), call_digest("t {x: 2}")
+    turns = [
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({a})),
+        TurnSummary(tool_calls=2),
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({a, b})),
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({a})),
+    ]
+    whole = session_verdict(turns)
+    first, second = SessionTally(), SessionTally()
+    for t in turns[2:]:
+        first.add(t)
+    for t in turns[:2]:
+        second.add(t)
+    first.merge(second)
+    assert first.verdict(None) == whole
+    assert whole.repeated_failures == 2  # a failed in three turns: two repeats

@@ -52,15 +52,18 @@ class SessionVerdict:
 
 @dataclass(slots=True)
 class SessionTally:
-    """Running sums of a session's turns, in constant memory (at most ``MAX_FAILURE_KEYS`` digests)."""
+    """Running sums of a session's turns, in constant memory (at most ``MAX_FAILURE_KEYS`` digests).
+
+    ``failed`` counts, per failing call, the turns it failed in: a call failing in k turns is k - 1 repeats,
+    whatever the order the turns are added or merged in (the offline evaluator merges chunks scored apart)."""
 
     turns: int = 0
     tool_calls: int = 0
     errors: int = 0
     violations: int = 0
     turns_ok: int = 0
-    repeated_failures: int = 0
-    failed: set[bytes] = field(default_factory=set)
+    failed: dict[bytes, int] = field(default_factory=dict)
+    untracked_failures: int = 0  # failing calls past the bound: not compared across turns
 
     def add(self, turn: TurnSummary) -> None:
         self.turns += 1
@@ -68,13 +71,31 @@ class SessionTally:
         self.errors += turn.errors
         self.violations += turn.violations
         self.turns_ok += turn.composite_ok
-        if turn.failed_calls:
-            failed = self.failed
-            self.repeated_failures += len(turn.failed_calls & failed)
-            for key in turn.failed_calls:
-                if len(failed) >= MAX_FAILURE_KEYS:
-                    break
-                failed.add(key)
+        for key in turn.failed_calls:
+            self._count(key, 1)
+
+    def merge(self, other: SessionTally) -> None:
+        self.turns += other.turns
+        self.tool_calls += other.tool_calls
+        self.errors += other.errors
+        self.violations += other.violations
+        self.turns_ok += other.turns_ok
+        self.untracked_failures += other.untracked_failures
+        for key, n in other.failed.items():
+            self._count(key, n)
+
+    def _count(self, key: bytes, n: int) -> None:
+        failed = self.failed
+        if key in failed:
+            failed[key] += n
+        elif len(failed) < MAX_FAILURE_KEYS:
+            failed[key] = n
+        else:
+            self.untracked_failures += n
+
+    @property
+    def repeated_failures(self) -> int:
+        return sum(n - 1 for n in self.failed.values())
 
     def verdict(self, step_budget: int | None) -> SessionVerdict:
         return SessionVerdict(

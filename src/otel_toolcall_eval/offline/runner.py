@@ -59,7 +59,9 @@ def evaluate(
         dataset, run_paths, config, prep, dataset_format=dataset_format, jobs=jobs, junit=junit, progress=progress
     )
     aggregates, store = outcome.aggregates, outcome.store
-    per_run = [a.report(policies=prep.has_policies) for a in aggregates]
+    per_run = [
+        a.report(policies=prep.has_policies, session_budget=prep.config.sessions.step_budget) for a in aggregates
+    ]
     report, spread = combine(per_run)
     gate = evaluate_gate(report, spread, config.gate, len(run_paths))
     return EvalResult(str(dataset), run_paths, per_run, report, spread, store, gate, config)

@@ -293,3 +293,27 @@ def test_tallies_merged_in_any_order_give_the_same_verdict() -> None:
     first.merge(second)
     assert first.verdict(None) == whole
     assert whole.repeated_failures == 2  # a failed in three turns: two repeats
+
+
+def test_only_the_first_plain_span_naming_the_conversation_is_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenInference's ``using_session`` puts ``session.id`` on every span: once the trace has noted it, the
+    other plain spans are forwarded untouched, as plain spans are."""
+    p, logs, _ = _pipeline()
+    evaluated: list[str] = []
+    inner = p.processor._evaluate
+
+    def counting(span: Any) -> Any:
+        evaluated.append(span.name)
+        return inner(span)
+
+    monkeypatch.setattr(p.processor, "_evaluate", counting)
+    with p.tracer.start_as_current_span("root", attributes={"session.id": "s"}):
+        for i in range(5):
+            with p.tracer.start_as_current_span(f"step {i}", attributes={"session.id": "s", "http.method": "GET"}):
+                pass
+        with p.tracer.start_as_current_span("chat", attributes={"session.id": "s", "gen_ai.operation.name": "chat"}):
+            pass
+    assert evaluated == ["step 0", "chat", "root"]
+    assert len(p.spans()) == 7
+    p.provider.force_flush()
+    assert [_attrs(r)[A.GEN_AI_CONVERSATION_ID] for r in _records(logs)] == ["s"]

@@ -192,7 +192,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         self.on_start = self._downstream.on_start  # type: ignore[method-assign]
         self._on_ending = self._downstream.on_ending  # type: ignore[method-assign]
         self._gate_of: frozenset[str] | None = None
-        self._gate: frozenset[str] | None = None
+        self._gate: frozenset[str] | None = None  # the keys that make a span worth a look (session keys included)
+        self._work_gate: frozenset[str] | None = None  # the keys a convention or an LLM check reads
         # sessions: a plain span carrying a conversation id is evaluated only while its trace has none noted yet
         sessions = self.config.sessions
         self._session_keys: tuple[str, ...] = tuple(sessions.attributes) if sessions.enabled else ()
@@ -233,8 +234,11 @@ class ToolCallEvalProcessor(SpanProcessor):
         try:
             keys = self.conventions.detect_keys  # may change when conventions are registered later
             if keys is not self._gate_of:
-                self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
-            if _sdk.is_plain_child(span, self._gate) and not self._names_conversation(span):
+                work = None if keys is None else keys | LLM_KEYS
+                sessions = self._session_gate
+                self._gate_of, self._work_gate = keys, work
+                self._gate = work if work is None or sessions is None else work | sessions
+            if _sdk.is_plain_child(span, self._gate) or self._conversation_noted(span):
                 # neither a tool nor an LLM span, nor a root, nor the first conversation id of its trace: as is
                 only = self._only_on_end
                 if only is None:
@@ -423,13 +427,18 @@ class ToolCallEvalProcessor(SpanProcessor):
         return EnrichedSpan(span, extra, attrs)
 
     # --- sessions ------------------------------------------------------------------------------
-    def _names_conversation(self, span: ReadableSpan) -> bool:
-        """A plain span that carries a conversation id its trace has not noted yet: evaluated (to note it)."""
-        keys = self._session_gate
-        if keys is None or not _sdk.carries_any(span, keys):
+    def _conversation_noted(self, span: ReadableSpan) -> bool:
+        """A span the gate let through only for its conversation id, in a trace that has noted one already: it
+        is forwarded as is (OpenInference's ``using_session`` puts ``session.id`` on every span). Only spans
+        carrying a gate key get here, so plain traffic pays nothing for sessions."""
+        if self._session_gate is None:
             return False
+        parent = span.parent
+        work = self._work_gate
+        if parent is None or parent.is_remote or work is None or _sdk.carries_any(span, work):
+            return False  # a root, or a span a convention or an LLM check reads: evaluated
         ctx = span.context
-        return ctx is not None and ctx.trace_id not in self._conversation_known
+        return ctx is not None and ctx.trace_id in self._conversation_known
 
     def _note_conversation(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """The first conversation id seen on a span of the trace is the trace's (``sessions.attributes``)."""

@@ -317,3 +317,10 @@ def test_only_the_first_plain_span_naming_the_conversation_is_evaluated(monkeypa
     assert len(p.spans()) == 7
     p.provider.force_flush()
     assert [_attrs(r)[A.GEN_AI_CONVERSATION_ID] for r in _records(logs)] == ["s"]
+
+
+def test_the_record_of_noted_traces_is_bounded() -> None:
+    p, _, _ = _pipeline({"limits": {"max_traces": 5}})
+    for i in range(20):
+        _turn(p.tracer, f"c{i}")
+    assert len(p.processor._conversation_known) == 5

@@ -8,7 +8,6 @@ application: a failed evaluation is counted, logged (rate-limited) and the span 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -198,8 +197,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         sessions = self.config.sessions
         self._session_keys: tuple[str, ...] = tuple(sessions.attributes) if sessions.enabled else ()
         self._session_gate: frozenset[str] | None = frozenset(self._session_keys) or None
-        self._conversation_known: dict[int, None] = {}  # trace ids whose conversation id is noted (FIFO-bounded)
-        self._known_lock = threading.Lock()
+        # trace ids whose conversation id is noted, oldest first, at most ``limits.max_traces`` (no lock: a fork
+        # cannot leave one held; a trim that races with an insertion just stops early)
+        self._conversation_known: dict[int, None] = {}
         self._sessions: SessionRollup | None = None
         if sessions.enabled:
             self._sessions = SessionRollup(
@@ -451,10 +451,13 @@ class ToolCallEvalProcessor(SpanProcessor):
             if state.conversation_id is None:
                 state.conversation_id = cid
         known = self._conversation_known
-        with self._known_lock:
-            known[trace_id] = None
-            while len(known) > self.config.limits.max_traces:
+        known[trace_id] = None
+        limit = self.config.limits.max_traces
+        try:
+            while len(known) > limit:
                 del known[next(iter(known))]
+        except (RuntimeError, KeyError, StopIteration):  # another thread changed it meanwhile: trimmed next time
+            pass
 
     def _session_turn(
         self, state: TraceState | None, verdict: TraceVerdict | None, trace_id: int, span: ReadableSpan | None

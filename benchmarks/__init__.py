@@ -13,6 +13,7 @@ SUITES: tuple[str, ...] = (
     "benchmarks.processor_cost",
     "benchmarks.judge_sampling",
     "benchmarks.memory",
+    "benchmarks.session_memory",
     "benchmarks.offline_eval",
     "benchmarks.replay",
     "benchmarks.instructions",  # callgrind children: minutes, so last (and not in --quick)

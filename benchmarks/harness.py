@@ -40,6 +40,10 @@ class Sizes:
     deepeval_cases: int  # DeepEval is ~100x slower: fewer cases per round, same rate
     e2e_cases: int  # cases in the end-to-end offline run
     child_timeout: float  # seconds a child-process figure may take
+    # sessions (benchmarks.session_memory): spans streamed, conversations they go round-robin over, max_sessions
+    session_spans: int = 1_000_000
+    session_count: int = 200_000
+    session_max: int | None = None  # None: the default limit (EvalConfig().limits.max_sessions)
 
 
 FULL = Sizes(
@@ -69,6 +73,9 @@ QUICK = Sizes(
     deepeval_cases=30,
     e2e_cases=10_000,
     child_timeout=120.0,
+    session_spans=40_000,
+    session_count=4_000,
+    session_max=800,  # small enough that the run goes well past the limit
 )
 
 

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "enrich",
         "trace_state",
         "trace_stats",
+        "sessions",
         "judge",
         "metrics",
         "summary",

@@ -85,6 +85,14 @@ def test_memory_is_bounded(report: dict[str, Any]) -> None:
     assert max(s[2] for s in data["samples"]) <= data["limit"], "more traces held than the limit"
 
 
+def test_session_memory_is_bounded(report: dict[str, Any]) -> None:
+    f = _figures(report)["memory.sessions"]
+    data = f["data"]
+    assert data["limit_reached_at"] is not None, "the quick run must go past the session limit"
+    assert data["growth"] < 64 * 2**20, f["measured"]
+    assert max(s[2] for s in data["samples"]) <= data["limit"], "more sessions held than the limit"
+
+
 def test_optional_figures_are_measured_or_say_why(report: dict[str, Any]) -> None:
     figures = _figures(report)
     for fid in ("judge.decision", "offline.vs_ragas", "offline.vs_deepeval", "replay.throughput"):

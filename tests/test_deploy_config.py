@@ -115,7 +115,7 @@ def emitted() -> dict[str, set[str]]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from opentelemetry.sdk.metrics import MeterProvider
 
-    from otel_toolcall_eval.metrics import EvalMetrics
+    from otel_toolcall_eval.metrics import EvalMetrics, SessionMetrics
     from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
 
     registry = CollectorRegistry()
@@ -143,6 +143,9 @@ def emitted() -> dict[str, set[str]]:
         }
         metrics.record_trace_stats(stats, [("send_email", "corrected_retry")], "USD")
         metrics.record_tool_list_change("travel")
+        sessions = SessionMetrics(provider)
+        sessions.record_session("fail", 3, "idle")
+        sessions.record_dropped("evicted")
         text = generate_latest(registry).decode()
     finally:
         provider.shutdown()

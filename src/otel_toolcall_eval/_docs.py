@@ -10,7 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from otel_toolcall_eval.attributes import SPAN_ATTRIBUTES
+from otel_toolcall_eval.attributes import SESSION_ATTRIBUTES, SPAN_ATTRIBUTES
 from otel_toolcall_eval.conventions.builtin import BUILTIN
 from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
 from otel_toolcall_eval.metrics import METRICS
@@ -18,7 +18,7 @@ from otel_toolcall_eval.metrics import METRICS
 
 def attribute_table() -> str:
     rows = ["| attribute | type | on | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{a.name}` | {a.type} | {a.where} | {a.meaning} |" for a in SPAN_ATTRIBUTES]
+    rows += [f"| `{a.name}` | {a.type} | {a.where} | {a.meaning} |" for a in SPAN_ATTRIBUTES + SESSION_ATTRIBUTES]
     return "\n".join(rows)
 
 

@@ -57,6 +57,12 @@ def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool:
     return gate is not None and (raw is None or gate.isdisjoint(raw))
 
 
+def carries_any(span: ReadableSpan, keys: frozenset[str]) -> bool:
+    """Whether the span has any of ``keys`` (read without the ``attributes`` proxy where that is safe)."""
+    raw = span._attributes if type(span) in SDK_SPANS else span.attributes
+    return raw is not None and not keys.isdisjoint(raw)
+
+
 def attributes_dict(span: ReadableSpan) -> dict[str, Any] | None:
     """The span's attributes as a plain dict, copied once (what every step of the evaluation reads), or None
     when the span has none. For the SDK's spans the copy is taken from ``_attributes`` itself: the

@@ -414,3 +414,61 @@ OPENINFERENCE_LLM_TOOLS: Final = "llm.tools"
 OPENINFERENCE_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 OPENLLMETRY_PROMPT_PREFIX: Final = "gen_ai.prompt."
 OPENLLMETRY_COMPLETION_PREFIX: Final = "gen_ai.completion."
+
+# =================================================================================================
+# --- sessions (otel_toolcall_eval.sessions): a conversation's traces rolled up into one verdict ----
+# Read from any span of a trace (the first one seen wins); ``sessions.attributes`` in the config may list others.
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+OPENINFERENCE_SESSION_ID: Final = "session.id"  # OpenInference's `using_session`; Langfuse's own SDK writes it too
+LANGFUSE_SESSION_ID: Final = "langfuse.session.id"
+SESSION_ID_ATTRIBUTES: Final = (GEN_AI_CONVERSATION_ID, OPENINFERENCE_SESSION_ID, LANGFUSE_SESSION_ID)
+
+# Written on the session's `gen_ai.evaluation.result` log record (with `gen_ai.conversation.id` and the GenAI
+# evaluation name, label and score).
+SESSION_EVALUATION_NAME: Final = PREFIX + "session"
+SESSION_TURNS: Final = PREFIX + "session.turns"
+SESSION_TOOL_CALLS: Final = PREFIX + "session.tool_calls"
+SESSION_ERRORS: Final = PREFIX + "session.errors"
+SESSION_VIOLATIONS: Final = PREFIX + "session.violations"
+SESSION_TURNS_OK: Final = PREFIX + "session.turns_ok"
+SESSION_REPEATED_FAILURES: Final = PREFIX + "session.repeated_failures"
+SESSION_OVER_BUDGET: Final = PREFIX + "session.over_budget"
+SESSION_FINALIZED_BY: Final = PREFIX + "session.finalized_by"
+
+SESSION_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
+    AttributeDoc(
+        GEN_AI_CONVERSATION_ID,
+        "string",
+        "session record",
+        "the conversation: the first of `sessions.attributes` (`gen_ai.conversation.id`, `session.id`, "
+        "`langfuse.session.id`) seen on any span of each trace",
+    ),
+    AttributeDoc(SESSION_TURNS, "int", "session record", "turns: traces of the conversation"),
+    AttributeDoc(SESSION_TOOL_CALLS, "int", "session record", "tool calls over all turns"),
+    AttributeDoc(SESSION_ERRORS, "int", "session record", "calls whose outcome is not `success`, over all turns"),
+    AttributeDoc(SESSION_VIOLATIONS, "int", "session record", "policy violations over all turns"),
+    AttributeDoc(
+        SESSION_TURNS_OK,
+        "int",
+        "session record",
+        "turns whose `trace.composite_ok` held (a turn without tool calls holds)",
+    ),
+    AttributeDoc(
+        SESSION_REPEATED_FAILURES,
+        "int",
+        "session record",
+        "failing calls (same tool, same normalised arguments) an earlier turn had failed already",
+    ),
+    AttributeDoc(
+        SESSION_OVER_BUDGET,
+        "bool",
+        "session record",
+        "more tool calls over the session than `sessions.step_budget` (false when no budget is set)",
+    ),
+    AttributeDoc(
+        SESSION_FINALIZED_BY,
+        "string",
+        "session record",
+        "`idle` (no turn for `limits.session_idle_seconds`), `evicted` (`limits.max_sessions`), `flush` or `shutdown`",
+    ),
+)

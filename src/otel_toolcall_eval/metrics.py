@@ -48,6 +48,10 @@ QUEUE_SIZE: Final = "toolcall_eval.queue.size"
 COVERAGE_CALLS: Final = "toolcall_eval.coverage.calls"
 COVERAGE_MISSING: Final = "toolcall_eval.coverage.missing"
 MISSING_PARTS: Final = ("arguments", "schema", "result")  # the ``missing`` label's values
+# sessions (``otel_toolcall_eval.sessions``)
+SESSIONS: Final = "toolcall_eval.sessions"
+SESSION_TURNS: Final = "toolcall_eval.session.turns"
+SESSION_DROPPED: Final = "toolcall_eval.session.dropped"
 
 # --- cost, latency, recovery and the tool list (issue 18; trace_stats) ---------------------------------------
 TRACE_MODEL_CALLS: Final = "toolcall_eval.trace.model_calls"
@@ -241,6 +245,31 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "call with no recorded result); `otel-toolcall-eval doctor` names the setting that records it",
     ),
     *TRACE_STATS_METRICS,
+    # sessions
+    MetricDoc(
+        SESSIONS,
+        "counter",
+        "{session}",
+        "`outcome`, `finalized_by`",
+        "toolcall_eval_sessions_total",
+        "session verdicts: `outcome` `pass` or `fail`; `finalized_by` `idle`, `evicted`, `flush` or `shutdown`",
+    ),
+    MetricDoc(
+        SESSION_TURNS,
+        "histogram",
+        "{turn}",
+        "`outcome`",
+        "toolcall_eval_session_turns_bucket",
+        "turns (traces) per finished session",
+    ),
+    MetricDoc(
+        SESSION_DROPPED,
+        "counter",
+        "{session}",
+        "`reason`",
+        "toolcall_eval_session_dropped_total",
+        "session state dropped before it went idle (`evicted` by `limits.max_sessions`); its verdict is still emitted",
+    ),
 )
 
 
@@ -517,3 +546,29 @@ class EvalMetrics:
                 else:
                     self._services.add(service)
         self._instruments.stats.tool_list_changes.add((service,))
+
+
+class SessionMetrics:
+    """The session instruments: synchronous (a session ends rarely, so ``Counter.add`` costs nothing that matters);
+    the SDK hands processors sharing a meter the same instruments."""
+
+    def __init__(self, meter_provider: MeterProvider | None = None) -> None:
+        meter = (meter_provider or metrics_api.get_meter_provider()).get_meter("otel_toolcall_eval", __version__)
+        docs = {m.name: m for m in METRICS}
+        self._sessions = meter.create_counter(SESSIONS, unit="{session}", description=docs[SESSIONS].meaning)
+        self._turns = meter.create_histogram(
+            SESSION_TURNS,
+            unit="{turn}",
+            description=docs[SESSION_TURNS].meaning,
+            explicit_bucket_boundaries_advisory=[1, 2, 3, 5, 8, 13, 21, 34, 55, 100],
+        )
+        self._dropped = meter.create_counter(
+            SESSION_DROPPED, unit="{session}", description=docs[SESSION_DROPPED].meaning
+        )
+
+    def record_session(self, outcome: str, turns: int, finalized_by: str) -> None:
+        self._sessions.add(1, {"outcome": outcome, "finalized_by": finalized_by})
+        self._turns.record(turns, {"outcome": outcome})
+
+    def record_dropped(self, reason: str) -> None:
+        self._dropped.add(1, {"reason": reason})

@@ -41,7 +41,8 @@ from otel_toolcall_eval.engine import Scorer, call_key
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
 from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.metrics import EvalMetrics
-from otel_toolcall_eval.records import CallScore, ToolCallRecord, TraceVerdict
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict, call_digest
+from otel_toolcall_eval.sessions import SessionRollup, conversation_id, turn_summary
 from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore
 from otel_toolcall_eval.trace_stats import ToolListChanges, TraceStats, root_attributes, tool_list_source
 
@@ -198,7 +199,25 @@ class ToolCallEvalProcessor(SpanProcessor):
         self.on_start = self._downstream.on_start  # type: ignore[method-assign]
         self._on_ending = self._downstream.on_ending  # type: ignore[method-assign]
         self._gate_of: frozenset[str] | None = None
-        self._gate: frozenset[str] | None = None
+        self._gate: frozenset[str] | None = None  # the keys that make a span worth a look (session keys included)
+        self._work_gate: frozenset[str] | None = None  # the keys a convention or an LLM check reads
+        # sessions: a plain span carrying a conversation id is evaluated only while its trace has none noted yet
+        sessions = self.config.sessions
+        self._session_keys: tuple[str, ...] = tuple(sessions.attributes) if sessions.enabled else ()
+        self._session_gate: frozenset[str] | None = frozenset(self._session_keys) or None
+        # trace ids whose conversation id is noted, oldest first, at most ``limits.max_traces`` (no lock: a fork
+        # cannot leave one held; a trim that races with an insertion just stops early)
+        self._conversation_known: dict[int, None] = {}
+        self._sessions: SessionRollup | None = None
+        if sessions.enabled:
+            self._sessions = SessionRollup(
+                step_budget=sessions.step_budget,
+                max_sessions=limits.max_sessions,
+                idle_seconds=limits.session_idle_seconds,
+                meter_provider=meter_provider,
+                logger_provider=logger_provider,
+                on_error=self._judge_failed,
+            )
         evaluation = self.config.evaluation
         self._background: BackgroundQueue | None = None
         if evaluation.mode == "background" or (
@@ -223,8 +242,12 @@ class ToolCallEvalProcessor(SpanProcessor):
         try:
             keys = self.conventions.detect_keys  # may change when conventions are registered later
             if keys is not self._gate_of:
-                self._gate_of, self._gate = keys, None if keys is None else keys | LLM_KEYS
-            if _sdk.is_plain_child(span, self._gate):  # neither a tool nor an LLM span, nor a root: forwarded as is
+                work = None if keys is None else keys | LLM_KEYS
+                sessions = self._session_gate
+                self._gate_of, self._work_gate = keys, work
+                self._gate = work if work is None or sessions is None else work | sessions
+            if _sdk.is_plain_child(span, self._gate) or self._conversation_noted(span):
+                # neither a tool nor an LLM span, nor a root, nor the first conversation id of its trace: as is
                 only = self._only_on_end
                 if only is None:
                     self._forward(span)
@@ -273,6 +296,9 @@ class ToolCallEvalProcessor(SpanProcessor):
             if judge is not None:
                 self._safe(lambda t=trace_id: judge.trace_done(t), "judge.trace_done")
             self._record_unfinished(state, "shutdown")
+        sessions = self._sessions
+        if sessions is not None:  # after the unfinished traces joined their sessions
+            self._safe(lambda: sessions.finish_all("shutdown"), "sessions.shutdown")
         if judge is not None:
             self._safe(lambda: judge.shutdown(deadline), "judge.shutdown")
         self._downstream.shutdown()
@@ -286,6 +312,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         if background is not None:  # spans queued before the flush reach the downstream before it flushes
             ok = bool(self._safe(lambda: background.flush(deadline.remaining()), "background.flush"))
         self._store.expire()
+        sessions = self._sessions
+        if sessions is not None:  # what is open is emitted now (a flush may be the last chance: serverless, exit)
+            self._safe(lambda: sessions.finish_all("flush"), "sessions.flush")
         judge = self.judge
         if judge is not None:
             ok = bool(self._safe(lambda: judge.force_flush(deadline), "judge.force_flush")) and ok
@@ -304,6 +333,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         parent = span.parent
         is_root = parent is None or parent.is_remote
         trace_id = ctx.trace_id
+        if self._session_keys and trace_id not in self._conversation_known:
+            self._note_conversation(trace_id, attrs)
         convention = self.conventions.recognise(span, attrs)
         record = convention.extract(span, attrs) if convention is not None else None
         if record is None:
@@ -341,6 +372,8 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if stats is None:
                     stats = state.stats = TraceStats()
                 stats.on_call(score, seconds, self._max_calls)
+                if score.outcome is not Outcome.SUCCESS and self._session_keys:  # for failures repeated across turns
+                    state.note_failed_call(call_digest(call_key(score)))
             tools = state.tools
         if score is None:
             assert inner is not None
@@ -401,13 +434,18 @@ class ToolCallEvalProcessor(SpanProcessor):
                 judge.trace_done(trace_id)
             except Exception:  # noqa: BLE001
                 self._judge_failed("judge.trace_done")
+        sessions = self._sessions
         if state is None or not state.tool_activity:
+            if sessions is not None:
+                self._session_turn(state if first else None, None, trace_id, span)
             return EnrichedSpan(span, extra, attrs) if extra else span
         verdict = self._verdict(state)
         stats_attributes = self._stats_attributes(state, verdict)
         if first:  # a later root of a trace that finished here already (another segment) is not counted again
             self.metrics.record_trace(verdict, "root")
             self._record_stats(state, stats_attributes, span, attrs)
+            if sessions is not None:
+                self._session_turn(state, verdict, trace_id, span)
         extra.update(verdict_attributes(verdict))
         extra.update(stats_attributes)
         return EnrichedSpan(span, extra, attrs)
@@ -431,6 +469,60 @@ class ToolCallEvalProcessor(SpanProcessor):
         if self._tool_lists.changed(source, fingerprint):
             self.metrics.record_tool_list_change(source[0])
 
+    # --- sessions ------------------------------------------------------------------------------
+    def _conversation_noted(self, span: ReadableSpan) -> bool:
+        """A span the gate let through only for its conversation id, in a trace that has noted one already: it
+        is forwarded as is (OpenInference's ``using_session`` puts ``session.id`` on every span). Only spans
+        carrying a gate key get here, so plain traffic pays nothing for sessions."""
+        if self._session_gate is None:
+            return False
+        parent = span.parent
+        work = self._work_gate
+        if parent is None or parent.is_remote or work is None or _sdk.carries_any(span, work):
+            return False  # a root, or a span a convention or an LLM check reads: evaluated
+        ctx = span.context
+        return ctx is not None and ctx.trace_id in self._conversation_known
+
+    def _note_conversation(self, trace_id: int, attrs: dict[str, Any]) -> None:
+        """The first conversation id seen on a span of the trace is the trace's (``sessions.attributes``)."""
+        cid = conversation_id(attrs, self._session_keys, self.config.limits.max_attribute_length)
+        if cid is None:
+            return
+        state = self._store.get(trace_id)
+        assert state is not None
+        with state.lock:
+            if state.conversation_id is None:
+                state.conversation_id = cid
+        known = self._conversation_known
+        known[trace_id] = None
+        limit = self.config.limits.max_traces
+        try:
+            while len(known) > limit:
+                del known[next(iter(known))]
+        except (RuntimeError, KeyError, StopIteration):  # another thread changed it meanwhile: trimmed next time
+            pass
+
+    def _session_turn(
+        self, state: TraceState | None, verdict: TraceVerdict | None, trace_id: int, span: ReadableSpan | None
+    ) -> None:
+        """Add the finished trace to its session (contained: a failing rollup never costs the span)."""
+        sessions = self._sessions
+        if sessions is None:
+            return
+        try:
+            if state is None or state.conversation_id is None:
+                sessions.expire()  # any finished trace lets idle sessions go (no timer thread)
+                return
+            ctx = span.context if span is not None else None
+            sessions.add_turn(
+                state.conversation_id,
+                turn_summary(verdict, state.failed_calls),
+                trace_id,
+                ctx.span_id if ctx is not None else 0,
+            )
+        except Exception:  # noqa: BLE001
+            self._judge_failed("sessions.turn")
+
     def _verdict(self, state: TraceState) -> TraceVerdict:
         unlisted = state.unlisted_calls(self._config_tools) if state.listed_late else None
         if not state.turns:
@@ -452,10 +544,14 @@ class ToolCallEvalProcessor(SpanProcessor):
 
     def _record_unfinished(self, state: TraceState, reason: str) -> None:
         if not state.tool_activity:
+            if state.conversation_id is not None:
+                self._session_turn(state, None, 0, None)
             return
         verdict = self._verdict(state)
         self.metrics.record_trace(verdict, reason)
         self._record_stats(state, self._stats_attributes(state, verdict), None, None)
+        if state.conversation_id is not None:
+            self._session_turn(state, verdict, 0, None)
 
     def _offer(self, trace_id: int, record: ToolCallRecord, score: CallScore, tools: Any) -> bool:
         """``judge.offer``, contained (a method, not ``_safe``: a lambda on the span path makes its variables

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from otel_toolcall_eval import _fork, _json
+from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS
 from otel_toolcall_eval.records import CallHistory, ToolDefinition
 from otel_toolcall_eval.trace_stats import TraceStats
 
@@ -72,6 +73,16 @@ class TraceState:
     last_seen: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     stats: TraceStats | None = None  # cost, latency, recovery, first failure (issue 18), made on first use
+    # sessions: the trace's conversation id (first seen) and digests of its failing calls (None until one)
+    conversation_id: str | None = None
+    failed_calls: set[bytes] | None = None
+
+    def note_failed_call(self, digest: bytes) -> None:
+        failed = self.failed_calls
+        if failed is None:
+            failed = self.failed_calls = set()
+        if len(failed) < MAX_FAILURE_KEYS:
+            failed.add(digest)
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:
         """Copy on write: a reader holding ``tools`` (the judge, on another thread) never sees it change; the

@@ -19,6 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import (
+    LogsServiceServicer,
+    add_LogsServiceServicer_to_server,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -133,13 +138,26 @@ class _Servicer(TraceServiceServicer):
         return ExportTraceServiceResponse()
 
 
+class _LogsServicer(LogsServiceServicer):
+    def __init__(self, receiver: GrpcTraceReceiver) -> None:
+        self._receiver = receiver
+
+    def Export(self, request: ExportLogsServiceRequest, context: grpc.ServicerContext) -> ExportLogsServiceResponse:
+        with self._receiver._lock:
+            self._receiver._log_requests.append(request)
+        return ExportLogsServiceResponse()
+
+
 class GrpcTraceReceiver(_Collector):
-    """A real ``grpc.server`` serving ``TraceService/Export`` on an ephemeral 127.0.0.1 port."""
+    """A real ``grpc.server`` serving ``TraceService/Export`` (and ``LogsService/Export``, for the session
+    verdicts' log records) on an ephemeral 127.0.0.1 port."""
 
     def __init__(self) -> None:
         super().__init__()
+        self._log_requests: list[ExportLogsServiceRequest] = []
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="otlp-grpc-rx"))
         add_TraceServiceServicer_to_server(_Servicer(self), self._server)
+        add_LogsServiceServicer_to_server(_LogsServicer(self), self._server)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
         if self.port == 0:
             raise RuntimeError("could not bind a gRPC port on 127.0.0.1")
@@ -148,6 +166,12 @@ class GrpcTraceReceiver(_Collector):
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def log_records(self) -> list[Any]:
+        """Every OTLP ``LogRecord`` received so far."""
+        with self._lock:
+            requests = list(self._log_requests)
+        return [r for req in requests for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records]
 
     def close(self) -> None:
         self._server.stop(grace=None).wait(timeout=5)

@@ -599,3 +599,54 @@ def test_invalid_spans_are_refused_by_partial_success_and_the_rest_scored(receiv
         assert answer.status_code == 400
     finally:
         svc.stop(timeout=10)
+
+
+def test_serve_rolls_a_conversation_up_and_exports_its_verdict_as_an_otlp_log(receiver: GrpcTraceReceiver) -> None:
+    """Two turns of one conversation reach the service in two requests (as one replica gets them when the
+    Collector's load-balancing exporter routes on the conversation id); the session verdict is exported over OTLP
+    logs to the same endpoint as the spans, at the latest when the service stops."""
+    from otel_toolcall_eval import attributes as A
+
+    from .otlp_receiver import attributes
+
+    raw = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(raw))
+    tracer = provider.get_tracer("agent")
+    for city in ("Atlantis", "Atlantis"):  # the same failing call in both turns
+        with tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
+            with tracer.start_as_current_span("chat", attributes={A.GEN_AI_CONVERSATION_ID: "conv-7"}):
+                pass
+            with tracer.start_as_current_span(
+                "execute_tool get_weather",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.arguments": f'{{"city": "{city}"}}',
+                    "error.type": "ValueError",
+                },
+            ):
+                pass
+    provider.shutdown()
+    spans = list(raw.get_finished_spans())
+    svc = Service(config_for(receiver))
+    svc.start()
+    try:
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        pb = {"Content-Type": "application/x-protobuf"}
+        for turn in (spans[:3], spans[3:]):
+            assert httpx.post(url, content=encode_spans(turn).SerializeToString(), headers=pb).status_code == 200
+        receiver.wait_for_spans(len(spans))
+    finally:
+        svc.stop(timeout=10)
+    (record,) = receiver.log_records()
+    attrs = attributes(record.attributes)
+    assert record.event_name == A.GEN_AI_EVALUATION_RESULT
+    assert attrs[A.GEN_AI_CONVERSATION_ID] == "conv-7"
+    assert (attrs[A.SESSION_TURNS], attrs[A.SESSION_ERRORS], attrs[A.SESSION_REPEATED_FAILURES]) == (2, 2, 1)
+    assert attrs[A.GEN_AI_EVALUATION_SCORE_LABEL] == "fail"
+    last_root = spans[-1]
+    assert (record.trace_id, record.span_id) == (
+        last_root.context.trace_id.to_bytes(16, "big"),
+        last_root.context.span_id.to_bytes(8, "big"),
+    )

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from otel_toolcall_eval import _json
+from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval import policy as P
 from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
 from otel_toolcall_eval.config.imports import import_object
@@ -206,6 +207,13 @@ class Limits(_Strict):
         ge=4096,
         description="bytes (estimated) each of the definition, validator and schema-resolution caches may hold",
     )
+    # sessions (see ``Sessions``)
+    max_sessions: int = Field(
+        default=10_000, ge=1, description="open sessions held at once (LRU); the oldest is emitted and dropped"
+    )
+    session_idle_seconds: float = Field(
+        default=300.0, gt=0, description="a session with no new turn for this long is finished and emitted"
+    )
 
     def compile(self) -> P.ScoringLimits:
         return P.ScoringLimits(
@@ -237,6 +245,27 @@ class Evaluation(_Strict):
     )
 
 
+class Sessions(_Strict):
+    """Traces that share a conversation id roll up into a session verdict (``otel_toolcall_eval.sessions``)."""
+
+    enabled: bool = Field(default=True, description="roll traces up into sessions and emit their verdicts")
+    attributes: list[str] = Field(
+        default_factory=lambda: list(A.SESSION_ID_ATTRIBUTES),
+        min_length=1,
+        description="span attributes holding the conversation id, in order of preference (any span of a trace)",
+    )
+    step_budget: int | None = Field(
+        default=None, ge=1, description="tool calls allowed over a whole session; none: no session budget"
+    )
+
+    @field_validator("attributes")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        if any(not name for name in value):
+            raise ValueError("an attribute name cannot be empty")
+        return value
+
+
 class EvalConfig(_Strict):
     """What the online and offline evaluators need; ``EvalConfig()`` runs every check that needs no config."""
 
@@ -254,6 +283,7 @@ class EvalConfig(_Strict):
     # --- trace cost (issue 18) ---
     pricing: Pricing = Field(default_factory=Pricing, description="price per model, per 1M tokens (trace cost)")
     metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the cost and latency histograms")
+    sessions: Sessions = Field(default_factory=Sessions, description="session rollup by conversation id")
 
     _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
     _policy: P.Policy | None = PrivateAttr(default=None)

@@ -111,14 +111,21 @@ class DatasetCase(_Model):
     )
     source_trace_id: str | None = Field(default=None, description="the production trace the case came from")
     notes: str | None = Field(default=None, description="free text for reviewers")
+    session_id: str | None = Field(
+        default=None,
+        description="the conversation this case is a turn of: cases sharing it are also reported as one session, "
+        "in file order",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _empty_is_none(cls, data: Any) -> Any:
         # one spelling of "no value", so a CSV round trip (where both are an empty cell) is lossless
-        if isinstance(data, dict) and (data.get("source_trace_id") == "" or data.get("notes") == ""):
+        if isinstance(data, dict) and (
+            data.get("source_trace_id") == "" or data.get("notes") == "" or data.get("session_id") == ""
+        ):
             data = {**data}
-            for key in ("source_trace_id", "notes"):
+            for key in ("source_trace_id", "notes", "session_id"):
                 if data[key] == "" if key in data else False:
                     data[key] = None
         return data

@@ -17,6 +17,7 @@ from otel_toolcall_eval.checks.recovery import CLASSES as RECOVERY_CLASSES
 from otel_toolcall_eval.checks.selection import NONE, Selection, confusion_label, per_tool_correct
 from otel_toolcall_eval.config.catalog import DIFFICULTIES, SLICES
 from otel_toolcall_eval.offline.score import CaseResult
+from otel_toolcall_eval.offline.sessions import SessionTotals
 
 OTHER = "_other"  # names past the cap share one row, as the online metrics do
 MAX_TOOLS = 500
@@ -210,8 +211,14 @@ class RunAggregate:
     violation_examples: list[str] = field(default_factory=list)  # case ids, first few
     missing_examples: list[str] = field(default_factory=list)
     policy_examples: list[str] = field(default_factory=list)
+    sessions: SessionTotals | None = None  # None until a case names a session (``offline.sessions``)
 
     def add(self, r: CaseResult) -> None:
+        session_id = r.case.session_id
+        if session_id is not None:
+            if self.sessions is None:
+                self.sessions = SessionTotals()
+            self.sessions.add(session_id, r)
         key = (r.slice, r.difficulty)
         cell = self.cells.get(key)
         if cell is None:
@@ -265,6 +272,10 @@ class RunAggregate:
         self.violation_examples = (self.violation_examples + other.violation_examples)[:MAX_EXAMPLES]
         self.missing_examples = (self.missing_examples + other.missing_examples)[:MAX_EXAMPLES]
         self.policy_examples = (self.policy_examples + other.policy_examples)[:MAX_EXAMPLES]
+        if other.sessions is not None:
+            if self.sessions is None:
+                self.sessions = SessionTotals()
+            self.sessions.merge(other.sessions)
 
     def scope(self, slice_: str | None = None, difficulty: str | None = None) -> Totals:
         """The sums of every cell in a slice, a difficulty, or (both None) overall."""
@@ -274,10 +285,11 @@ class RunAggregate:
                 out.merge(totals)
         return out
 
-    def report(self, *, policies: bool = False) -> dict[str, Any]:
+    def report(self, *, policies: bool = False, session_budget: int | None = None) -> dict[str, Any]:
         """summary, slices, difficulty, per_tool and confusion_matrix blocks of the JSON report (``policies``: the
-        config has trajectory policies, so the summaries carry ``policy_violations``)."""
-        return {
+        config has trajectory policies, so the summaries carry ``policy_violations``); ``sessions`` when cases name
+        one (``session_budget``: ``sessions.step_budget``)."""
+        out = {
             "summary": self.scope().summary(policies=policies),
             "slices": {s: self.scope(slice_=s).summary(policies=policies) for s in SLICES},
             "difficulty": {d: self.scope(difficulty=d).summary(policies=policies) for d in DIFFICULTIES},
@@ -289,6 +301,9 @@ class RunAggregate:
                 "policy": self.policy_examples,
             },
         }
+        if self.sessions is not None:
+            out["sessions"] = self.sessions.report(session_budget)
+        return out
 
 
 def confusion_matrix(cells: dict[tuple[str, str], int]) -> dict[str, Any]:
@@ -324,6 +339,13 @@ def combine(reports: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, An
     }
     spread.pop("confusion_matrix", None)
     spread.pop("examples", None)
+    if any("sessions" in r for r in reports):  # the summary is averaged; the rows of each run are kept as they are
+        blocks = [r.get("sessions") or {"summary": {}, "sessions": []} for r in reports]
+        mean["sessions"] = {
+            "summary": _combine([b["summary"] for b in blocks], "mean"),
+            "per_run": [b["sessions"] for b in blocks],
+        }
+        spread["sessions"] = {"summary": _combine([b["summary"] for b in blocks], "spread")}
     return mean, spread
 
 

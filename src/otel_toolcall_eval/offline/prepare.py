@@ -54,6 +54,7 @@ class PreparedCase:
     forbidden: frozenset[str]
     tools: ToolSet
     user_input: str
+    session_id: str | None = None  # the dataset's ``session_id``: the conversation this case is a turn of
 
 
 _NO_TOOLS = ToolSet(None)
@@ -114,6 +115,7 @@ class Preparer:
             forbidden=forbidden,
             tools=self._tools(case.available_tools),
             user_input=case.user_input,
+            session_id=case.session_id,
         )
 
     def _reference(self, calls: list[ExpectedCall]) -> Reference:

@@ -66,7 +66,9 @@ def evaluate(
         dataset, run_paths, config, prep, dataset_format=dataset_format, jobs=jobs, junit=junit, progress=progress
     )
     aggregates, store = outcome.aggregates, outcome.store
-    per_run = [a.report(policies=prep.has_policies) for a in aggregates]
+    per_run = [
+        a.report(policies=prep.has_policies, session_budget=prep.config.sessions.step_budget) for a in aggregates
+    ]
     report, spread = combine(per_run)
     if verdicts is not None:
         report["summary"]["judge"] = judge_summary(verdicts)

@@ -4,7 +4,8 @@
 ``grpc_port``); ``stop()`` is the graceful shutdown: refuse new requests (retryable codes, ``/readyz`` 503),
 let those in progress finish, drain the queue through the processor, then flush and shut the processor down
 (which also gives a verdict to traces whose root never came) so the exporter sends everything accepted, all
-within ``serve.shutdown_timeout_seconds``.
+within ``serve.shutdown_timeout_seconds``. Session verdicts (``gen_ai.evaluation.result`` log records) go to the
+same endpoint over OTLP logs, unless a ``logger_provider`` is given.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import os
 import time
 from dataclasses import dataclass
 
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_toolcall_eval.config import ConfigError, EvalConfig
-from otel_toolcall_eval.exporters import otlp_exporters
+from otel_toolcall_eval.exporters import otlp_exporters, otlp_log_exporter
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
 from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
 from otel_toolcall_eval.serve.http_receiver import HttpReceiver
@@ -51,19 +55,28 @@ class Service:
         *,
         span_exporter: SpanExporter | None = None,
         meter_provider: MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
     ) -> None:
         config = config or EvalConfig()
         serve = config.serve
         self.settings = serve
+        self._own_logger_provider: SdkLoggerProvider | None = None
+        own_logs = False
         if span_exporter is None:
             if not serve.export.endpoint:
                 raise ConfigError("serve.export.endpoint: required (or --export-endpoint)")
             span_exporter, _ = otlp_exporters(serve.export.endpoint, serve.export.protocol)
+            own_logs = logger_provider is None and config.sessions.enabled  # session verdicts go where spans go
         token = None
         if serve.bearer_token_env is not None:
             token = os.environ.get(serve.bearer_token_env)
             if not token:
                 raise ConfigError(f"serve.bearer_token_env: environment variable {serve.bearer_token_env} is not set")
+        if own_logs and serve.export.endpoint:  # after every check that can refuse the config: no thread leaks
+            logger_provider = self._own_logger_provider = SdkLoggerProvider()
+            self._own_logger_provider.add_log_record_processor(
+                BatchLogRecordProcessor(otlp_log_exporter(serve.export.endpoint, serve.export.protocol))
+            )
         self._queue = SpanQueue(serve.max_queue_spans)
         self.metrics = ServeMetrics(meter_provider, queue_size=self._queue.__len__)
         window = _ExportWindow(serve.export.max_queue_spans)
@@ -78,7 +91,9 @@ class Service:
         # Inline: the scoring thread is the service's background worker already, and the processor's own
         # background queue would make it wait a second time for no gain.
         inline = config.model_copy(update={"evaluation": config.evaluation.model_copy(update={"mode": "inline"})})
-        self.processor = ToolCallEvalProcessor(self._batch, inline, meter_provider=meter_provider)
+        self.processor = ToolCallEvalProcessor(
+            self._batch, inline, meter_provider=meter_provider, logger_provider=logger_provider
+        )
         self._window = window
         self._worker = ScoringWorker(self._queue, self.processor, window, self.metrics, serve.export.max_batch_spans)
         self.intake = Intake(
@@ -127,6 +142,8 @@ class Service:
         self.processor.force_flush(remaining_ms)
         self._window.idle(deadline)
         self.processor.shutdown()  # verdicts for unfinished traces; the BatchSpanProcessor exports the rest
+        if self._own_logger_provider is not None:  # the session verdicts emitted at the flush and the shutdown
+            self._own_logger_provider.shutdown()
         received = self.metrics.total(RECEIVED)
         scored = self.metrics.total(SCORED)
         report = StopReport(

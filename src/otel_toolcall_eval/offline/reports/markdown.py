@@ -43,6 +43,7 @@ def render_markdown(result: EvalResult, diff: BaselineDiff | None = None, *, max
     out += _summary(result, diff)
     out += _slices(result)
     out += _tools(result)
+    out += _sessions(result)
     out += _failing(result, max_failing)
     return "\n".join(out).rstrip() + "\n"
 
@@ -168,6 +169,37 @@ def _tools(result: EvalResult) -> list[str]:
             f"| `{markdown_code(name)}` | {num(t['expected'], count=True)} | {num(t['correct'], count=True)} | "
             f"{num(t['recall'])} | {num(t['called'], count=True)} | {num(t['precision'])} | "
             f"{num(t['argument_accuracy'])} |"
+        )
+    out += ["", "</details>", ""]
+    return out
+
+
+MAX_SESSION_ROWS = 50
+
+
+def _sessions(result: EvalResult) -> list[str]:
+    """Cases that share a ``session_id`` (``offline.sessions``); several runs: the first run's rows."""
+    block = result.report.get("sessions")
+    if not block:
+        return []
+    rows = block.get("sessions")
+    if rows is None:
+        rows = (block.get("per_run") or [[]])[0]
+    summary = block["summary"]
+    out = [
+        "### Sessions",
+        "",
+        f"{num(summary['sessions'], count=True)} sessions, pass rate {num(summary['pass_rate'])}",
+    ]
+    out += ["", "<details><summary>Per session</summary>", ""]
+    out += [
+        "| session | outcome | turns | turns ok | tool calls | errors | violations | repeated failures | over budget |"
+    ]
+    out += ["|---|---|---|---|---|---|---|---|---|"]
+    for r in rows[:MAX_SESSION_ROWS]:
+        out.append(
+            f"| {markdown_text(r['id'])} | {r['outcome']} | {r['turns']} | {r['turns_ok']} | {r['tool_calls']} | "
+            f"{r['errors']} | {r['violations']} | {r['repeated_failures']} | {'yes' if r['over_budget'] else 'no'} |"
         )
     out += ["", "</details>", ""]
     return out

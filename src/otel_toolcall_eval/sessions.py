@@ -1,0 +1,193 @@
+"""Session rollup online: the turns (traces) of a conversation folded into one verdict, emitted once it is idle.
+
+A trace joins a session through the first conversation id (``sessions.attributes``) seen on any of its spans
+(agent frameworks put it on chat or agent spans, not always on the root). Its turn (``checks.session``) is added
+when its root ends. A session is finished when no turn arrived for ``limits.session_idle_seconds`` (checked
+whenever a trace finishes, and at ``force_flush``/``shutdown``, which also finish every open session), or when
+``limits.max_sessions`` are open and it is the least recently active (evicted: counted, still emitted). Its
+verdict goes out as a ``gen_ai.evaluation.result`` log record (parented to the last turn's root span, carrying
+``gen_ai.conversation.id``) and as metrics. State per session is a few counters and at most
+``checks.session.MAX_FAILURE_KEYS`` 16-byte digests, so memory is bounded by ``max_sessions``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from opentelemetry import _logs as logs_api
+from opentelemetry import trace as trace_api
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+from otel_toolcall_eval import _fork
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._version import __version__
+from otel_toolcall_eval.checks.session import SessionTally, SessionVerdict, TurnSummary
+from otel_toolcall_eval.metrics import SessionMetrics
+from otel_toolcall_eval.records import TraceVerdict
+
+SCOPE: Final = "otel_toolcall_eval.sessions"
+
+
+def conversation_id(attrs: Any, keys: tuple[str, ...], max_length: int) -> str | None:
+    """The first of ``keys`` that ``attrs`` holds a non-empty value for, as text cut to ``max_length`` (an id
+    from trace data is untrusted: it becomes a dictionary key and an attribute value, never a metric label)."""
+    for key in keys:
+        value = attrs.get(key)
+        if value is None or value == "" or isinstance(value, (list, tuple, dict)):
+            continue
+        text = value if isinstance(value, str) else str(value)
+        return text[:max_length]
+    return None
+
+
+def turn_summary(verdict: TraceVerdict | None, failed_calls: set[bytes] | None) -> TurnSummary:
+    """A finished trace as a turn; ``verdict`` None: a trace without tool activity (it holds)."""
+    if verdict is None:
+        return TurnSummary()
+    return TurnSummary(
+        tool_calls=verdict.tool_calls,
+        errors=verdict.errors,
+        violations=verdict.violations,
+        composite_ok=verdict.composite_ok,
+        failed_calls=frozenset(failed_calls) if failed_calls else frozenset(),
+    )
+
+
+@dataclass(slots=True)
+class _Open:
+    tally: SessionTally = field(default_factory=SessionTally)
+    last_seen: float = 0.0
+    trace_id: int = 0  # the last turn's root span: the record's context
+    span_id: int = 0
+
+
+class SessionRollup:
+    """Open sessions (LRU with an idle TTL), their verdicts emitted once finished. Thread-safe and fork-safe;
+    ``clock`` is injectable so tests drive the idle time without sleeping."""
+
+    def __init__(
+        self,
+        *,
+        step_budget: int | None,
+        max_sessions: int,
+        idle_seconds: float,
+        meter_provider: Any = None,
+        logger_provider: logs_api.LoggerProvider | None = None,
+        on_error: Callable[[str], None] = lambda _stage: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._budget = step_budget
+        self._max = max_sessions
+        self._idle = idle_seconds
+        self._clock = clock
+        self._on_error = on_error
+        self._metrics = SessionMetrics(meter_provider)
+        self._logger_provider = logger_provider
+        self._logger: logs_api.Logger | None = None
+        self._init_state()
+        _fork.reinit_after_fork(self)
+
+    def _init_state(self) -> None:
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's sessions are the parent's to emit."""
+        self._init_state()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def add_turn(self, conversation: str, turn: TurnSummary, trace_id: int, span_id: int) -> None:
+        now = self._clock()
+        done: list[tuple[str, _Open, str]] = []
+        with self._lock:
+            self._expire(now, done)
+            session = self._open.get(conversation)
+            if session is None:
+                while len(self._open) >= self._max:
+                    old_id, old = self._open.popitem(last=False)
+                    done.append((old_id, old, "evicted"))
+                session = self._open[conversation] = _Open()
+            else:
+                self._open.move_to_end(conversation)
+            session.tally.add(turn)
+            session.last_seen = now
+            if span_id:  # a trace dropped before its root ended has no root span to point at
+                session.trace_id, session.span_id = trace_id, span_id
+        self._emit_all(done)
+
+    def expire(self) -> None:
+        """Finish the sessions idle for longer than ``limits.session_idle_seconds``."""
+        done: list[tuple[str, _Open, str]] = []
+        with self._lock:
+            self._expire(self._clock(), done)
+        self._emit_all(done)
+
+    def finish_all(self, reason: str) -> None:
+        """Finish every open session (``flush`` or ``shutdown``): the idle ones as ``idle``."""
+        done: list[tuple[str, _Open, str]] = []
+        with self._lock:
+            self._expire(self._clock(), done)
+            done.extend((cid, s, reason) for cid, s in self._open.items())
+            self._open.clear()
+        self._emit_all(done)
+
+    def _expire(self, now: float, done: list[tuple[str, _Open, str]]) -> None:
+        deadline = now - self._idle  # in order of last activity: the idle ones are at the front
+        while self._open:
+            cid, session = next(iter(self._open.items()))
+            if session.last_seen > deadline:
+                break
+            del self._open[cid]
+            done.append((cid, session, "idle"))
+
+    # --- out ---------------------------------------------------------------------------------------
+    def _emit_all(self, done: list[tuple[str, _Open, str]]) -> None:
+        for cid, session, reason in done:
+            try:
+                if reason == "evicted":
+                    self._metrics.record_dropped(reason)
+                self._emit(cid, session, reason)
+            except Exception:  # noqa: BLE001 - one failing export does not stop the others
+                self._on_error("sessions.emit")
+
+    def _emit(self, cid: str, session: _Open, reason: str) -> None:
+        verdict = session.tally.verdict(self._budget)
+        self._metrics.record_session(verdict.outcome, verdict.turns, reason)
+        logger = self._logger
+        if logger is None:
+            provider = self._logger_provider or logs_api.get_logger_provider()
+            logger = self._logger = provider.get_logger(SCOPE, __version__)
+        context = None
+        if session.trace_id and session.span_id:
+            last = SpanContext(
+                session.trace_id, session.span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+            )
+            context = trace_api.set_span_in_context(NonRecordingSpan(last))
+        logger.emit(
+            event_name=A.GEN_AI_EVALUATION_RESULT, context=context, attributes=record_attributes(cid, verdict, reason)
+        )
+
+
+def record_attributes(cid: str, verdict: SessionVerdict, finalized_by: str) -> dict[str, Any]:
+    """What a session's ``gen_ai.evaluation.result`` record carries (the README's session-record rows)."""
+    return {
+        A.GEN_AI_EVALUATION_NAME: A.SESSION_EVALUATION_NAME,
+        A.GEN_AI_EVALUATION_SCORE_LABEL: verdict.outcome,
+        A.GEN_AI_EVALUATION_SCORE_VALUE: verdict.turns_ok / verdict.turns if verdict.turns else 1.0,
+        A.GEN_AI_CONVERSATION_ID: cid,
+        A.SESSION_TURNS: verdict.turns,
+        A.SESSION_TOOL_CALLS: verdict.tool_calls,
+        A.SESSION_ERRORS: verdict.errors,
+        A.SESSION_VIOLATIONS: verdict.violations,
+        A.SESSION_TURNS_OK: verdict.turns_ok,
+        A.SESSION_REPEATED_FAILURES: verdict.repeated_failures,
+        A.SESSION_OVER_BUDGET: verdict.over_budget,
+        A.SESSION_FINALIZED_BY: finalized_by,
+    }

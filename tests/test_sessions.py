@@ -1,0 +1,326 @@
+"""Sessions: the pure rollup (``checks.session``) and the processor's online rollup over real SDK spans.
+
+Idle expiry is driven by an injected clock (``_sessions._clock``), never by sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.trace import Tracer, set_span_in_context
+
+from otel_toolcall_eval import EvalConfig
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval import metrics as M
+from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, TurnSummary, session_verdict
+from otel_toolcall_eval.config import ConfigError
+from otel_toolcall_eval.records import call_digest
+from tests.helpers import WEATHER_TOOL, Pipeline, make_pipeline, tool_span
+
+# --- the pure rollup ---------------------------------------------------------------------------------
+
+
+def test_a_session_of_clean_turns_passes() -> None:
+    v = session_verdict([TurnSummary(tool_calls=2), TurnSummary(), TurnSummary(tool_calls=1)])
+    assert (v.turns, v.tool_calls, v.turns_ok, v.repeated_failures, v.over_budget) == (3, 3, 3, 0, False)
+    assert v.ok and v.outcome == "pass"
+
+
+def test_a_failed_turn_fails_the_session_and_counts_its_figures() -> None:
+    v = session_verdict(
+        [TurnSummary(tool_calls=1), TurnSummary(tool_calls=3, errors=1, violations=2, composite_ok=False)]
+    )
+    assert (v.turns, v.tool_calls, v.errors, v.violations, v.turns_ok) == (2, 4, 1, 2, 1)
+    assert v.outcome == "fail"
+
+
+def test_the_same_failing_call_in_two_turns_is_a_repeated_failure() -> None:
+    a, b = call_digest("get_weather {city: atlantis}"), call_digest("get_weather {city: paris}")
+    turns = [
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({a})),
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({b})),  # another call
+        TurnSummary(tool_calls=2, errors=2, composite_ok=False, failed_calls=frozenset({a, b})),  # both again
+    ]
+    assert session_verdict(turns).repeated_failures == 2
+    assert session_verdict(turns[:2]).repeated_failures == 0  # different arguments: not the same call
+
+
+def test_repeated_failures_alone_fail_a_session() -> None:
+    """Turns that held their own composite (e.g. the failure was retried and fixed within each turn, a case the
+    composite does not forgive) still fail the session when the same call failed in two of them."""
+    key = frozenset({call_digest("search {q: x}")})
+    v = session_verdict([TurnSummary(failed_calls=key), TurnSummary(failed_calls=key)])
+    assert v.turns_ok == 2 and v.repeated_failures == 1 and not v.ok
+
+
+def test_the_session_step_budget_counts_calls_across_turns() -> None:
+    turns = [TurnSummary(tool_calls=3), TurnSummary(tool_calls=3)]
+    assert not session_verdict(turns, step_budget=6).over_budget
+    over = session_verdict(turns, step_budget=5)
+    assert over.over_budget and over.outcome == "fail"
+    assert not session_verdict(turns).over_budget  # no budget: off
+
+
+def test_a_session_remembers_a_bounded_number_of_failing_calls() -> None:
+    tally = SessionTally()
+    tally.add(TurnSummary(failed_calls=frozenset(call_digest(f"t {i}") for i in range(MAX_FAILURE_KEYS + 50))))
+    assert len(tally.failed) == MAX_FAILURE_KEYS
+
+
+# --- online: the processor over real SDK spans ----------------------------------------------------------
+
+
+def _pipeline(config: dict[str, Any] | None = None) -> tuple[Pipeline, InMemoryLogRecordExporter, list[float]]:
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    p = make_pipeline(EvalConfig.from_dict(config or {}), logger_provider=logger_provider)
+    now = [1000.0]
+    assert p.processor._sessions is not None
+    p.processor._sessions._clock = lambda: now[0]
+    return p, logs, now
+
+
+def _turn(
+    tracer: Tracer,
+    conversation: str | None,
+    *,
+    city: str = "Paris",
+    fail: bool = False,
+    on: str = "root",
+    key: str = A.GEN_AI_CONVERSATION_ID,
+) -> None:
+    """One agent turn: a root, a chat span offering the tool, one tool call; the id on the root or the chat span."""
+    root_attrs = {key: conversation} if conversation is not None and on == "root" else {}
+    with tracer.start_as_current_span("invoke_agent", attributes=root_attrs):
+        chat_attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL]),
+        }
+        if conversation is not None and on == "chat":
+            chat_attrs[key] = conversation
+        with tracer.start_as_current_span("chat", attributes=chat_attrs):
+            pass
+        if conversation is not None and on == "plain":
+            with tracer.start_as_current_span("agent step", attributes={key: conversation}):
+                pass
+        tool_span(tracer, "get_weather", {"city": city}, error=ValueError("no such city") if fail else None)
+
+
+def _records(logs: InMemoryLogRecordExporter) -> list[ReadableLogRecord]:
+    return [r for r in logs.get_finished_logs()]
+
+
+def _attrs(record: ReadableLogRecord) -> dict[str, Any]:
+    return dict(record.log_record.attributes or {})
+
+
+def test_turns_sharing_a_conversation_id_are_emitted_once_idle() -> None:
+    p, logs, now = _pipeline({"limits": {"session_idle_seconds": 60}})
+    for _ in range(3):
+        _turn(p.tracer, "conv-1")
+        now[0] += 10
+    assert _records(logs) == [] and len(p.processor._sessions or ()) == 1  # still active
+    now[0] += 61
+    _turn(p.tracer, None)  # any finished trace lets idle sessions go
+    (record,) = _records(logs)
+    log = record.log_record
+    assert log.event_name == A.GEN_AI_EVALUATION_RESULT
+    attrs = _attrs(record)
+    assert attrs[A.GEN_AI_CONVERSATION_ID] == "conv-1"
+    assert attrs[A.GEN_AI_EVALUATION_NAME] == A.SESSION_EVALUATION_NAME
+    assert attrs[A.GEN_AI_EVALUATION_SCORE_LABEL] == "pass" and attrs[A.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
+    assert (attrs[A.SESSION_TURNS], attrs[A.SESSION_TOOL_CALLS], attrs[A.SESSION_TURNS_OK]) == (3, 3, 3)
+    assert attrs[A.SESSION_FINALIZED_BY] == "idle"
+    last_root = p.by_name("invoke_agent")[2]  # the record sits in the last turn's root span context
+    assert (log.trace_id, log.span_id) == (last_root.context.trace_id, last_root.context.span_id)
+    assert p.metric_sum(M.SESSIONS, outcome="pass", finalized_by="idle") == 1
+    assert p.metric_sum(M.SESSION_TURNS, outcome="pass") == 1  # one histogram observation
+
+
+def test_the_id_may_sit_on_a_chat_span_or_a_plain_span_under_any_configured_key() -> None:
+    p, logs, _ = _pipeline()
+    _turn(p.tracer, "s-9", on="chat", key="session.id")
+    _turn(p.tracer, "s-9", on="plain", key="langfuse.session.id")
+    _turn(p.tracer, "s-9", on="root")
+    plain = p.one("agent step")
+    assert (plain.attributes or {})["langfuse.session.id"] == "s-9"  # forwarded, attributes unchanged
+    p.provider.force_flush()
+    (record,) = _records(logs)
+    assert _attrs(record)[A.SESSION_TURNS] == 3 and _attrs(record)[A.SESSION_FINALIZED_BY] == "flush"
+
+
+def test_a_failure_repeated_in_a_later_turn_fails_the_session() -> None:
+    p, logs, _ = _pipeline({"sessions": {"step_budget": 10}})
+    _turn(p.tracer, "c", city="Atlantis", fail=True)
+    _turn(p.tracer, "c", city="Paris")
+    _turn(p.tracer, "c", city="Atlantis", fail=True)  # the same call failing again, two turns later
+    _turn(p.tracer, "other", city="Atlantis", fail=True)  # another conversation: not a repeat of this one
+    p.provider.force_flush()
+    by_id = {_attrs(r)[A.GEN_AI_CONVERSATION_ID]: _attrs(r) for r in _records(logs)}
+    c = by_id["c"]
+    assert (c[A.SESSION_TURNS], c[A.SESSION_ERRORS], c[A.SESSION_TURNS_OK], c[A.SESSION_REPEATED_FAILURES]) == (
+        3,
+        2,
+        1,
+        1,
+    )
+    assert c[A.GEN_AI_EVALUATION_SCORE_LABEL] == "fail" and c[A.SESSION_OVER_BUDGET] is False
+    assert by_id["other"][A.SESSION_REPEATED_FAILURES] == 0
+    assert p.metric_sum(M.SESSIONS, outcome="fail") == 2
+
+
+def test_the_session_step_budget_is_checked_across_turns() -> None:
+    p, logs, _ = _pipeline({"sessions": {"step_budget": 2}})
+    for _ in range(3):
+        _turn(p.tracer, "long")
+    p.provider.force_flush()
+    (record,) = _records(logs)
+    assert _attrs(record)[A.SESSION_OVER_BUDGET] is True and _attrs(record)[A.GEN_AI_EVALUATION_SCORE_LABEL] == "fail"
+
+
+def test_the_first_conversation_id_of_a_trace_wins() -> None:
+    p, logs, _ = _pipeline()
+    with p.tracer.start_as_current_span("root", attributes={A.GEN_AI_CONVERSATION_ID: "late"}):
+        with p.tracer.start_as_current_span("step", attributes={A.GEN_AI_CONVERSATION_ID: "early"}):
+            pass  # ends first
+        tool_span(p.tracer, "get_weather", {"city": "Paris"})
+    p.provider.force_flush()
+    assert [_attrs(r)[A.GEN_AI_CONVERSATION_ID] for r in _records(logs)] == ["early"]
+
+
+def test_sessions_are_bounded_and_evicted_sessions_are_counted_and_still_emitted() -> None:
+    p, logs, _ = _pipeline({"limits": {"max_sessions": 3}})
+    for i in range(10):
+        _turn(p.tracer, f"conv-{i}")
+    assert len(p.processor._sessions or ()) == 3
+    assert p.metric_sum(M.SESSION_DROPPED, reason="evicted") == 7
+    evicted = [_attrs(r) for r in _records(logs)]
+    assert [a[A.GEN_AI_CONVERSATION_ID] for a in evicted] == [f"conv-{i}" for i in range(7)]
+    assert {a[A.SESSION_FINALIZED_BY] for a in evicted} == {"evicted"}
+    p.provider.shutdown()
+    assert [_attrs(r)[A.SESSION_FINALIZED_BY] for r in _records(logs)][7:] == ["shutdown"] * 3
+
+
+def test_an_unfinished_trace_joins_its_session_at_shutdown() -> None:
+    p, logs, _ = _pipeline()
+    _turn(p.tracer, "c")
+    root = p.tracer.start_span("never ends", attributes={A.GEN_AI_CONVERSATION_ID: "c"})
+    with p.tracer.start_as_current_span("t", context=set_span_in_context(root)) as s:
+        s.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"})
+        s.set_attribute(A.GEN_AI_CONVERSATION_ID, "c")
+    p.provider.shutdown()
+    (record,) = _records(logs)
+    assert _attrs(record)[A.SESSION_TURNS] == 2 and _attrs(record)[A.SESSION_TOOL_CALLS] == 2
+
+
+def test_a_long_or_odd_conversation_id_is_cut_and_never_a_metric_label() -> None:
+    p, logs, _ = _pipeline({"limits": {"max_attribute_length": 32}})
+    _turn(p.tracer, "x" * 10_000)
+    _turn(p.tracer, None, on="root")
+    with p.tracer.start_as_current_span("root", attributes={A.GEN_AI_CONVERSATION_ID: 42}):
+        tool_span(p.tracer, "get_weather", {"city": "Paris"})
+    p.provider.force_flush()
+    ids = sorted(str(_attrs(r)[A.GEN_AI_CONVERSATION_ID]) for r in _records(logs))
+    assert ids == ["42", "x" * 32]
+    labels = {k for attrs, _ in p.metric_points(M.SESSIONS) for k in attrs}
+    assert labels == {"outcome", "finalized_by"}
+
+
+def test_every_span_is_forwarded_once_with_sessions_on() -> None:
+    p, _, _ = _pipeline()
+    for on in ("root", "chat", "plain"):
+        _turn(p.tracer, "c", on=on)
+    names = [s.name for s in p.spans()]
+    assert sorted(names) == sorted(["invoke_agent", "chat", "execute_tool get_weather"] * 3 + ["agent step"])
+
+
+def test_sessions_can_be_switched_off() -> None:
+    p = make_pipeline(EvalConfig.from_dict({"sessions": {"enabled": False}}))
+    assert p.processor._sessions is None
+    _turn(p.tracer, "c")
+    p.provider.force_flush()
+    assert p.metric_points(M.SESSIONS) == []
+
+
+def test_a_failing_log_export_is_contained() -> None:
+    class Broken(LoggerProvider):
+        def get_logger(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("no logs today")
+
+    p = make_pipeline(logger_provider=Broken())
+    _turn(p.tracer, "c")
+    p.provider.force_flush()  # must not raise
+    assert p.metric_sum(M.INTERNAL_ERRORS, stage="sessions.emit") == 1
+    assert len(p.by_name("invoke_agent")) == 1
+
+
+@pytest.mark.parametrize(
+    ("section", "field"),
+    [
+        ({"sessions": {"attributes": []}}, "sessions.attributes"),
+        ({"sessions": {"attributes": [""]}}, "sessions.attributes"),
+        ({"sessions": {"step_budget": 0}}, "sessions.step_budget"),
+        ({"limits": {"max_sessions": 0}}, "limits.max_sessions"),
+        ({"limits": {"session_idle_seconds": 0}}, "limits.session_idle_seconds"),
+        ({"sessions": {"idle": 3}}, "sessions.idle"),
+    ],
+)
+def test_session_config_errors_name_the_field(section: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        EvalConfig.from_dict(section)
+
+
+def test_tallies_merged_in_any_order_give_the_same_verdict() -> None:
+    """The offline evaluator scores chunks apart and merges them: the verdict must not depend on the split."""
+    a, b = call_digest("t {x: 1}"), call_digest("t {x: 2}")
+    turns = [
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({a})),
+        TurnSummary(tool_calls=2),
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({a, b})),
+        TurnSummary(tool_calls=1, errors=1, composite_ok=False, failed_calls=frozenset({a})),
+    ]
+    whole = session_verdict(turns)
+    first, second = SessionTally(), SessionTally()
+    for t in turns[2:]:
+        first.add(t)
+    for t in turns[:2]:
+        second.add(t)
+    first.merge(second)
+    assert first.verdict(None) == whole
+    assert whole.repeated_failures == 2  # a failed in three turns: two repeats
+
+
+def test_only_the_first_plain_span_naming_the_conversation_is_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenInference's ``using_session`` puts ``session.id`` on every span: once the trace has noted it, the
+    other plain spans are forwarded untouched, as plain spans are."""
+    p, logs, _ = _pipeline()
+    evaluated: list[str] = []
+    inner = p.processor._evaluate
+
+    def counting(span: Any) -> Any:
+        evaluated.append(span.name)
+        return inner(span)
+
+    monkeypatch.setattr(p.processor, "_evaluate", counting)
+    with p.tracer.start_as_current_span("root", attributes={"session.id": "s"}):
+        for i in range(5):
+            with p.tracer.start_as_current_span(f"step {i}", attributes={"session.id": "s", "http.method": "GET"}):
+                pass
+        with p.tracer.start_as_current_span("chat", attributes={"session.id": "s", "gen_ai.operation.name": "chat"}):
+            pass
+    assert evaluated == ["step 0", "chat", "root"]
+    assert len(p.spans()) == 7
+    p.provider.force_flush()
+    assert [_attrs(r)[A.GEN_AI_CONVERSATION_ID] for r in _records(logs)] == ["s"]
+
+
+def test_the_record_of_noted_traces_is_bounded() -> None:
+    p, _, _ = _pipeline({"limits": {"max_traces": 5}})
+    for i in range(20):
+        _turn(p.tracer, f"c{i}")
+    assert len(p.processor._conversation_known) == 5

@@ -171,7 +171,7 @@ LOOKUP_TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "obj
 
 
 def test_root_carries_cost_latency_fingerprint_first_failure_and_recovery() -> None:
-    p = make_pipeline(EvalConfig.from_dict(PRICED))
+    p = make_pipeline(EvalConfig.from_dict({**PRICED, "metrics": {"histograms": True}}))
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
         _chat(t, tools=[WEATHER_TOOL, LOOKUP_TOOL], calls=[("c1", "get_weather", {"city": "Paris"})])
@@ -341,8 +341,8 @@ def test_offline_recovery_in_the_report(tmp_path: Any) -> None:
     }
 
 
-def test_histograms_can_be_turned_off_and_the_root_keeps_its_numbers() -> None:
-    p = make_pipeline(EvalConfig.from_dict({**PRICED, "metrics": {"histograms": False}}))
+def test_histograms_are_off_by_default_and_the_root_keeps_its_numbers() -> None:
+    p = make_pipeline(EvalConfig.from_dict(PRICED))
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
         _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "X"})])

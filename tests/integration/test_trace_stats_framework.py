@@ -49,7 +49,7 @@ def test_openai_agents_recovery_cost_and_root_cause() -> None:
         return get_population(city)
 
     exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
-    config = EvalConfig.from_dict({"pricing": {"models": {"fake-model": PRICE}}})
+    config = EvalConfig.from_dict({"pricing": {"models": {"fake-model": PRICE}}, "metrics": {"histograms": True}})
     processor = ToolCallEvalProcessor(
         SimpleSpanProcessor(exporter), config, meter_provider=MeterProvider(metric_readers=[reader]), judge=False
     )

@@ -42,9 +42,10 @@ class Pricing(_Strict):
 
 
 class MetricsConfig(_Strict):
-    """``histograms``: record the per-trace cost and latency histograms and the per-tool latency histogram. Each is a
-    synchronous SDK ``Histogram.record`` (about 50,000 instructions on opentelemetry-sdk 1.45; 11 for an agent trace
-    of 5 tool calls: docs/performance.md); off, the root span still carries every number and the counters still
-    count."""
+    """``histograms``: record the per-trace cost and latency histograms and the per-tool latency histogram. Off by
+    default: each is a synchronous SDK ``Histogram.record`` (about 50,000 instructions on opentelemetry-sdk 1.45; 11
+    for an agent trace of 5 tool calls, +16 % of the whole trace's instructions: docs/performance.md), and the
+    numbers are on the root span anyway (the Collector's spanmetrics connector makes per-tool latency histograms
+    from the exported spans). Off, the root span still carries every number and the counters still count."""
 
-    histograms: bool = True
+    histograms: bool = False

@@ -58,6 +58,12 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "calls breaking `policies.required_steps`, `destructive_tools` or `argument_rules`, plus cases over "
         "`policies.step_budget` (any one fails the gate; reported only when the config has such policies)",
     ),
+    Metric(
+        "trajectory_match_rate",
+        "higher",
+        "cases whose calls match a reference list under their trajectory mode (`strict`, `unordered`, `subset`, "
+        "`superset`; checks.trajectory) / cases with a mode (reported only when some case has one)",
+    ),
     Metric("latency_ms.mean", "lower", "mean latency_ms of the cases that recorded one"),
     Metric("latency_ms.max", "lower", "largest latency_ms"),
     Metric("tokens.mean", "lower", "mean tokens of the cases that recorded them"),

@@ -24,9 +24,10 @@ from otel_toolcall_eval.checks.necessity import unnecessary_calls
 from otel_toolcall_eval.checks.order import EXACT, OrderScore, order_score
 from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
+from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match
 from otel_toolcall_eval.dataset.models import ExpectedCall
 from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons, policy_violations_of
-from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet
+from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet, TrajectorySpec
 from otel_toolcall_eval.offline.runs import RunCase
 from otel_toolcall_eval.records import CallHistory, CallScore
 
@@ -65,6 +66,8 @@ class CaseResult:
     tokens: float | None = None
     error: str | None = None
     missing_run: bool = False
+    trajectory_mode: str | None = None  # the case's trajectory match mode (checks.trajectory); None: not matched
+    trajectory_match: bool | None = None  # the calls match a reference list under that mode
 
     @property
     def reasons(self) -> list[str]:
@@ -200,7 +203,43 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     result.passed = core_ok and not violations and not broken and result.error is None and run is not None
     result.checks = checks
     result.core_ok = core_ok
+    spec = case.trajectory
+    if spec is not None:
+        result.trajectory_mode = spec.mode
+        result.trajectory_match = _trajectory(case, spec, checks, names, run.batches if run else None, prep)
     return result
+
+
+def _trajectory(
+    case: PreparedCase,
+    spec: TrajectorySpec,
+    checks: list[CallScore],
+    names: list[str],
+    batches: list[int | None] | None,
+    prep: Preparer,
+) -> bool:
+    """Do the calls match any reference list under the case's trajectory mode (checks.trajectory)?"""
+    actual = [c.arguments if c.parse_ok is not False else None for c in checks]
+    for ref in case.references:
+        calls = ref.calls
+
+        def same(i: int, j: int, calls: tuple[ExpectedCall, ...] = calls) -> bool:
+            spec_call = calls[i]
+            tool = spec_call.name
+            got = actual[j]
+            return arguments_match(
+                spec.args_mode(tool),
+                spec_call.args,
+                got if got is not None or checks[j].parse_ok is False else {},
+                prep.normalizer,
+                options=spec_call.arg_options,
+                optional=spec_call.optional_args,
+                exact_case=prep.exact_case(tool, case.tools) if prep.any_exact_case or case.tools.exact_case else (),
+            )
+
+        if trajectory_match(spec.mode, ref.names, names, same, ref.batches, batches):
+            return True
+    return False
 
 
 def _against(

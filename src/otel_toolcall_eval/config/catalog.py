@@ -33,7 +33,12 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "matched calls whose expected arguments match after normalisation / matched calls that reached that layer",
     ),
     Metric("free_text_similarity", "higher", "mean of the lowest free-text similarity per matched call"),
-    Metric("order_score", "higher", "mean over cases with expected calls of 2k / (|E| + |A|), k = LCS of names"),
+    Metric(
+        "order_score",
+        "higher",
+        "mean over cases with expected calls of 2k / (|E| + |A|), k = longest in-order subsequence of the matched "
+        "pairs (T-Eval)",
+    ),
     Metric("order_edit_distance", "lower", "mean over cases with expected calls of Levenshtein(E, A) / max(|E|, |A|)"),
     Metric("unnecessary_call_rate", "lower", "no-tool cases with a call / no-tool cases"),
     Metric("missed_call_rate", "lower", "tool cases without any call / tool cases"),

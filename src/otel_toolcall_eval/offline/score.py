@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from otel_toolcall_eval.checks.argument_match import ArgumentVerdict, closeness, match_arguments
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
-from otel_toolcall_eval.checks.order import EXACT, OrderScore, order_score
+from otel_toolcall_eval.checks.order import EXACT, OrderScore, aligned_pairs, pair_order_score
 from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
 from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match
@@ -266,6 +266,8 @@ def _against(
     pairs = args_correct = required_checked = required_ok = 0
     lowest: float | None = None
     assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # expected position -> (call, verdict)
+    aligned: set[tuple[int, int]] | None = None  # an ordered alignment of the names: kept where pairings tie
+    paired: list[tuple[int, int]] = []  # (expected position, call): what the order score reads
     for position, spec in enumerate(ref.calls):
         if same:
             chosen = position
@@ -280,8 +282,9 @@ def _against(
             else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
                 if assigned is None:
                     assigned = {}
+                    aligned = aligned_pairs(expected, names, ref.batches, batches)
                 if position not in assigned:
-                    _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned)
+                    _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned, aligned or set())
                 found = assigned[position]
                 if found is None:
                     continue  # more expected than actual calls of the tool: this one is unmatched
@@ -299,6 +302,7 @@ def _against(
         if sim is not None and (lowest is None or sim < lowest):
             lowest = sim
         verdicts.append((spec.name, chosen_verdict, chosen))
+        paired.append((position, chosen))
     result.pair_verdicts = verdicts
     result.pairs = pairs
     result.args_correct = args_correct
@@ -306,7 +310,7 @@ def _against(
     result.required_ok = required_ok
     result.free_text_similarity = lowest
     if n:
-        result.order = EXACT if same else order_score(expected, names, ref.batches, batches)
+        result.order = EXACT if same else pair_order_score(paired, expected, names, ref.batches, batches)
     ok = args_correct == pairs and tp == n and len(names) == n
     if ok and case.ordered and result.order is not None and not result.order.exact:
         ok = False
@@ -321,10 +325,16 @@ def _assign(
     prep: Preparer,
     tools: ToolSet,
     out: dict[int, tuple[int, ArgumentVerdict] | None],
+    aligned: set[tuple[int, int]],
 ) -> None:
-    """Pair every expected call of ``tool`` with the calls of it, optimally; None for one left unpaired."""
+    """Pair every expected call of ``tool`` with the calls of it, optimally (ties: towards the ordered alignment
+    ``aligned``, so order is kept where the arguments allow); None for one left unpaired."""
     rows = [p for p, c in enumerate(ref.calls) if c.name == tool]
-    pairs = assign(len(rows), candidates, lambda i, j: _verdict(ref.calls[rows[i]], checks[j], prep, tools), closeness)
+    row_of = {p: i for i, p in enumerate(rows)}
+    prefer = [(row_of[p], j) for p, j in aligned if p in row_of]
+    pairs = assign(
+        len(rows), candidates, lambda i, j: _verdict(ref.calls[rows[i]], checks[j], prep, tools), closeness, prefer
+    )
     for i, j, verdict in pairs:
         out[rows[i]] = (j, verdict)
     for p in rows:

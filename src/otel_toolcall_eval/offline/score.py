@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from otel_toolcall_eval.checks.argument_match import ArgumentVerdict, closeness, match_arguments
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
-from otel_toolcall_eval.checks.order import EXACT, OrderScore, aligned_pairs, pair_order_score
+from otel_toolcall_eval.checks.order import EXACT, OrderScore, aligned_pairs, order_score, pair_order_score
 from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
 from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match
@@ -262,33 +262,49 @@ def _against(
         made = {name: len(positions) for name, positions in by_name.items()}
         tp = true_positives(ref.counts, made)
     result = CaseResult(case, index, expected, names, Selection(tp, n, len(names)), ref.counts, made)
-    verdicts: list[tuple[str, ArgumentVerdict, int]] = []
+    aligned: set[tuple[int, int]] | None = None  # second pass: an ordered alignment, kept where pairings tie
+    cache: dict[tuple[int, int], ArgumentVerdict] = {}  # (expected position, call) -> verdict, across passes
+    while True:
+        verdicts: list[tuple[str, ArgumentVerdict, int]] = []
+        paired: list[tuple[int, int]] = []  # (expected position, call): what the order score reads
+        assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # position -> (call, verdict)
+        for position, spec in enumerate(ref.calls):
+            if same:
+                chosen = position
+                chosen_verdict = _verdict(spec, checks[position], prep, case.tools)
+            else:
+                candidates = by_name.get(spec.name)
+                if not candidates:
+                    continue
+                if len(candidates) == 1 and ref.counts[spec.name] == 1:
+                    chosen = candidates[0]  # one call of the tool: nothing to choose
+                    chosen_verdict = _verdict(spec, checks[chosen], prep, case.tools)
+                else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
+                    if assigned is None:
+                        assigned = {}
+                    if position not in assigned:
+                        _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned, aligned, cache)
+                    found = assigned[position]
+                    if found is None:
+                        continue  # more expected than actual calls of the tool: this one is unmatched
+                    chosen, chosen_verdict = found
+            verdicts.append((spec.name, chosen_verdict, chosen))
+            paired.append((position, chosen))
+        if not n or same:
+            result.order = EXACT if n else None
+            break
+        by_names = order_score(expected, names, ref.batches, batches)  # k = the LCS of the names
+        if assigned is None:  # each tool paired at most once: the pairs are forced, k is the LCS of the names
+            result.order = by_names
+            break
+        result.order = pair_order_score(paired, expected, names, ref.batches, batches)
+        if result.order.score >= by_names.score or aligned is not None:
+            break
+        # k below the names' LCS: a tie may have been settled against order; pair again, keeping an alignment
+        aligned = aligned_pairs(expected, names, ref.batches, batches)
     pairs = args_correct = required_checked = required_ok = 0
     lowest: float | None = None
-    assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # expected position -> (call, verdict)
-    aligned: set[tuple[int, int]] | None = None  # an ordered alignment of the names: kept where pairings tie
-    paired: list[tuple[int, int]] = []  # (expected position, call): what the order score reads
-    for position, spec in enumerate(ref.calls):
-        if same:
-            chosen = position
-            chosen_verdict = _verdict(spec, checks[position], prep, case.tools)
-        else:
-            candidates = by_name.get(spec.name)
-            if not candidates:
-                continue
-            if len(candidates) == 1 and ref.counts[spec.name] == 1:
-                chosen = candidates[0]  # one call of the tool: nothing to choose
-                chosen_verdict = _verdict(spec, checks[chosen], prep, case.tools)
-            else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
-                if assigned is None:
-                    assigned = {}
-                    aligned = aligned_pairs(expected, names, ref.batches, batches)
-                if position not in assigned:
-                    _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned, aligned or set())
-                found = assigned[position]
-                if found is None:
-                    continue  # more expected than actual calls of the tool: this one is unmatched
-                chosen, chosen_verdict = found
+    for _, chosen_verdict, _ in verdicts:
         pairs += 1
         failed = chosen_verdict.failed
         if failed is None:
@@ -301,16 +317,12 @@ def _against(
         sim = chosen_verdict.similarity
         if sim is not None and (lowest is None or sim < lowest):
             lowest = sim
-        verdicts.append((spec.name, chosen_verdict, chosen))
-        paired.append((position, chosen))
     result.pair_verdicts = verdicts
     result.pairs = pairs
     result.args_correct = args_correct
     result.required_checked = required_checked
     result.required_ok = required_ok
     result.free_text_similarity = lowest
-    if n:
-        result.order = EXACT if same else pair_order_score(paired, expected, names, ref.batches, batches)
     ok = args_correct == pairs and tp == n and len(names) == n
     if ok and case.ordered and result.order is not None and not result.order.exact:
         ok = False
@@ -325,16 +337,22 @@ def _assign(
     prep: Preparer,
     tools: ToolSet,
     out: dict[int, tuple[int, ArgumentVerdict] | None],
-    aligned: set[tuple[int, int]],
+    aligned: set[tuple[int, int]] | None,
+    cache: dict[tuple[int, int], ArgumentVerdict],
 ) -> None:
     """Pair every expected call of ``tool`` with the calls of it, optimally (ties: towards the ordered alignment
     ``aligned``, so order is kept where the arguments allow); None for one left unpaired."""
     rows = [p for p, c in enumerate(ref.calls) if c.name == tool]
     row_of = {p: i for i, p in enumerate(rows)}
-    prefer = [(row_of[p], j) for p, j in aligned if p in row_of]
-    pairs = assign(
-        len(rows), candidates, lambda i, j: _verdict(ref.calls[rows[i]], checks[j], prep, tools), closeness, prefer
-    )
+    prefer = [(row_of[p], j) for p, j in aligned if p in row_of] if aligned else ()
+
+    def judge(i: int, j: int) -> ArgumentVerdict:
+        v = cache.get((rows[i], j))
+        if v is None:
+            v = cache[rows[i], j] = _verdict(ref.calls[rows[i]], checks[j], prep, tools)
+        return v
+
+    pairs = assign(len(rows), candidates, judge, closeness, prefer)
     for i, j, verdict in pairs:
         out[rows[i]] = (j, verdict)
     for p in rows:

@@ -302,6 +302,8 @@ def _against(
             break
         # k below the names' LCS: a tie may have been settled against order; pair again, keeping an alignment
         aligned = aligned_pairs(expected, names, ref.batches, batches)
+        if not _could_tie(aligned, verdicts, paired, assigned, ref, checks, prep, case.tools, cache):
+            break
     pairs = args_correct = required_checked = required_ok = 0
     lowest: float | None = None
     for _, chosen_verdict, _ in verdicts:
@@ -327,6 +329,36 @@ def _against(
     if ok and case.ordered and result.order is not None and not result.order.exact:
         ok = False
     return result, ok
+
+
+def _could_tie(
+    aligned: set[tuple[int, int]],
+    verdicts: list[tuple[str, ArgumentVerdict, int]],
+    paired: list[tuple[int, int]],
+    assigned: dict[int, tuple[int, ArgumentVerdict] | None],
+    ref: Reference,
+    checks: list[CallScore],
+    prep: Preparer,
+    tools: ToolSet,
+    cache: dict[tuple[int, int], ArgumentVerdict],
+) -> bool:
+    """Can an aligned pair the assignment left out be in another optimal assignment? Not when its tool's pairs
+    all passed and it fails: an optimal assignment then passes every pair. (Calls made in the wrong order with
+    their own arguments, the usual way k falls below the LCS, need no second pass.)"""
+    chosen = set(paired)
+    failing_tools = {tool for tool, v, _ in verdicts if v.failed is not None}
+    for p, j in aligned:
+        if p not in assigned or (p, j) in chosen:
+            continue  # a forced pair, or already kept
+        tool = ref.calls[p].name
+        if tool in failing_tools:
+            return True
+        v = cache.get((p, j))
+        if v is None:
+            v = cache[p, j] = _verdict(ref.calls[p], checks[j], prep, tools)
+        if v.failed is None:
+            return True
+    return False
 
 
 def _assign(

@@ -248,6 +248,14 @@ def test_reported_per_case_and_in_the_summary_next_to_the_graded_scores(tmp_path
         assert result.report["slices"]["single-tool"]["trajectory_match_rate"] == 0.5
 
 
+def test_a_case_without_a_run_line_does_not_match(tmp_path: Path) -> None:
+    rows = [{**ROWS[1], "trajectory": {"mode": "subset"}}]  # subset would hold vacuously for no calls
+    dataset, run = _write(tmp_path, rows, {})
+    with evaluate(dataset, [run]) as result:
+        row = next(iter(result.cases))
+        assert row["trajectory_match"] is False and result.report["summary"]["trajectory_match_rate"] == 0.0
+
+
 def test_off_by_default_no_key_anywhere(tmp_path: Path) -> None:
     dataset, run = _write(tmp_path, ROWS[1:], {"plain": RUNS["plain"]})
     with evaluate(dataset, [run]) as result:

@@ -206,7 +206,8 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     spec = case.trajectory
     if spec is not None:
         result.trajectory_mode = spec.mode
-        result.trajectory_match = _trajectory(case, spec, checks, names, run.batches if run else None, prep)
+        # no run line: nothing was shown to match (a vacuous subset match would hide the missing run)
+        result.trajectory_match = run is not None and _trajectory(case, spec, checks, names, run.batches, prep)
     return result
 
 

@@ -264,10 +264,11 @@ def _against(
         tp = true_positives(ref.counts, made)
     result = CaseResult(case, index, expected, names, Selection(tp, n, len(names)), ref.counts, made)
     aligned: set[tuple[int, int]] | None = None  # second pass: an ordered alignment, kept where pairings tie
-    cache: dict[tuple[int, int], ArgumentVerdict] = {}  # (expected position, call) -> verdict, across passes
+    cache: dict[tuple[int, int], ArgumentVerdict] | None = None  # (position, call) -> verdict, across passes
     while True:
         verdicts: list[tuple[str, ArgumentVerdict, int]] = []
-        paired: list[tuple[int, int]] = []  # (expected position, call): what the order score reads
+        pairs = args_correct = required_checked = required_ok = 0
+        lowest: float | None = None
         assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # position -> (call, verdict)
         for position, spec in enumerate(ref.calls):
             if same:
@@ -284,42 +285,43 @@ def _against(
                     if assigned is None:
                         assigned = {}
                     if position not in assigned:
+                        if cache is None:
+                            cache = {}
                         _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned, aligned, cache)
                     found = assigned[position]
                     if found is None:
                         continue  # more expected than actual calls of the tool: this one is unmatched
                     chosen, chosen_verdict = found
+            pairs += 1
+            failed = chosen_verdict.failed
+            if failed is None:
+                args_correct += 1
+                required_checked += 1
+                required_ok += 1
+            elif failed != "parse" and failed != "schema":
+                required_checked += 1
+                required_ok += failed != "required"
+            sim = chosen_verdict.similarity
+            if sim is not None and (lowest is None or sim < lowest):
+                lowest = sim
             verdicts.append((spec.name, chosen_verdict, chosen))
-            paired.append((position, chosen))
         if not n or same:
-            result.order = EXACT if n else None
+            if n:
+                result.order = EXACT
             break
         by_names = order_score(expected, names, ref.batches, batches)  # k = the LCS of the names
         if assigned is None:  # each tool paired at most once: the pairs are forced, k is the LCS of the names
             result.order = by_names
             break
+        paired = _pairs(ref, by_name, assigned)
         result.order = pair_order_score(paired, expected, names, ref.batches, batches)
         if result.order.score >= by_names.score or aligned is not None:
             break
         # k below the names' LCS: a tie may have been settled against order; pair again, keeping an alignment
         aligned = aligned_pairs(expected, names, ref.batches, batches)
+        assert cache is not None
         if not _could_tie(aligned, verdicts, paired, assigned, ref, checks, prep, case.tools, cache):
             break
-    pairs = args_correct = required_checked = required_ok = 0
-    lowest: float | None = None
-    for _, chosen_verdict, _ in verdicts:
-        pairs += 1
-        failed = chosen_verdict.failed
-        if failed is None:
-            args_correct += 1
-            required_checked += 1
-            required_ok += 1
-        elif failed != "parse" and failed != "schema":
-            required_checked += 1
-            required_ok += failed != "required"
-        sim = chosen_verdict.similarity
-        if sim is not None and (lowest is None or sim < lowest):
-            lowest = sim
     result.pair_verdicts = verdicts
     result.pairs = pairs
     result.args_correct = args_correct
@@ -330,6 +332,23 @@ def _against(
     if ok and case.ordered and result.order is not None and not result.order.exact:
         ok = False
     return result, ok
+
+
+def _pairs(
+    ref: Reference, by_name: dict[str, list[int]], assigned: dict[int, tuple[int, ArgumentVerdict] | None]
+) -> list[tuple[int, int]]:
+    """(expected position, call) of every pair: the assigned ones, and the forced ones (one call each side)."""
+    out = []
+    for position, spec in enumerate(ref.calls):
+        if position in assigned:
+            found = assigned[position]
+            if found is not None:
+                out.append((position, found[0]))
+        else:
+            candidates = by_name.get(spec.name)
+            if candidates:
+                out.append((position, candidates[0]))
+    return out
 
 
 def _could_tie(

@@ -1,20 +1,28 @@
-"""Where in the sequence: two order scores over the tool names, E expected and A actual.
+"""Where in the sequence: two order scores, E expected and A actual calls.
 
-    edit distance  d     = Levenshtein(E, A) / max(|E|, |A|)            (0.0 when both are empty)
-    order score    s     = 2 k / (|E| + |A|)                             (1.0 when both are empty)
+    edit distance  d     = Levenshtein(E, A) / max(|E|, |A|)  over the tool names   (0.0 when both are empty)
+    order score    s     = 2 k / (|E| + |A|)                                          (1.0 when both are empty)
 
-where k is the length of the longest ordered subsequence of matched pairs: calls are matched by name, and of
-all matchings the one whose pairs keep the most calls in the same relative order counts, which is the
-longest common subsequence of the two name sequences. One inserted or skipped call lowers s by about
-``2 / (|E| + |A|)`` instead of shifting every later position, as a strict positional comparison would; a retry
-loop (the same call repeated) lowers it once per repeat, while set comparison cannot see it at all.
+k is T-Eval's: match first, then order. The calls are matched (``checks.pairing``: each expected call with a
+call of its tool, an optimal assignment by their arguments, so two calls of one tool with swapped arguments
+are paired across); k is the length of the longest subsequence of those pairs that is in order on both sides
+(the longest increasing subsequence of the actual positions, the pairs taken in expected order). Ties between
+equally good assignments (identical calls, a retry) are settled towards order: among them the one that keeps
+the most pairs of an ordered alignment of the names (a longest common subsequence, ``aligned_pairs``) is taken,
+so k equals the longest common subsequence of the names unless the arguments force a pair out of order. One
+inserted or skipped call lowers s by about ``2 / (|E| + |A|)`` instead of shifting every later position, as a
+strict positional comparison would; a retry loop (the same call repeated) lowers it once per repeat, while set
+comparison cannot see it at all.
 
-Calls of one parallel batch are compared as a set: before scoring, the members of each batch (on either side)
-are arranged in the order that agrees with the other side, so a batch's internal order never costs anything.
+Calls of one parallel batch are compared as a set, on either side: positions are turns (one per batch, a call
+without a batch a turn of its own), pairs are taken in (expected turn, actual turn) order and k is the longest
+subsequence whose actual turns never decrease, so a batch's internal order never costs anything. For the edit
+distance and the alignment, each batch's members are arranged in the order that agrees with the other side.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,7 +45,8 @@ def order_score(
     expected_batches: Sequence[int | None] | None = None,
     actual_batches: Sequence[int | None] | None = None,
 ) -> OrderScore:
-    """Both scores of ``actual`` against ``expected``; batches are per-call batch numbers (None: its own turn)."""
+    """Both scores of ``actual`` against ``expected`` when calls pair by name alone (k: the LCS of the names);
+    batches are per-call batch numbers (None: its own turn)."""
     if expected_batches is not None and any(b is not None for b in expected_batches):
         expected = arrange_batches(expected, expected_batches, actual)
     if actual_batches is not None and any(b is not None for b in actual_batches):
@@ -52,26 +61,101 @@ def order_score(
     return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
 
 
+def pair_order_score(
+    pairs: Sequence[tuple[int, int]],
+    expected: Sequence[str],
+    actual: Sequence[str],
+    expected_batches: Sequence[int | None] | None = None,
+    actual_batches: Sequence[int | None] | None = None,
+) -> OrderScore:
+    """Both scores of ``actual`` against ``expected`` over matched ``pairs`` (expected position, actual
+    position), T-Eval's way (see the module docstring)."""
+    n, m = len(expected), len(actual)
+    if not n or not m:
+        return EXACT if n == m else OrderScore(0.0, 1.0, False)
+    e_turn = turn_index(n, expected_batches)
+    a_turn = turn_index(m, actual_batches)
+    ordered = sorted((e_turn[i], a_turn[j]) for i, j in pairs)
+    tails: list[int] = []  # longest non-decreasing subsequence of the actual turns (patience sorting)
+    for _, t in ordered:
+        at = bisect_right(tails, t)
+        if at == len(tails):
+            tails.append(t)
+        else:
+            tails[at] = t
+    k = len(tails)
+    if k == n == m:
+        return EXACT
+    e_names = arrange_batches(expected, expected_batches, actual) if expected_batches else expected
+    a_names = arrange_batches(actual, actual_batches, expected) if actual_batches else actual
+    distance = Levenshtein.distance(e_names, a_names)
+    return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
+
+
+def aligned_pairs(
+    expected: Sequence[str],
+    actual: Sequence[str],
+    expected_batches: Sequence[int | None] | None = None,
+    actual_batches: Sequence[int | None] | None = None,
+) -> set[tuple[int, int]]:
+    """One longest ordered alignment of the names, as (expected position, actual position) pairs: what
+    ``checks.pairing`` keeps where assignments tie."""
+    e_order = arrangement(expected, expected_batches, actual) if expected_batches else list(range(len(expected)))
+    a_order = arrangement(actual, actual_batches, expected) if actual_batches else list(range(len(actual)))
+    e_names = [expected[i] for i in e_order]
+    a_names = [actual[j] for j in a_order]
+    out: set[tuple[int, int]] = set()
+    for block in LCSseq.editops(e_names, a_names).as_matching_blocks():
+        for d in range(block.size):
+            out.add((e_order[block.a + d], a_order[block.b + d]))
+    return out
+
+
+def turn_index(n: int, batches: Sequence[int | None] | None) -> list[int]:
+    """Each call's turn: one per batch label, numbered in the order labels first appear; None a turn alone."""
+    if batches is None:
+        return list(range(n))
+    out: list[int] = []
+    seen: dict[int, int] = {}
+    turn = -1
+    for label in batches:
+        if label is None:
+            turn += 1
+            out.append(turn)
+            continue
+        known = seen.get(label)
+        if known is None:
+            turn += 1
+            known = seen[label] = turn
+        out.append(known)
+    return out
+
+
 def arrange_batches(names: Sequence[str], batches: Sequence[int | None], other: Sequence[str]) -> list[str]:
     """``names`` with each batch's members sorted by where they occur in ``other`` (unknown ones last, stable).
 
     A batch sits where its first member was; members of a batch need not be adjacent.
     """
+    return [names[i] for i in arrangement(names, batches, other)]
+
+
+def arrangement(names: Sequence[str], batches: Sequence[int | None], other: Sequence[str]) -> list[int]:
+    """The positions of ``names`` in the order ``arrange_batches`` puts them."""
     positions: dict[str, list[int]] = {}
     for i, name in enumerate(other):
         positions.setdefault(name, []).append(i)
-    groups: list[list[str]] = []
-    by_batch: dict[int, list[str]] = {}
-    for name, batch in zip(names, batches, strict=True):
+    groups: list[list[int]] = []
+    by_batch: dict[int, list[int]] = {}
+    for i, batch in enumerate(batches):
         if batch is None:
-            groups.append([name])
+            groups.append([i])
             continue
         group = by_batch.get(batch)
         if group is None:
             group = by_batch[batch] = []
             groups.append(group)
-        group.append(name)
-    out: list[str] = []
+        group.append(i)
+    out: list[int] = []
     far = len(other)
     for group in groups:
         if len(group) == 1:
@@ -79,11 +163,12 @@ def arrange_batches(names: Sequence[str], batches: Sequence[int | None], other: 
             continue
         seen: dict[str, int] = {}
         keyed = []
-        for name in group:
+        for i in group:
+            name = names[i]
             nth = seen.get(name, 0)
             seen[name] = nth + 1
             found = positions.get(name, ())
-            keyed.append((found[nth] if nth < len(found) else far, name))
+            keyed.append((found[nth] if nth < len(found) else far, i))
         keyed.sort(key=lambda item: item[0])
-        out.extend(name for _, name in keyed)
+        out.extend(i for _, i in keyed)
     return out

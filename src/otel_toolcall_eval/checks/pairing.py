@@ -8,6 +8,8 @@ of expected keys that matched, or the free-text similarity). It is a maximum-wei
 expected call i, else ``closeness`` below 1, with ``P`` larger than any sum of closeness), so the verdict
 does not depend on the order in which the calls were made or listed: an expected call that leaves an optional
 key unconstrained never takes the call another expected call needed (greedy pairing did, BFCL parallel_136).
+Among assignments that tie (identical calls, equally close failures), the caller's preferred pairs win: an
+ordered alignment of the calls, so the order score (``checks.order``) never drops on an arbitrary tie.
 
 The assignment is built only when it can change the verdict: a tool expected once and called once pairs
 directly (in offline/score.py), and a first-fit pass whose every pair passes is already optimal (see
@@ -16,7 +18,8 @@ directly (in offline/score.py), and a first-fit pass whose every pair passes is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 V = TypeVar("V")
@@ -27,11 +30,15 @@ def assign(
     columns: Sequence[int],
     verdict: Callable[[int, int], V],
     weight: Callable[[V], tuple[bool, float]],
+    prefer: Collection[tuple[int, int]] = (),
 ) -> list[tuple[int, int, V]]:
     """Optimal pairs ``(row, column, verdict)`` of ``rows`` expected calls over the candidate ``columns``.
 
     ``verdict(i, j)`` judges expected call ``i`` against actual call ``j``; ``weight(verdict)`` is (passed,
-    closeness in [0, 1]). ``min(rows, len(columns))`` pairs are returned, ordered by row.
+    closeness in [0, 1]). ``min(rows, len(columns))`` pairs are returned, ordered by row. ``prefer``: pairs
+    ``(row, column)`` to keep where assignments tie (equal passes and closeness, closeness compared to 1e-6),
+    as many of them as an optimal assignment can hold: the calls' ordered alignment (``checks.order``), so a
+    tie between identical calls never breaks an order that the arguments allow.
     """
     if not rows or not columns:
         return []
@@ -43,36 +50,58 @@ def assign(
             v = cache[i, j] = verdict(i, j)
         return v
 
-    # Greedy first (each expected call takes the first free call that passes it): when every pair it makes
-    # passes, no assignment has more passes and all closeness is equal, so it is optimal and the matrix is
-    # never built. The calls made in the expected order need only about one verdict per expected call.
+    # Greedy first (the preferred pairs that pass, then each expected call takes the first free call that
+    # passes it): when every pair it makes passes, no assignment has more passes, all closeness is equal and it
+    # holds every preferred pair that can pass, so it is optimal and the matrix is never built. The calls made
+    # in the expected order need only about one verdict per expected call.
     size = min(rows, len(columns))
     free = list(columns)
     greedy: list[tuple[int, int, V]] = []
+    taken: set[int] = set()
+    for i, j in prefer:
+        if j in free and weight(v := judge(i, j))[0]:
+            greedy.append((i, j, v))
+            free.remove(j)
+            taken.add(i)
     for i in range(rows):
+        if len(greedy) == size:
+            break
+        if i in taken:
+            continue
         for j in free:
             v = judge(i, j)
             if weight(v)[0]:
                 greedy.append((i, j, v))
                 free.remove(j)
                 break
-        if len(greedy) == size:
-            return greedy
-    if size == 1:  # one pair to make: the closest, the first on a tie
+    if len(greedy) == size:
+        greedy.sort(key=lambda pair: pair[0])
+        return greedy
+    preferred = set(prefer)
+    if size == 1:  # one pair to make: the closest, a preferred one on a tie, then the first
         cells = [(i, j) for i in range(rows) for j in columns]
-        best = max(cells, key=lambda c: weight(judge(*c))[1])
+        best = max(cells, key=lambda c: (_quantum(weight(judge(*c))[1]), c in preferred))
         return [(best[0], best[1], judge(*best))]
     from scipy.optimize import linear_sum_assignment  # lazily: see the module docstring
 
     verdicts = [[judge(i, j) for j in columns] for i in range(rows)]
     big = float(size + 1)  # one more pass outweighs any sum of closeness
-    matrix = [[_weight(weight(v), big) for v in line] for line in verdicts]
+    tie = 1e-7 / (size + 1)  # every preferred pair together weigh less than one quantum of closeness
+    matrix = [
+        [_weight(weight(v), big) + (tie if (i, j) in preferred else 0.0) for j, v in zip(columns, line, strict=True)]
+        for i, line in enumerate(verdicts)
+    ]
     picked_rows, picked_columns = linear_sum_assignment(matrix, maximize=True)
     return [
         (int(i), columns[int(k)], verdicts[int(i)][int(k)]) for i, k in zip(picked_rows, picked_columns, strict=True)
     ]
 
 
+def _quantum(closeness: float) -> float:
+    """Closeness on a 1e-6 grid, capped below a pass: ties are exact, and a preference never outweighs a step."""
+    return math.floor(min(max(closeness, 0.0), 0.999) * 1e6) / 1e6
+
+
 def _weight(judged: tuple[bool, float], big: float) -> float:
     passed, closeness = judged
-    return (big if passed else 0.0) + min(max(closeness, 0.0), 0.999)
+    return (big if passed else 0.0) + _quantum(closeness)

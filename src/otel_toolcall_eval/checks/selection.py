@@ -9,8 +9,9 @@ Over multisets of names (a repeated call counts twice), with E the expected and 
 
 F1 in this form is the harmonic mean of precision and recall (0 when either is 0), so calling nothing where a
 call was needed, or anything where none was, scores F1 = 0. Calling nothing where calls were needed has
-precision 0.0, not a vacuous 1.0 (as the OpenAI cookbook's per-case table and most harnesses give: a silent
-agent must not top a precision ranking); a call where none was needed keeps recall 1.0 (nothing was missed).
+precision 0.0, not a vacuous 1.0 (as the LangWatch tool-selection cookbook's per-case table and most harnesses
+give: a silent agent must not top a precision ranking); a call where none was needed keeps recall 1.0
+(nothing was missed).
 With both sides non-empty, swapping E and A swaps precision and recall and keeps F1. Aggregates are
 micro-averages (sums of TP, |E| and |A| over cases), so a no-tool case with an unnecessary call lowers
 precision and leaves recall alone, and a case with no call lowers recall only. Per-tool recall is
@@ -38,7 +39,7 @@ class Selection:
     def precision(self) -> float:
         if self.actual:
             return self.tp / self.actual
-        return 0.0 if self.expected else 1.0  # calls needed, none made: 0 (the OpenAI cookbook's table)
+        return 0.0 if self.expected else 1.0  # calls needed, none made: 0 (the LangWatch cookbook's table)
 
     @property
     def recall(self) -> float:

@@ -30,7 +30,7 @@ from otel_toolcall_eval import policy as P
 from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
 from otel_toolcall_eval.config.imports import import_object
 from otel_toolcall_eval.config.judge import JudgeConfig
-from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig
+from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig, TrajectoryConfig
 from otel_toolcall_eval.config.serve import ServeConfig
 from otel_toolcall_eval.config.trace_stats import MetricsConfig, Pricing
 from otel_toolcall_eval.errors import ToolcallEvalError
@@ -278,6 +278,10 @@ class EvalConfig(_Strict):
     gate: GateConfig = Field(default_factory=GateConfig, description="offline CI gate: thresholds and spread guard")
     arguments: ArgumentMatchConfig = Field(
         default_factory=ArgumentMatchConfig, description="offline argument matching: normalisation, free text"
+    )
+    trajectory: TrajectoryConfig = Field(
+        default_factory=TrajectoryConfig,
+        description="offline trajectory match modes (strict, unordered, subset, superset): the default for cases",
     )
     serve: ServeConfig = Field(default_factory=ServeConfig, description="the scoring service (docs/serve.md)")
     # --- trace cost (issue 18) ---

@@ -33,7 +33,12 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "matched calls whose expected arguments match after normalisation / matched calls that reached that layer",
     ),
     Metric("free_text_similarity", "higher", "mean of the lowest free-text similarity per matched call"),
-    Metric("order_score", "higher", "mean over cases with expected calls of 2k / (|E| + |A|), k = LCS of names"),
+    Metric(
+        "order_score",
+        "higher",
+        "mean over cases with expected calls of 2k / (|E| + |A|), k = longest in-order subsequence of the matched "
+        "pairs (T-Eval)",
+    ),
     Metric("order_edit_distance", "lower", "mean over cases with expected calls of Levenshtein(E, A) / max(|E|, |A|)"),
     Metric("unnecessary_call_rate", "lower", "no-tool cases with a call / no-tool cases"),
     Metric("missed_call_rate", "lower", "tool cases without any call / tool cases"),
@@ -57,6 +62,12 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "lower",
         "calls breaking `policies.required_steps`, `destructive_tools` or `argument_rules`, plus cases over "
         "`policies.step_budget` (any one fails the gate; reported only when the config has such policies)",
+    ),
+    Metric(
+        "trajectory_match_rate",
+        "higher",
+        "cases whose calls match a reference list under their trajectory mode (`strict`, `unordered`, `subset`, "
+        "`superset`; checks.trajectory) / cases with a mode (reported only when some case has one)",
     ),
     Metric("latency_ms.mean", "lower", "mean latency_ms of the cases that recorded one"),
     Metric("latency_ms.max", "lower", "largest latency_ms"),

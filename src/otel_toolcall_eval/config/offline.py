@@ -19,6 +19,7 @@ from otel_toolcall_eval.checks.argument_match import (
     RapidfuzzSimilarity,
     TextSimilarity,
 )
+from otel_toolcall_eval.checks.trajectory import ArgsMode, TrajectoryMode
 from otel_toolcall_eval.config import catalog
 
 
@@ -256,6 +257,22 @@ def semantic() -> TextSimilarity:
     from otel_toolcall_eval.checks import semantic
 
     return semantic.shared()
+
+
+class TrajectoryConfig(_Strict):
+    """The default trajectory match (checks.trajectory) for cases whose dataset row sets none; off without a mode."""
+
+    mode: TrajectoryMode | None = Field(
+        default=None,
+        description="`strict`, `unordered`, `subset` or `superset` for every case without its own `trajectory`; "
+        "null: only cases that set one are matched",
+    )
+    args: ArgsMode = Field(
+        default="exact", description="how arguments match: `exact`, `ignore`, `subset` or `superset`"
+    )
+    tool_args: dict[str, ArgsMode] = Field(
+        default_factory=dict, description="per tool name, an argument mode that replaces `args` (a case's win)"
+    )
 
 
 class GateConfig(_Strict):

@@ -278,6 +278,8 @@ def case_to_dict(case: DatasetCase) -> dict[str, Any]:
             value = [call_to_dict(c) for c in value]
         elif column == "acceptable_alternatives":
             value = [[call_to_dict(c) for c in alt] for alt in value]
+        elif column == "trajectory":
+            value = value.model_dump(exclude_defaults=True)
         elif hasattr(value, "value"):
             value = value.value
         out[column] = value

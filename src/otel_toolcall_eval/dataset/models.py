@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from otel_toolcall_eval.checks.trajectory import ArgsMode, TrajectoryMode
+
 
 class Difficulty(str, Enum):
     EASY = "easy"
@@ -77,6 +79,23 @@ class ExpectedCall(_Model):
         return self
 
 
+class TrajectoryOptions(_Model):
+    """How this case's trajectory is matched (checks.trajectory): agentevals' trajectory and argument modes."""
+
+    mode: TrajectoryMode = Field(
+        description="`strict` (same turns in order), `unordered` (same calls, any order), `subset` (no call beyond "
+        "the expected ones) or `superset` (every expected call made, extras allowed)"
+    )
+    args: ArgsMode | None = Field(
+        default=None,
+        description="how arguments match: `exact`, `ignore`, `subset` (actual keys within the expected) or "
+        "`superset` (every expected key there); empty: the config's `trajectory.args`",
+    )
+    tool_args: dict[str, ArgsMode] = Field(
+        default_factory=dict, description="per tool name, an argument mode that replaces `args` for that tool"
+    )
+
+
 class DatasetCase(_Model):
     """One evaluation case: an input, its context, and what the agent should (and must not) do."""
 
@@ -115,6 +134,11 @@ class DatasetCase(_Model):
         default=None,
         description="the conversation this case is a turn of: cases sharing it are also reported as one session, "
         "in file order",
+    )
+    trajectory: TrajectoryOptions | None = Field(
+        default=None,
+        description="trajectory match mode of this case (`{mode, args, tool_args}`, checks.trajectory); empty: "
+        "the config's `trajectory`, if any",
     )
 
     @model_validator(mode="before")
@@ -228,5 +252,6 @@ JSON_COLUMNS: tuple[str, ...] = (
     "expected_tool_calls",
     "acceptable_alternatives",
     "must_not_call",
+    "trajectory",
 )
 COLUMNS: tuple[str, ...] = tuple(DatasetCase.model_fields)

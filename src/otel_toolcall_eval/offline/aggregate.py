@@ -59,6 +59,8 @@ class Totals:
     missing_runs: int = 0
     must_not_call_violations: int = 0
     policy_violations: int = 0
+    trajectory_cases: int = 0  # cases with a trajectory match mode (checks.trajectory)
+    trajectory_matched: int = 0
     latency_n: int = 0
     latency_sum: float = 0.0
     latency_max: float | None = None
@@ -108,6 +110,9 @@ class Totals:
         self.must_not_call_violations += len(r.must_not_call_violations)
         if r.policy_violations:
             self.policy_violations += len(r.policy_violations)
+        if r.trajectory_mode is not None:
+            self.trajectory_cases += 1
+            self.trajectory_matched += bool(r.trajectory_match)
         if r.latency_ms is not None:
             self.latency_n += 1
             self.latency_sum += r.latency_ms
@@ -129,9 +134,10 @@ class Totals:
             else:
                 setattr(self, f.name, mine + theirs)
 
-    def summary(self, *, policies: bool = False) -> dict[str, Any]:
+    def summary(self, *, policies: bool = False, trajectory: bool = False) -> dict[str, Any]:
         """The summary block of the JSON report: the metrics of ``catalog.SUMMARY_METRICS``, plus counts
-        (``policy_violations`` only with ``policies``: the config has trajectory policies)."""
+        (``policy_violations`` only with ``policies``: the config has trajectory policies;
+        ``trajectory_match_rate`` only with ``trajectory``: some case of the run has a trajectory mode)."""
         selected = Selection(self.tp, self.expected, self.actual)  # micro-averaged: the sums of all cases
         out: dict[str, Any] = {
             "cases": self.cases,
@@ -172,6 +178,9 @@ class Totals:
         out["recovery"] = {c: getattr(self, "recovery_" + c) for c in RECOVERY_CLASSES}
         if policies:
             out["policy_violations"] = self.policy_violations
+        if trajectory:
+            out["trajectory_match_rate"] = rate(self.trajectory_matched, self.trajectory_cases)
+            out["trajectory_cases"] = self.trajectory_cases
         return out
 
 
@@ -287,12 +296,15 @@ class RunAggregate:
 
     def report(self, *, policies: bool = False, session_budget: int | None = None) -> dict[str, Any]:
         """summary, slices, difficulty, per_tool and confusion_matrix blocks of the JSON report (``policies``: the
-        config has trajectory policies, so the summaries carry ``policy_violations``); ``sessions`` when cases name
-        one (``session_budget``: ``sessions.step_budget``)."""
+        config has trajectory policies, so the summaries carry ``policy_violations``; a run with a case that has a
+        trajectory mode carries ``trajectory_match_rate`` in every scope); ``sessions`` when cases name one
+        (``session_budget``: ``sessions.step_budget``)."""
+        overall = self.scope()
+        kw = {"policies": policies, "trajectory": overall.trajectory_cases > 0}
         out = {
-            "summary": self.scope().summary(policies=policies),
-            "slices": {s: self.scope(slice_=s).summary(policies=policies) for s in SLICES},
-            "difficulty": {d: self.scope(difficulty=d).summary(policies=policies) for d in DIFFICULTIES},
+            "summary": overall.summary(**kw),
+            "slices": {s: self.scope(slice_=s).summary(**kw) for s in SLICES},
+            "difficulty": {d: self.scope(difficulty=d).summary(**kw) for d in DIFFICULTIES},
             "per_tool": {name: self.tools[name].report() for name in sorted(self.tools)},
             "confusion_matrix": confusion_matrix(self.confusion),
             "examples": {

@@ -65,6 +65,9 @@ def case_row(results: list[CaseResult]) -> dict[str, Any]:
     }
     if first.policy_violations is not None:  # the config has trajectory policies: every row says which broke
         row["policy_violations"] = list(dict.fromkeys(v.violation for r in results for v in r.policy_violations or ()))
+    if first.trajectory_mode is not None:  # matched in every run
+        row["trajectory_mode"] = first.trajectory_mode
+        row["trajectory_match"] = all(r.trajectory_match for r in results)
     if len(results) > 1:
         row["samples"] = len(results)
         row["pass_rate"] = sum(r.passed for r in results) / len(results)
@@ -105,6 +108,9 @@ def _row(r: CaseResult) -> dict[str, Any]:
     }
     if r.policy_violations is not None:  # only with trajectory policies configured: no key otherwise
         row["policy_violations"] = list(dict.fromkeys(v.violation for v in r.policy_violations))
+    if r.trajectory_mode is not None:  # only for a case with a trajectory mode: no key otherwise
+        row["trajectory_mode"] = r.trajectory_mode
+        row["trajectory_match"] = r.trajectory_match
     return row
 
 

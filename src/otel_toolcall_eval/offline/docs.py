@@ -19,8 +19,14 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from otel_toolcall_eval.config.catalog import SUMMARY_METRICS, TOOL_METRICS
-from otel_toolcall_eval.config.offline import ArgumentMatchConfig, ArgumentRule, GateConfig, SimilarityConfig
-from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall
+from otel_toolcall_eval.config.offline import (
+    ArgumentMatchConfig,
+    ArgumentRule,
+    GateConfig,
+    SimilarityConfig,
+    TrajectoryConfig,
+)
+from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
 
 
 def _type(annotation: Any) -> str:
@@ -37,7 +43,9 @@ def _type(annotation: Any) -> str:
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return " / ".join(f"`{m.value}`" for m in annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {"ExpectedCall": "call"}.get(annotation.__name__, annotation.__name__)
+        return {"ExpectedCall": "call", "TrajectoryOptions": "trajectory options"}.get(
+            annotation.__name__, annotation.__name__
+        )
     return {str: "string", bool: "bool", int: "int", float: "number", Any: "any"}.get(annotation, str(annotation))
 
 
@@ -96,6 +104,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "argument-config": lambda: fields_table(ArgumentMatchConfig),
     "similarity-config": lambda: fields_table(SimilarityConfig),
     "argument-rule": lambda: fields_table(ArgumentRule),
+    "trajectory-options": lambda: fields_table(TrajectoryOptions),
+    "trajectory-config": lambda: fields_table(TrajectoryConfig),
 }
 
 

@@ -8,6 +8,7 @@ schemas fill in for a tool the case does not describe, in the engine, as they do
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -42,6 +43,18 @@ class Reference:
     batches: tuple[int | None, ...] | None
 
 
+@dataclass(slots=True, frozen=True)
+class TrajectorySpec:
+    """A case's trajectory match (checks.trajectory): its mode, and the argument mode of each tool."""
+
+    mode: str
+    args: str
+    tool_args: Mapping[str, str]
+
+    def args_mode(self, tool: str) -> str:
+        return self.tool_args.get(tool, self.args)
+
+
 @dataclass(slots=True)  # not frozen: a frozen init costs ~5x, once per case
 class PreparedCase:
     id: str
@@ -55,6 +68,7 @@ class PreparedCase:
     tools: ToolSet
     user_input: str
     session_id: str | None = None  # the dataset's ``session_id``: the conversation this case is a turn of
+    trajectory: TrajectorySpec | None = None  # None: no trajectory match for this case (the feature is off)
 
 
 _NO_TOOLS = ToolSet(None)
@@ -93,6 +107,8 @@ class Preparer:
             if d.parameters is not None and (k := case_sensitive_keys(d.parameters))
         }
         self.any_exact_case = bool(self._config_exact)  # else only a case's own tool list can keep case
+        t = config.trajectory
+        self.trajectory = TrajectorySpec(t.mode, t.args, dict(t.tool_args)) if t.mode is not None else None
 
     def prepare(self, case: DatasetCase, line: int = 0) -> PreparedCase:
         refs = [self._reference(case.expected_tool_calls)]
@@ -116,7 +132,16 @@ class Preparer:
             tools=self._tools(case.available_tools),
             user_input=case.user_input,
             session_id=case.session_id,
+            trajectory=self.trajectory if case.trajectory is None else self._trajectory(case),
         )
+
+    def _trajectory(self, case: DatasetCase) -> TrajectorySpec:
+        """The case's own trajectory options over the config's: its mode, its argument modes where it sets them."""
+        own = case.trajectory
+        assert own is not None
+        t = self.config.trajectory
+        tool_args = {**t.tool_args, **own.tool_args} if t.tool_args else dict(own.tool_args)
+        return TrajectorySpec(own.mode, own.args if own.args is not None else t.args, tool_args)
 
     def _reference(self, calls: list[ExpectedCall]) -> Reference:
         names = tuple([c.name for c in calls])

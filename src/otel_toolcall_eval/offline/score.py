@@ -27,14 +27,15 @@ from dataclasses import dataclass
 from otel_toolcall_eval.checks.argument_match import ArgumentVerdict, closeness, match_arguments
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
-from otel_toolcall_eval.checks.order import EXACT, OrderScore, order_score
+from otel_toolcall_eval.checks.order import EXACT, OrderScore, aligned_pairs, order_score, pair_order_score
 from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.checks.recovery import CallStep, Step, TurnStep, classify_recoveries
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
+from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match
 from otel_toolcall_eval.dataset.models import ExpectedCall
 from otel_toolcall_eval.engine import call_key
 from otel_toolcall_eval.offline.policies import PolicyViolation, policy_reasons, policy_violations_of
-from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet
+from otel_toolcall_eval.offline.prepare import PreparedCase, Preparer, Reference, ToolSet, TrajectorySpec
 from otel_toolcall_eval.offline.runs import RunCase
 from otel_toolcall_eval.records import CallHistory, CallScore, Outcome, ParseStatus
 
@@ -74,6 +75,8 @@ class CaseResult:
     error: str | None = None
     missing_run: bool = False
     recovery: Sequence[str] = ()  # the recovery class of each failed call, in step order (checks.recovery)
+    trajectory_mode: str | None = None  # the case's trajectory match mode (checks.trajectory); None: not matched
+    trajectory_match: bool | None = None  # the calls match a reference list under that mode
 
     @property
     def reasons(self) -> list[str]:
@@ -211,6 +214,11 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     result.core_ok = core_ok
     if run is not None and any(c.outcome is not Outcome.SUCCESS for c in checks):
         result.recovery = recovery_classes(checks, answered=run.error is None)
+    spec = case.trajectory
+    if spec is not None:
+        result.trajectory_mode = spec.mode
+        # no run line: nothing was shown to match (a vacuous subset match would hide the missing run)
+        result.trajectory_match = run is not None and _trajectory(case, spec, checks, names, run.batches, prep)
     return result
 
 
@@ -234,6 +242,38 @@ def recovery_classes(checks: Sequence[CallScore], answered: bool) -> list[str]:
     return [cls for _, cls in classify_recoveries(steps)]
 
 
+def _trajectory(
+    case: PreparedCase,
+    spec: TrajectorySpec,
+    checks: list[CallScore],
+    names: list[str],
+    batches: list[int | None] | None,
+    prep: Preparer,
+) -> bool:
+    """Do the calls match any reference list under the case's trajectory mode (checks.trajectory)?"""
+    actual = [c.arguments if c.parse_ok is not False else None for c in checks]
+    for ref in case.references:
+        calls = ref.calls
+
+        def same(i: int, j: int, calls: tuple[ExpectedCall, ...] = calls) -> bool:
+            spec_call = calls[i]
+            tool = spec_call.name
+            got = actual[j]
+            return arguments_match(
+                spec.args_mode(tool),
+                spec_call.args,
+                got if got is not None or checks[j].parse_ok is False else {},
+                prep.normalizer,
+                options=spec_call.arg_options,
+                optional=spec_call.optional_args,
+                exact_case=prep.exact_case(tool, case.tools) if prep.any_exact_case or case.tools.exact_case else (),
+            )
+
+        if trajectory_match(spec.mode, ref.names, names, same, ref.batches, batches):
+            return True
+    return False
+
+
 def _against(
     case: PreparedCase,
     ref: Reference,
@@ -254,55 +294,122 @@ def _against(
         made = {name: len(positions) for name, positions in by_name.items()}
         tp = true_positives(ref.counts, made)
     result = CaseResult(case, index, expected, names, Selection(tp, n, len(names)), ref.counts, made)
-    verdicts: list[tuple[str, ArgumentVerdict, int]] = []
-    pairs = args_correct = required_checked = required_ok = 0
-    lowest: float | None = None
-    assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # expected position -> (call, verdict)
-    for position, spec in enumerate(ref.calls):
-        if same:
-            chosen = position
-            chosen_verdict = _verdict(spec, checks[position], prep, case.tools)
-        else:
-            candidates = by_name.get(spec.name)
-            if not candidates:
-                continue
-            if len(candidates) == 1 and ref.counts[spec.name] == 1:
-                chosen = candidates[0]  # one call of the tool: nothing to choose
-                chosen_verdict = _verdict(spec, checks[chosen], prep, case.tools)
-            else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
-                if assigned is None:
-                    assigned = {}
-                if position not in assigned:
-                    _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned)
-                found = assigned[position]
-                if found is None:
-                    continue  # more expected than actual calls of the tool: this one is unmatched
-                chosen, chosen_verdict = found
-        pairs += 1
-        failed = chosen_verdict.failed
-        if failed is None:
-            args_correct += 1
-            required_checked += 1
-            required_ok += 1
-        elif failed != "parse" and failed != "schema":
-            required_checked += 1
-            required_ok += failed != "required"
-        sim = chosen_verdict.similarity
-        if sim is not None and (lowest is None or sim < lowest):
-            lowest = sim
-        verdicts.append((spec.name, chosen_verdict, chosen))
+    aligned: set[tuple[int, int]] | None = None  # second pass: an ordered alignment, kept where pairings tie
+    cache: dict[tuple[int, int], ArgumentVerdict] | None = None  # (position, call) -> verdict, across passes
+    while True:
+        verdicts: list[tuple[str, ArgumentVerdict, int]] = []
+        pairs = args_correct = required_checked = required_ok = 0
+        lowest: float | None = None
+        assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # position -> (call, verdict)
+        for position, spec in enumerate(ref.calls):
+            if same:
+                chosen = position
+                chosen_verdict = _verdict(spec, checks[position], prep, case.tools)
+            else:
+                candidates = by_name.get(spec.name)
+                if not candidates:
+                    continue
+                if len(candidates) == 1 and ref.counts[spec.name] == 1:
+                    chosen = candidates[0]  # one call of the tool: nothing to choose
+                    chosen_verdict = _verdict(spec, checks[chosen], prep, case.tools)
+                else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
+                    if assigned is None:
+                        assigned = {}
+                    if position not in assigned:
+                        if cache is None:
+                            cache = {}
+                        _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned, aligned, cache)
+                    found = assigned[position]
+                    if found is None:
+                        continue  # more expected than actual calls of the tool: this one is unmatched
+                    chosen, chosen_verdict = found
+            pairs += 1
+            failed = chosen_verdict.failed
+            if failed is None:
+                args_correct += 1
+                required_checked += 1
+                required_ok += 1
+            elif failed != "parse" and failed != "schema":
+                required_checked += 1
+                required_ok += failed != "required"
+            sim = chosen_verdict.similarity
+            if sim is not None and (lowest is None or sim < lowest):
+                lowest = sim
+            verdicts.append((spec.name, chosen_verdict, chosen))
+        if not n or same:
+            if n:
+                result.order = EXACT
+            break
+        by_names = order_score(expected, names, ref.batches, batches)  # k = the LCS of the names
+        if assigned is None:  # each tool paired at most once: the pairs are forced, k is the LCS of the names
+            result.order = by_names
+            break
+        paired = _pairs(ref, by_name, assigned)
+        result.order = pair_order_score(paired, expected, names, ref.batches, batches)
+        if result.order.score >= by_names.score or aligned is not None:
+            break
+        # k below the names' LCS: a tie may have been settled against order; pair again, keeping an alignment
+        aligned = aligned_pairs(expected, names, ref.batches, batches)
+        assert cache is not None
+        if not _could_tie(aligned, verdicts, paired, assigned, ref, checks, prep, case.tools, cache):
+            break
     result.pair_verdicts = verdicts
     result.pairs = pairs
     result.args_correct = args_correct
     result.required_checked = required_checked
     result.required_ok = required_ok
     result.free_text_similarity = lowest
-    if n:
-        result.order = EXACT if same else order_score(expected, names, ref.batches, batches)
     ok = args_correct == pairs and tp == n and len(names) == n
     if ok and case.ordered and result.order is not None and not result.order.exact:
         ok = False
     return result, ok
+
+
+def _pairs(
+    ref: Reference, by_name: dict[str, list[int]], assigned: dict[int, tuple[int, ArgumentVerdict] | None]
+) -> list[tuple[int, int]]:
+    """(expected position, call) of every pair: the assigned ones, and the forced ones (one call each side)."""
+    out = []
+    for position, spec in enumerate(ref.calls):
+        if position in assigned:
+            found = assigned[position]
+            if found is not None:
+                out.append((position, found[0]))
+        else:
+            candidates = by_name.get(spec.name)
+            if candidates:
+                out.append((position, candidates[0]))
+    return out
+
+
+def _could_tie(
+    aligned: set[tuple[int, int]],
+    verdicts: list[tuple[str, ArgumentVerdict, int]],
+    paired: list[tuple[int, int]],
+    assigned: dict[int, tuple[int, ArgumentVerdict] | None],
+    ref: Reference,
+    checks: list[CallScore],
+    prep: Preparer,
+    tools: ToolSet,
+    cache: dict[tuple[int, int], ArgumentVerdict],
+) -> bool:
+    """Can an aligned pair the assignment left out be in another optimal assignment? Not when its tool's pairs
+    all passed and it fails: an optimal assignment then passes every pair. (Calls made in the wrong order with
+    their own arguments, the usual way k falls below the LCS, need no second pass.)"""
+    chosen = set(paired)
+    failing_tools = {tool for tool, v, _ in verdicts if v.failed is not None}
+    for p, j in aligned:
+        if p not in assigned or (p, j) in chosen:
+            continue  # a forced pair, or already kept
+        tool = ref.calls[p].name
+        if tool in failing_tools:
+            return True
+        v = cache.get((p, j))
+        if v is None:
+            v = cache[p, j] = _verdict(ref.calls[p], checks[j], prep, tools)
+        if v.failed is None:
+            return True
+    return False
 
 
 def _assign(
@@ -313,10 +420,22 @@ def _assign(
     prep: Preparer,
     tools: ToolSet,
     out: dict[int, tuple[int, ArgumentVerdict] | None],
+    aligned: set[tuple[int, int]] | None,
+    cache: dict[tuple[int, int], ArgumentVerdict],
 ) -> None:
-    """Pair every expected call of ``tool`` with the calls of it, optimally; None for one left unpaired."""
+    """Pair every expected call of ``tool`` with the calls of it, optimally (ties: towards the ordered alignment
+    ``aligned``, so order is kept where the arguments allow); None for one left unpaired."""
     rows = [p for p, c in enumerate(ref.calls) if c.name == tool]
-    pairs = assign(len(rows), candidates, lambda i, j: _verdict(ref.calls[rows[i]], checks[j], prep, tools), closeness)
+    row_of = {p: i for i, p in enumerate(rows)}
+    prefer = [(row_of[p], j) for p, j in aligned if p in row_of] if aligned else ()
+
+    def judge(i: int, j: int) -> ArgumentVerdict:
+        v = cache.get((rows[i], j))
+        if v is None:
+            v = cache[rows[i], j] = _verdict(ref.calls[rows[i]], checks[j], prep, tools)
+        return v
+
+    pairs = assign(len(rows), candidates, judge, closeness, prefer)
     for i, j, verdict in pairs:
         out[rows[i]] = (j, verdict)
     for p in rows:

@@ -20,6 +20,7 @@ CASE_METRICS: tuple[str, ...] = (
     "order_score",
     "schema_valid",
     "required_args_match",
+    "trajectory_match",  # only rows of cases with a trajectory mode have it (None otherwise: never "moved")
 )
 
 

@@ -82,7 +82,9 @@ def print_report(result: EvalResult, console: Console, *, max_cases: int = MAX_C
         title=f"Cases ({'failing first, ' if failed else ''}{min(cases, max_cases)} of {cases:,})",
         title_justify="left",
     )
-    for col in ("case", "slice", "ok", "P", "R", "F1", "args", "order", "why"):
+    trajectory = "trajectory_match_rate" in summary  # a column only when some case has a trajectory mode
+    columns = ("case", "slice", "ok", "P", "R", "F1", "args", "order", *(("trajectory",) if trajectory else ()), "why")
+    for col in columns:
         shown_cases.add_column(
             col,
             justify="right" if col in ("P", "R", "F1", "args", "order") else "left",
@@ -96,11 +98,16 @@ def print_report(result: EvalResult, console: Console, *, max_cases: int = MAX_C
                 break
             if bool(row["passed"]) is not listing_passed:
                 continue
-            shown_cases.add_row(
+            cells = [
                 escape(row["id"]), row["slice"], "[green]✔[/]" if row["passed"] else "[red]✘[/]",
                 num(row["precision"]), num(row["recall"]), num(row["f1"]), num(row["argument_accuracy"]),
-                num(row["order_score"]), escape("; ".join(row["reasons"][:3])),
-            )  # fmt: skip
+                num(row["order_score"]),
+            ]  # fmt: skip
+            if trajectory:
+                mode = row.get("trajectory_mode")
+                cells.append("-" if mode is None else f"{mode} {'✔' if row['trajectory_match'] else '✘'}")
+            cells.append(escape("; ".join(row["reasons"][:3])))
+            shown_cases.add_row(*cells)
             listed += 1
     console.print(shown_cases)
 

@@ -21,7 +21,7 @@ the run recorded an error (``carried_on``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from otel_toolcall_eval.checks.argument_match import ArgumentVerdict, closeness, match_arguments
@@ -147,6 +147,7 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     by_name: dict[str, list[int]] = {}
     parse_failures = schema_checked = schema_invalid = unknown_checked = unknown = duplicates = undeclared = 0
     violations: list[str] = []
+    errors = 0  # calls that did not succeed (the engine's count)
     if run is not None and run.calls:
         scorer = prep.scorer
         offered = case.tools.offered
@@ -177,6 +178,7 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
             undeclared += bool(c.undeclared_arguments)
             if c.violations and MUST_NOT_CALL in c.violations:
                 violations.append(name)
+        errors = history.errors
 
     best: CaseResult | None = None
     best_key: tuple[float, float, float] | None = None
@@ -212,8 +214,10 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     result.passed = core_ok and not violations and not broken and result.error is None and run is not None
     result.checks = checks
     result.core_ok = core_ok
-    if run is not None and any(c.outcome is not Outcome.SUCCESS for c in checks):
-        result.recovery = recovery_classes(checks, answered=run.error is None)
+    if errors:  # the engine counted a call that did not succeed: classify what followed each
+        assert run is not None
+        repeated = [name for name, positions in by_name.items() if len(positions) > 1]
+        result.recovery = recovery_classes(checks, answered=run.error is None, repeated=repeated)
     spec = case.trajectory
     if spec is not None:
         result.trajectory_mode = spec.mode
@@ -233,10 +237,20 @@ def _key(score: CallScore) -> str | None:
         return None
 
 
-def recovery_classes(checks: Sequence[CallScore], answered: bool) -> list[str]:
+def recovery_classes(checks: Sequence[CallScore], answered: bool, repeated: Collection[str] | None = None) -> list[str]:
     """The recovery class of each failed call of one run line (``answered``: the run ended with the agent's
-    answer, a hand-back after the last call)."""
-    steps: list[Step] = [CallStep(c.name, _key(c), c.outcome is not Outcome.SUCCESS, c.step, c.batch) for c in checks]
+    answer, a hand-back after the last call). ``repeated``: the tools called more than once, when the caller
+    knows them; only their calls need a normalised form (a key is compared only between calls of one tool)."""
+    steps: list[Step] = [
+        CallStep(
+            c.name,
+            _key(c) if repeated is None or c.name in repeated else None,
+            c.outcome is not Outcome.SUCCESS,
+            c.step,
+            c.batch,
+        )
+        for c in checks
+    ]
     if answered:
         steps.append(TurnStep())
     return [cls for _, cls in classify_recoveries(steps)]

@@ -94,3 +94,24 @@ def write_via(path: str | Path, writer: Callable[[Path], object]) -> None:
     """Run ``writer`` on a temporary path and rename the result over ``path`` (for writers that open the file)."""
     with _staged(path) as staged:
         writer(staged.tmp)
+
+
+def append_blob(path: str | Path, blob: bytes, *, sync: bool) -> None:
+    """Append ``blob`` in one ``write`` on an ``O_APPEND`` descriptor (so processes on one host can share the
+    file line by line), then ``fsync`` when ``sync``. Raises ``OSError``."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, blob)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_durably(path: str | Path, blob: bytes) -> None:
+    """``append_blob`` with ``fsync``: a label or record written by a person's action survives a crash; an
+    ``OutputError`` naming the file on failure."""
+    try:
+        append_blob(path, blob, sync=True)
+    except OSError as exc:
+        raise OutputError(path, exc) from None

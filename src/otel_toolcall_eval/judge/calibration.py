@@ -20,9 +20,9 @@ from typing import Final
 
 import orjson
 
+from otel_toolcall_eval._files import append_durably
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.dataset.errors import LocatedError
-from otel_toolcall_eval.errors import OutputError
 from otel_toolcall_eval.judge.fingerprint import fingerprints
 
 logger = logging.getLogger("otel_toolcall_eval.judge")
@@ -66,16 +66,7 @@ class CalibrationRecord:
 
 def append_records(path: str | Path, records: Iterable[CalibrationRecord]) -> None:
     """Append records, one line each, in one ``write`` on an ``O_APPEND`` descriptor, then ``fsync``."""
-    blob = b"".join(r.to_json() + b"\n" for r in records)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, blob)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise OutputError(path, exc) from None
+    append_durably(path, b"".join(r.to_json() + b"\n" for r in records))
 
 
 def read_records(path: str | Path) -> list[CalibrationRecord]:

@@ -16,7 +16,6 @@ from its own origin.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -27,6 +26,7 @@ from typing import Any, Final
 
 import orjson
 
+from otel_toolcall_eval._files import append_durably
 from otel_toolcall_eval.dataset.errors import LocatedError
 from otel_toolcall_eval.dataset.labels import read_labels
 from otel_toolcall_eval.errors import OutputError
@@ -157,21 +157,9 @@ class LabelSession:
                 "humans": {self.rater: label},
                 "labelled_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             }
-            _append_line(self.labels, orjson.dumps(line) + b"\n")
+            append_durably(self.labels, orjson.dumps(line) + b"\n")
             self._done.add(index)
         return None
-
-
-def _append_line(path: Path, blob: bytes) -> None:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, blob)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise OutputError(path, exc) from None
 
 
 _STATIC: Final = {

@@ -10,12 +10,12 @@ bounded and names file, line and field on every error.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
+from otel_toolcall_eval._files import append_blob
 from otel_toolcall_eval.dataset.errors import LocatedError
 
 logger = logging.getLogger("otel_toolcall_eval.judge")
@@ -108,11 +108,7 @@ class VerdictLog:
         if len(blob) > MAX_VERDICT_LINE_BYTES:
             return False
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, blob)
-            finally:
-                os.close(fd)
+            append_blob(self.path, blob, sync=False)
         except OSError as exc:
             if not self._warned:
                 self._warned = True

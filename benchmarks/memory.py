@@ -127,12 +127,12 @@ def measure(traces: int, calls: int, max_traces: int | None, sample_every: int) 
     }
 
 
-def judge(result: dict[str, Any]) -> tuple[bool, int | None, str]:
-    """Growth within the limit, and flat: RSS at the end minus RSS once the limit has held a while."""
+def judge(result: dict[str, Any], limit: str = "trace") -> tuple[bool, int | None, str]:
+    """Growth within the limit, and flat: RSS at the end minus RSS once the ``limit`` limit has held a while."""
     growth = result["peak_rss"] - result["baseline_rss"]
     reached = result["limit_reached_at"]
     if reached is None:
-        return False, None, "the trace limit was never reached: flatness not shown"
+        return False, None, f"the {limit} limit was never reached: flatness not shown"
     settled = [s for s in result["samples"] if s[0] >= 2 * reached]
     if len(settled) < 2:
         return False, None, "too few samples after the limit was reached"
@@ -141,33 +141,37 @@ def judge(result: dict[str, Any]) -> tuple[bool, int | None, str]:
     return ok, drift, ""
 
 
+def growth_figure(fid: str, title: str, result: dict[str, Any], what: str, limit: str) -> Figure:
+    """The figure of one bounded-memory child run (``what``: the workload, for the note; ``limit``: its name)."""
+    ok, drift, why = judge(result, limit)
+    growth = result["peak_rss"] - result["baseline_rss"]
+    note = (
+        f"RSS; {what} (limit {result['limit']:,} reached after {result['limit_reached_at'] or 0:,} spans); "
+        + (f"drift after the limit {mib(drift)}" if drift is not None else why)
+        + f"; {result['seconds']} s"
+    )
+    return Figure(
+        fid,
+        title,
+        f"{mib(result['peak_rss'])} peak (+{mib(growth)})",
+        mib(result["baseline_rss"]) + " (process before the run)",
+        result["peak_rss"] / result["baseline_rss"],
+        f"growth <= {mib(GROWTH_LIMIT)}, flat (<= {mib(FLAT_TOLERANCE)}) after the limit",
+        "met" if ok else "missed",
+        note=note,
+        data={"unit": "bytes", "growth": growth, "drift_after_limit": drift, **result},
+    )
+
+
 def run(sizes: Sizes) -> list[Figure]:
     args = ["--traces", str(sizes.memory_traces), "--calls", str(sizes.memory_calls_per_trace)]
     if sizes.memory_max_traces is not None:
         args += ["--max-traces", str(sizes.memory_max_traces)]
     result = run_child("benchmarks.memory", args, timeout=sizes.child_timeout)
-    ok, drift, why = judge(result)
-    growth = result["peak_rss"] - result["baseline_rss"]
     limits = "default limits" if sizes.memory_max_traces is None else f"max_traces={sizes.memory_max_traces}"
-    note = (
-        f"RSS; {result['tool_spans']:,} tool spans in {result['traces']:,} traces, {limits} "
-        f"(limit {result['limit']:,} reached after {result['limit_reached_at'] or 0:,} spans); "
-        + (f"drift after the limit {mib(drift)}" if drift is not None else why)
-        + f"; {result['seconds']} s"
-    )
-    return [
-        Figure(
-            "memory.growth",
-            "peak memory, tool spans in traces whose roots never end",
-            f"{mib(result['peak_rss'])} peak (+{mib(growth)})",
-            mib(result["baseline_rss"]) + " (process before the run)",
-            result["peak_rss"] / result["baseline_rss"],
-            f"growth <= {mib(GROWTH_LIMIT)}, flat (<= {mib(FLAT_TOLERANCE)}) after the limit",
-            "met" if ok else "missed",
-            note=note,
-            data={"unit": "bytes", "growth": growth, "drift_after_limit": drift, **result},
-        )
-    ]
+    what = f"{result['tool_spans']:,} tool spans in {result['traces']:,} traces, {limits}"
+    title = "peak memory, tool spans in traces whose roots never end"
+    return [growth_figure("memory.growth", title, result, what, "trace")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Figure, Sizes, mib, run_child
-from benchmarks.memory import FLAT_TOLERANCE, GROWTH_LIMIT, rss_bytes
+from benchmarks.harness import Figure, Sizes, run_child
+from benchmarks.memory import growth_figure, rss_bytes
 
 
 def measure(spans: int, sessions: int, max_sessions: int | None, sample_every: int) -> dict[str, Any]:
@@ -106,46 +106,18 @@ def measure(spans: int, sessions: int, max_sessions: int | None, sample_every: i
     }
 
 
-def judge(result: dict[str, Any]) -> tuple[bool, int | None, str]:
-    """Growth within the limit, and flat: RSS at the end minus RSS once the session limit has held a while."""
-    growth = result["peak_rss"] - result["baseline_rss"]
-    reached = result["limit_reached_at"]
-    if reached is None:
-        return False, None, "the session limit was never reached: flatness not shown"
-    settled = [s for s in result["samples"] if s[0] >= 2 * reached]
-    if len(settled) < 2:
-        return False, None, "too few samples after the limit was reached"
-    drift = result["final_rss"] - settled[0][1]
-    return growth <= GROWTH_LIMIT and drift <= FLAT_TOLERANCE, drift, ""
-
-
 def run(sizes: Sizes) -> list[Figure]:
     args = ["--spans", str(sizes.session_spans), "--sessions", str(sizes.session_count)]
     if sizes.session_max is not None:
         args += ["--max-sessions", str(sizes.session_max)]
     result = run_child("benchmarks.session_memory", args, timeout=sizes.child_timeout)
-    ok, drift, why = judge(result)
-    growth = result["peak_rss"] - result["baseline_rss"]
     limits = "default limits" if sizes.session_max is None else f"max_sessions={sizes.session_max}"
-    note = (
-        f"RSS; {result['spans']:,} spans, {result['turns']:,} turns over {result['sessions']:,} conversations that "
-        f"never go idle, {limits} (limit {result['limit']:,} reached after {result['limit_reached_at'] or 0:,} spans); "
-        + (f"drift after the limit {mib(drift)}" if drift is not None else why)
-        + f"; {result['seconds']} s"
+    what = (
+        f"{result['spans']:,} spans, {result['turns']:,} turns over {result['sessions']:,} conversations that "
+        f"never go idle, {limits}"
     )
-    return [
-        Figure(
-            "memory.sessions",
-            "peak memory, turns of conversations that never go idle",
-            f"{mib(result['peak_rss'])} peak (+{mib(growth)})",
-            mib(result["baseline_rss"]) + " (process before the run)",
-            result["peak_rss"] / result["baseline_rss"],
-            f"growth <= {mib(GROWTH_LIMIT)}, flat (<= {mib(FLAT_TOLERANCE)}) after the limit",
-            "met" if ok else "missed",
-            note=note,
-            data={"unit": "bytes", "growth": growth, "drift_after_limit": drift, **result},
-        )
-    ]
+    title = "peak memory, turns of conversations that never go idle"
+    return [growth_figure("memory.sessions", title, result, what, "session")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,6 +3,7 @@ service refuses to start without a next hop (exit 2, no traceback)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.config import ConfigError, EvalConfig
+
+from .integration.tls_certs import Pki, make_pki
 
 
 def test_defaults_listen_on_loopback_otlp_ports() -> None:
@@ -57,3 +60,67 @@ def test_a_missing_token_variable_is_a_config_error(
 
     with pytest.raises(ConfigError, match=r"serve\.bearer_token_env"):
         Service(config, span_exporter=InMemorySpanExporter())
+
+
+# --- serve.tls: files checked at start-up, errors naming the field -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def _tls_service(**tls: str) -> None:
+    from otel_toolcall_eval.serve import Service
+
+    Service(EvalConfig.from_dict({"serve": {"tls": tls}}), span_exporter=InMemorySpanExporter())
+
+
+def test_tls_files_that_cannot_be_used_name_the_field(pki: Pki, tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope.pem")
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("hello\n")
+    unreadable = tmp_path / "locked.pem"
+    unreadable.write_bytes(pki.key.read_bytes())
+    cert, key, ca = str(pki.cert), str(pki.key), str(pki.ca)
+    cases = [
+        ({"cert_file": missing, "key_file": key}, r"serve\.tls\.cert_file: cannot read .*nope\.pem"),
+        ({"cert_file": cert, "key_file": missing}, r"serve\.tls\.key_file: cannot read"),
+        ({"cert_file": cert, "key_file": key, "client_ca_file": missing}, r"serve\.tls\.client_ca_file: cannot read"),
+        ({"cert_file": str(not_pem), "key_file": key}, r"serve\.tls\.cert_file: .* is not a PEM file"),
+        (
+            {"cert_file": cert, "key_file": str(pki.client_key)},
+            r"serve\.tls\.key_file: .* not the unencrypted private key",
+        ),
+        (
+            {"cert_file": cert, "key_file": key, "client_ca_file": key},
+            r"serve\.tls\.client_ca_file: .* no CA certificate",
+        ),
+    ]
+    if os.geteuid() != 0:  # root reads any file whatever its mode
+        unreadable.chmod(0)
+        cases.append(({"cert_file": cert, "key_file": str(unreadable)}, r"serve\.tls\.key_file: cannot read"))
+    for tls, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            _tls_service(**tls)
+    with pytest.raises(ConfigError, match=r"serve\.tls\.key_file: .*[Ff]ield required"):
+        EvalConfig.from_dict({"serve": {"tls": {"cert_file": cert}}})
+    _tls_service(cert_file=cert, key_file=key, client_ca_file=ca)  # the right files: no error
+
+
+def test_tls_flags_override_the_section_and_bad_files_exit_2(pki: Pki, capsys: pytest.CaptureFixture[str]) -> None:
+    from otel_toolcall_eval.cli import build_parser
+    from otel_toolcall_eval.commands.serve import settings
+
+    args = build_parser().parse_args(
+        ["serve", "--tls-cert-file", str(pki.cert), "--tls-key-file", str(pki.key), "--export-endpoint", "x"]
+    )
+    tls = settings(args).serve.tls
+    assert tls is not None and (tls.cert_file, tls.key_file, tls.client_ca_file) == (str(pki.cert), str(pki.key), None)
+    base = ["serve", "--http-port", "0", "--grpc-port", "0", "--export-endpoint", "http://127.0.0.1:1"]
+    assert main([*base, "--tls-client-ca-file", str(pki.ca)]) == 2  # a CA alone: no certificate to present
+    err = capsys.readouterr().err
+    assert "serve.tls.cert_file" in err and "Traceback" not in err
+    assert main([*base, "--tls-cert-file", "/no/such/cert.pem", "--tls-key-file", str(pki.key)]) == 2
+    err = capsys.readouterr().err
+    assert "serve.tls.cert_file: cannot read /no/such/cert.pem" in err and "Traceback" not in err

@@ -41,6 +41,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--export-protocol", choices=["grpc", "http"])
     parser.add_argument("--prometheus-port", type=int, help="expose the metrics for Prometheus on this port")
     parser.add_argument("--shutdown-timeout", type=finite, help="seconds to drain and export on SIGTERM")
+    parser.add_argument("--tls-cert-file", help="PEM certificate chain: both receivers speak TLS only")
+    parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
+    parser.add_argument("--tls-client-ca-file", help="PEM CA bundle: require client certificates it signed (mTLS)")
     parser.set_defaults(func=run)
 
 
@@ -56,12 +59,23 @@ def settings(args: argparse.Namespace) -> EvalConfig:
         data["export"]["endpoint"] = args.export_endpoint
     if args.export_protocol is not None:
         data["export"]["protocol"] = args.export_protocol
+    tls = {field: value for field, value in _tls_flags(args).items() if value is not None}
+    if tls:
+        data["tls"] = {**(data.get("tls") or {}), **tls}
     try:
         serve = ServeConfig.model_validate(data)
     except ValidationError as exc:
         fields = "; ".join(f"serve.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid serve settings: {fields}") from None
     return config.model_copy(update={"serve": serve})
+
+
+def _tls_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    return {
+        "cert_file": args.tls_cert_file,
+        "key_file": args.tls_key_file,
+        "client_ca_file": args.tls_client_ca_file,
+    }
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -77,8 +91,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         service.start()
     except OSError as exc:
         raise ConfigError(f"serve: {exc}") from None
+    tls = config.serve.tls
     console.print(
         f"listening http={service.http_port} grpc={service.grpc_port} host={config.serve.host} "
+        f"tls={'off' if tls is None else 'mtls' if tls.client_ca_file else 'on'} "
         f"export={config.serve.export.endpoint} ({config.serve.export.protocol})",
         highlight=False,
         soft_wrap=True,

@@ -40,6 +40,18 @@ class ServeExport(_Strict):
         return self
 
 
+class ServeTls(_Strict):
+    """TLS on both receivers (PEM files, read once at start-up); with ``client_ca_file`` a client certificate
+    signed by that CA is required (mutual TLS). A file that is missing or unreadable fails the start naming the
+    field (``serve.Service``), not at the first connection."""
+
+    cert_file: str = Field(min_length=1, description="PEM certificate chain the receivers present")
+    key_file: str = Field(min_length=1, description="PEM private key of cert_file (not encrypted)")
+    client_ca_file: str | None = Field(
+        default=None, min_length=1, description="PEM CA bundle: clients must present a certificate it signed (mTLS)"
+    )
+
+
 class ServeConfig(_Strict):
     """``otel-toolcall-eval serve``: OTLP in (gRPC and HTTP), the online processor, OTLP out."""
 
@@ -65,6 +77,7 @@ class ServeConfig(_Strict):
         min_length=1,
         description="name of an environment variable holding the bearer token the receivers require (none: open)",
     )
+    tls: ServeTls | None = Field(default=None, description="TLS on both receivers (none: plaintext)")
     prometheus_port: int | None = Field(default=None, ge=0, le=65_535, description="expose metrics for Prometheus")
     export: ServeExport = Field(default_factory=ServeExport)
 

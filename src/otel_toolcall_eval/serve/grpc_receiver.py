@@ -1,10 +1,11 @@
 """OTLP/gRPC: the ``TraceService/Export`` RPC on a ``grpc.server``.
 
-gRPC itself enforces the message size (``grpc.max_receive_message_length``: RESOURCE_EXHAUSTED) and the number
-of RPCs in progress (``maximum_concurrent_rpcs``: RESOURCE_EXHAUSTED) and decompresses gzip. A full queue or a
-service shutting down answers UNAVAILABLE with a ``RetryInfo`` (the OTLP exporters retry both, after the delay it
-gives); a bad token UNAUTHENTICATED; a message that does not decode to spans INVALID_ARGUMENT (not retried); invalid
-spans among valid ones are refused by OTLP partial success (``rejected_spans``), the others kept.
+gRPC itself enforces the message size (``grpc.max_receive_message_length``: RESOURCE_EXHAUSTED) and the number of
+RPCs in progress (``maximum_concurrent_rpcs``: RESOURCE_EXHAUSTED) and decompresses gzip. A full queue or a service
+shutting down answers UNAVAILABLE with a ``RetryInfo`` (the OTLP exporters retry both, after the delay it gives); a
+bad token UNAUTHENTICATED; a message that does not decode to spans INVALID_ARGUMENT (not retried); invalid spans
+among valid ones are refused by OTLP partial success (``rejected_spans``), the others kept. With ``serve.tls`` the
+port speaks TLS only (``add_secure_port``): a plaintext client fails its handshake and never reaches ``Export``.
 """
 
 from __future__ import annotations
@@ -57,7 +58,14 @@ class _Servicer(TraceServiceServicer):
 
 
 class GrpcReceiver:
-    def __init__(self, host: str, port: int, intake: Intake, max_concurrent: int) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        intake: Intake,
+        max_concurrent: int,
+        credentials: grpc.ServerCredentials | None = None,
+    ) -> None:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=min(max_concurrent, 16), thread_name_prefix="toolcall-eval-grpc"),
             maximum_concurrent_rpcs=max_concurrent,
@@ -69,7 +77,10 @@ class GrpcReceiver:
         add_TraceServiceServicer_to_server(_Servicer(intake), self._server)  # type: ignore[no-untyped-call]
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
-            self.port: int = self._server.add_insecure_port(address)
+            if credentials is None:
+                self.port: int = self._server.add_insecure_port(address)
+            else:  # TLS (serve.tls): a plaintext client fails its handshake and never reaches Export
+                self.port = self._server.add_secure_port(address, credentials)
         except RuntimeError as exc:
             raise OSError(f"cannot listen on {address} (gRPC): {exc}") from None
         if self.port == 0:

@@ -5,7 +5,8 @@ at once (the next is answered 503 with ``Retry-After`` without being read), a bo
 no larger than the maximum (else 411/413, unread) or comes chunked (as the OpenTelemetry JS exporters send it),
 read no further than the maximum; sockets time out when idle, and every answer to a valid but
 refused request is retryable per OTLP (429 for a full queue, 503 while shutting down). Errors carry a
-``google.rpc.Status`` in the request's encoding, as the OTLP spec asks.
+``google.rpc.Status`` in the request's encoding, as the OTLP spec asks. With ``serve.tls`` every connection is
+TLS (handshake on the connection's thread); a plaintext client fails the handshake and reaches nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import ssl
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -233,17 +235,25 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True  # idle keep-alive connections must not hold the process at exit
     intake: Intake
 
-    def __init__(self, address: tuple[str, int], intake: Intake, max_connections: int) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        intake: Intake,
+        max_connections: int,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.intake = intake
+        self._tls = tls
         self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
             self.intake.reject("too_many_connections")
-            with contextlib.suppress(OSError):
-                request.sendall(_BUSY % self.intake.retry_after)
+            if self._tls is None:  # with TLS the answer would need a handshake on the accepting thread: closed
+                with contextlib.suppress(OSError):
+                    request.sendall(_BUSY % self.intake.retry_after)
             self.shutdown_request(request)
             return
         try:
@@ -258,10 +268,41 @@ class _Server(ThreadingHTTPServer):
         finally:
             self._slots.release()
 
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """With TLS, the handshake runs here, on the connection's own thread (a slow or plaintext client never
+        holds up the accepting one) and within the idle timeout; a failed handshake is counted, not logged."""
+        if self._tls is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(_Handler.timeout)
+        try:
+            secure = self._tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        except OSError:
+            self.intake.reject("tls_handshake")
+            return
+        try:
+            try:
+                secure.do_handshake()
+            except (OSError, ValueError):  # ssl.SSLError is an OSError: plaintext, an untrusted client cert ...
+                self.intake.reject("tls_handshake")
+                return
+            super().finish_request(secure, client_address)
+        finally:
+            with contextlib.suppress(OSError):
+                secure.shutdown(socket.SHUT_RDWR)
+            secure.close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A connection that breaks mid-request (a reset, a TLS alert) is the client's business; the standard
+        # library would print a traceback per connection to stderr. The metrics count refused requests.
+        logger.debug("toolcall-eval serve: connection from %s failed", client_address, exc_info=True)
+
 
 class HttpReceiver:
-    def __init__(self, host: str, port: int, intake: Intake, max_connections: int) -> None:
-        self._server = _Server((host, port), intake, max_connections)
+    def __init__(
+        self, host: str, port: int, intake: Intake, max_connections: int, tls: ssl.SSLContext | None = None
+    ) -> None:
+        self._server = _Server((host, port), intake, max_connections, tls)
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="toolcall-eval-serve-http"

@@ -148,6 +148,23 @@ class _ExportWindow:
             return True
 
 
+class Borrowed(SpanExporter):
+    """An exporter shared by several ``BatchSpanProcessor``s (the scored spans', the judge's verdict spans'):
+    their shutdowns leave it open, and its owner (``Service.stop``) shuts it down once, after both."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self._inner = inner
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self._inner.export(spans)
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
 class CountingExporter(SpanExporter):
     """The real exporter, counting results and closing the export window as batches finish."""
 

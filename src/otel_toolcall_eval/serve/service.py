@@ -4,8 +4,11 @@
 ``grpc_port``); ``stop()`` is the graceful shutdown: refuse new requests (retryable codes, ``/readyz`` 503),
 let those in progress finish, drain the queue through the processor, then flush and shut the processor down
 (which also gives a verdict to traces whose root never came) so the exporter sends everything accepted, all
-within ``serve.shutdown_timeout_seconds``. Session verdicts (``gen_ai.evaluation.result`` log records) go to the
-same endpoint over OTLP logs, unless a ``logger_provider`` is given.
+within ``serve.shutdown_timeout_seconds``. Session verdicts and the judge's verdict events
+(``gen_ai.evaluation.result`` log records) go to the same endpoint over OTLP logs, unless a ``logger_provider`` is
+given. With a judge configured, its verdict spans (linked to the judged call) leave through the same span exporter
+as the scored spans, from a TracerProvider of the service's own (resource ``service.name=otel-toolcall-eval``),
+unless a ``tracer_provider`` is given: a service has no application whose global provider could carry them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import TracerProvider
 
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.exporters import otlp_exporters, otlp_log_exporter
@@ -28,7 +34,15 @@ from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
 from otel_toolcall_eval.serve.http_receiver import HttpReceiver
 from otel_toolcall_eval.serve.intake import Intake
 from otel_toolcall_eval.serve.metrics import EXPORTED, RECEIVED, SCORED, ServeMetrics
-from otel_toolcall_eval.serve.pipeline import Arrivals, CountingExporter, ScoringWorker, SpanQueue, _ExportWindow
+from otel_toolcall_eval.serve.pipeline import (
+    Arrivals,
+    Borrowed,
+    CountingExporter,
+    ScoringWorker,
+    SpanQueue,
+    _ExportWindow,
+)
+from otel_toolcall_eval.serve.tls import load_tls
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
 
@@ -56,6 +70,7 @@ class Service:
         span_exporter: SpanExporter | None = None,
         meter_provider: MeterProvider | None = None,
         logger_provider: LoggerProvider | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         config = config or EvalConfig()
         serve = config.serve
@@ -66,12 +81,14 @@ class Service:
             if not serve.export.endpoint:
                 raise ConfigError("serve.export.endpoint: required (or --export-endpoint)")
             span_exporter, _ = otlp_exporters(serve.export.endpoint, serve.export.protocol)
-            own_logs = logger_provider is None and config.sessions.enabled  # session verdicts go where spans go
+            # session verdicts and judge events go where the spans go
+            own_logs = logger_provider is None and (config.sessions.enabled or config.judge is not None)
         token = None
         if serve.bearer_token_env is not None:
             token = os.environ.get(serve.bearer_token_env)
             if not token:
                 raise ConfigError(f"serve.bearer_token_env: environment variable {serve.bearer_token_env} is not set")
+        self._tls = None if serve.tls is None else load_tls(serve.tls)  # before anything listens: errors name the field
         if own_logs and serve.export.endpoint:  # after every check that can refuse the config: no thread leaks
             logger_provider = self._own_logger_provider = SdkLoggerProvider()
             self._own_logger_provider.add_log_record_processor(
@@ -82,8 +99,21 @@ class Service:
         window = _ExportWindow(serve.export.max_queue_spans)
         # the queue, the export queue, and as much again for spans the processor holds (a trace's late spans)
         self._arrivals = Arrivals(2 * (serve.max_queue_spans + serve.export.max_queue_spans))
+        self._exporter = span_exporter  # borrowed by both BatchSpanProcessors, shut down once by ``stop``
+        self._own_tracer_provider: SdkTracerProvider | None = None
+        if tracer_provider is None and config.judge is not None:
+            tracer_provider = self._own_tracer_provider = SdkTracerProvider(
+                resource=Resource.create({SERVICE_NAME: "otel-toolcall-eval"})
+            )
+            self._own_tracer_provider.add_span_processor(
+                BatchSpanProcessor(
+                    Borrowed(span_exporter),
+                    max_export_batch_size=serve.export.max_batch_spans,
+                    schedule_delay_millis=serve.export.schedule_delay_millis,
+                )
+            )
         self._batch = BatchSpanProcessor(
-            CountingExporter(span_exporter, window, self.metrics, self._arrivals),
+            CountingExporter(Borrowed(span_exporter), window, self.metrics, self._arrivals),
             max_queue_size=serve.export.max_queue_spans,
             max_export_batch_size=serve.export.max_batch_spans,
             schedule_delay_millis=serve.export.schedule_delay_millis,
@@ -91,9 +121,21 @@ class Service:
         # Inline: the scoring thread is the service's background worker already, and the processor's own
         # background queue would make it wait a second time for no gain.
         inline = config.model_copy(update={"evaluation": config.evaluation.model_copy(update={"mode": "inline"})})
-        self.processor = ToolCallEvalProcessor(
-            self._batch, inline, meter_provider=meter_provider, logger_provider=logger_provider
-        )
+        try:
+            self.processor = ToolCallEvalProcessor(
+                self._batch,
+                inline,
+                meter_provider=meter_provider,
+                logger_provider=logger_provider,
+                tracer_provider=tracer_provider,
+            )
+        except BaseException:  # a judge config error (e.g. its key variable unset): no export thread left behind
+            if self._own_tracer_provider is not None:
+                self._own_tracer_provider.shutdown()
+            if self._own_logger_provider is not None:
+                self._own_logger_provider.shutdown()
+            self._batch.shutdown()  # type: ignore[no-untyped-call]
+            raise
         self._window = window
         self._worker = ScoringWorker(self._queue, self.processor, window, self.metrics, serve.export.max_batch_spans)
         self.intake = Intake(
@@ -116,10 +158,22 @@ class Service:
         self._worker.start()
         try:
             if serve.http_port is not None:
-                self._http = HttpReceiver(serve.host, serve.http_port, self.intake, serve.max_concurrent_requests)
+                self._http = HttpReceiver(
+                    serve.host,
+                    serve.http_port,
+                    self.intake,
+                    serve.max_concurrent_requests,
+                    None if self._tls is None else self._tls.http,
+                )
                 self._http.start()
             if serve.grpc_port is not None:
-                self._grpc = GrpcReceiver(serve.host, serve.grpc_port, self.intake, serve.max_concurrent_requests)
+                self._grpc = GrpcReceiver(
+                    serve.host,
+                    serve.grpc_port,
+                    self.intake,
+                    serve.max_concurrent_requests,
+                    None if self._tls is None else self._tls.grpc_credentials(),
+                )
                 self._grpc.start()
         except OSError:
             self.stop(timeout=1.0)
@@ -142,8 +196,11 @@ class Service:
         self.processor.force_flush(remaining_ms)
         self._window.idle(deadline)
         self.processor.shutdown()  # verdicts for unfinished traces; the BatchSpanProcessor exports the rest
+        if self._own_tracer_provider is not None:  # the judge's verdict spans, the last ones drained just now
+            self._own_tracer_provider.shutdown()
         if self._own_logger_provider is not None:  # the session verdicts emitted at the flush and the shutdown
             self._own_logger_provider.shutdown()
+        self._exporter.shutdown()
         received = self.metrics.total(RECEIVED)
         scored = self.metrics.total(SCORED)
         report = StopReport(

@@ -8,10 +8,12 @@ image is pinned. The Prometheus rules are checked and unit-tested with the real 
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -26,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from otel_toolcall_eval import __version__
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.cli import build_parser
+from otel_toolcall_eval.cli import build_parser, main
 from otel_toolcall_eval.judge.emit import JUDGE_METRICS
 from otel_toolcall_eval.metrics import METRICS
 
@@ -45,6 +47,7 @@ DATASOURCES_FILE = GRAFANA / "provisioning" / "datasources" / "datasources.yaml"
 DASHBOARD_PROVIDER_FILE = GRAFANA / "provisioning" / "dashboards" / "toolcall-eval.yaml"
 GRAFANA_ALERTS_FILE = GRAFANA / "provisioning" / "alerting" / "toolcall-eval.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
+SCORER_FILE = DEPLOY / "scorer" / "toolcall-eval.yaml"
 DEPLOYMENT_DOC = ROOT / "docs" / "deployment.md"
 
 # The LLM judge's metrics (judge/emit.py), by Prometheus name, with their labels.
@@ -348,7 +351,12 @@ def listen_ports(services: Mapping[str, Any], collector: Mapping[str, Any]) -> d
     jaeger, tempo = load_yaml(JAEGER_FILE), load_yaml(TEMPO_FILE)
 
     def otel_ports(config: Mapping[str, Any]) -> set[int]:
-        ports = {port_of(p["endpoint"]) for p in config["receivers"]["otlp"]["protocols"].values()}
+        ports = {
+            port_of(p["endpoint"])
+            for receiver_id, receiver in config["receivers"].items()
+            if receiver_id.split("/")[0] == "otlp"
+            for p in receiver["protocols"].values()
+        }
         for reader in config["service"].get("telemetry", {}).get("metrics", {}).get("readers", []):
             ports.add(int(reader["pull"]["exporter"]["prometheus"]["port"]))
         return ports
@@ -364,13 +372,29 @@ def listen_ports(services: Mapping[str, Any], collector: Mapping[str, Any]) -> d
     tempo_ports |= {port_of(p["endpoint"]) for p in tempo["distributor"]["receivers"]["otlp"]["protocols"].values()}
     prometheus_listen = flag_value(command_of(services["prometheus"]), "--web.listen-address") or "0.0.0.0:9090"
     grafana_port = int(services["grafana"].get("environment", {}).get("GF_SERVER_HTTP_PORT", 3000))
+    serve = scorer_settings(services["scorer"]).serve
+    scorer_ports = {p for p in (serve.grpc_port, serve.http_port, serve.prometheus_port) if p is not None}
     return {
+        "scorer": scorer_ports,
         "collector": collector_ports,
         "jaeger": jaeger_ports,
         "tempo": tempo_ports,
         "prometheus": {port_of(prometheus_listen)},
         "grafana": {grafana_port},
     }
+
+
+def scorer_settings(scorer: Mapping[str, Any]) -> Any:
+    """The scorer's ``EvalConfig`` as ``serve`` builds it: its command parsed by the real CLI parser, the config
+    file it names read from the repository path mounted there."""
+    from otel_toolcall_eval.commands.serve import settings
+
+    args = build_parser().parse_args(command_of(scorer))
+    assert args.command == "serve", "the scorer runs otel-toolcall-eval serve"
+    mounted = host_path(scorer, str(args.config))
+    assert mounted == SCORER_FILE.resolve(), f"scorer: --config {args.config} is not {SCORER_FILE.relative_to(ROOT)}"
+    args.config = mounted
+    return settings(args)
 
 
 def iter_dashboard_targets(dashboard: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
@@ -498,7 +522,7 @@ def check_pinned(image: str, where: str) -> None:
 
 
 def test_every_image_is_pinned(services: dict[str, Any]) -> None:
-    expected = {"collector", "jaeger", "tempo-init", "tempo", "prometheus", "grafana", "demo"}
+    expected = {"collector", "jaeger", "tempo-init", "tempo", "prometheus", "grafana", "demo", "scorer"}
     assert set(services) == expected
     for name, service in services.items():
         assert "image" in service, f"service {name} has no image"
@@ -638,6 +662,85 @@ def test_demo_service_runs_the_cli_demo_against_the_collector(
         assert args.traces_per_second and args.traces_per_second > 0
         assert args.duration and args.duration >= 3600
     assert "collector" in demo["depends_on"]
+
+
+# --- the scoring service (scorer) -----------------------------------------------------------------------
+# Docker does not run here: the scorer's compose entry is checked against the CLI's real parser, the config file
+# it mounts (loaded and validated as `serve` loads it) and the collector config that feeds and receives it; its
+# health check command is run against a real service started from that config on 127.0.0.1.
+
+
+def receiver_ports(collector: Mapping[str, Any], receiver_id: str) -> dict[str, int]:
+    return {proto: port_of(p["endpoint"]) for proto, p in collector["receivers"][receiver_id]["protocols"].items()}
+
+
+def test_scorer_runs_serve_from_the_image_with_its_mounted_config(services: dict[str, Any]) -> None:
+    scorer, demo = services["scorer"], services["demo"]
+    assert scorer["build"] == demo["build"] and scorer["image"] == demo["image"], "the same image as the demo"
+    dockerfile = DOCKERFILE.read_text()
+    entrypoint = json.loads(re.findall(r"^ENTRYPOINT\s+(\[.*\])", dockerfile, re.M)[-1])
+    scripts = {e.name: e for e in importlib.metadata.entry_points(group="console_scripts")}
+    assert entrypoint[0] in scripts, f"ENTRYPOINT {entrypoint} is not a console script of the package"
+    assert scripts[entrypoint[0]].load() is main, "the ENTRYPOINT is the CLI that build_parser() parses for"
+    exposed = {int(p) for line in re.findall(r"^EXPOSE\s+(.+)$", dockerfile, re.M) for p in line.split()}
+    serve = scorer_settings(scorer).serve
+    assert serve.host == "0.0.0.0", "inside the compose network the receivers must not bind loopback only"
+    assert {serve.grpc_port, serve.http_port, serve.prometheus_port} <= exposed
+    assert not scorer.get("ports"), "the scorer is reached through the collector: no host port"
+    assert "collector" in scorer["depends_on"]
+    grace = scorer["stop_grace_period"]
+    assert grace.endswith("s") and float(grace[:-1]) > serve.shutdown_timeout_seconds, "SIGKILL before the drain"
+
+
+def test_the_collector_feeds_the_scorer_and_fans_its_output_out(
+    services: dict[str, Any], collector: dict[str, Any]
+) -> None:
+    config = scorer_settings(services["scorer"])
+    serve = config.serve
+    pipelines = collector["service"]["pipelines"]
+    # agents without the processor -> otlp/agents -> otlp_grpc/scorer -> the scorer's gRPC receiver
+    agents = pipelines["traces/agents"]
+    assert agents["receivers"] == ["otlp/agents"] and agents["exporters"] == ["otlp_grpc/scorer"]
+    exporter = collector["exporters"]["otlp_grpc/scorer"]
+    assert (host_of(exporter["endpoint"]), port_of(exporter["endpoint"])) == ("scorer", serve.grpc_port)
+    assert exporter["retry_on_failure"]["enabled"] and exporter["sending_queue"]["enabled"], (
+        "a full scorer answers UNAVAILABLE: the collector must retry and queue, not drop"
+    )
+    published = dict(published_ports(services["collector"]))
+    assert set(receiver_ports(collector, "otlp/agents").values()) <= set(published.values())
+    # the scorer's next hop -> otlp/scored, fanned out with the rest; its log records have a pipeline too
+    export = serve.export
+    assert export.protocol == "grpc" and host_of(export.endpoint or "") == "collector"
+    assert port_of(export.endpoint or "") == receiver_ports(collector, "otlp/scored")["grpc"]
+    assert port_of(export.endpoint or "") not in published.values(), "the scored-spans receiver stays internal"
+    assert "otlp/scored" in pipelines["traces"]["receivers"]
+    assert config.sessions.enabled and "otlp/scored" in pipelines["logs"]["receivers"], (
+        "session verdicts go out as OTLP logs to the same endpoint: the collector needs a logs pipeline"
+    )
+    assert "otlp/scored" not in agents["receivers"], "scored spans must not be sent to the scorer again"
+
+
+def test_the_scorer_health_check_asks_readyz_of_a_real_service(services: dict[str, Any]) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_toolcall_eval.serve import Service
+
+    check = services["scorer"]["healthcheck"]
+    test = check["test"]
+    assert test[0] == "CMD" and test[1] == "python", "python is what the image has (FROM python:...)"
+    config = scorer_settings(services["scorer"])
+    url = re.search(r"http://127\.0\.0\.1:(\d+)(/\w+)", test[-1])
+    assert url and (int(url.group(1)), url.group(2)) == (config.serve.http_port, "/readyz")
+    local = config.serve.model_copy(update={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0})
+    svc = Service(config.model_copy(update={"serve": local}), span_exporter=InMemorySpanExporter())
+    svc.start()
+    argv = [sys.executable, *test[2:-1], test[-1].replace(f":{url.group(1)}/", f":{svc.http_port}/")]
+    try:
+        assert subprocess.run(argv, timeout=30, check=False).returncode == 0, "ready service reported unhealthy"
+        svc.intake.closing = True  # what SIGTERM does first: /readyz 503
+        assert subprocess.run(argv, timeout=30, check=False, capture_output=True).returncode != 0
+    finally:
+        svc.stop(timeout=10)
 
 
 # --- Grafana --------------------------------------------------------------------------------------------

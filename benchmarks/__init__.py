@@ -16,5 +16,6 @@ SUITES: tuple[str, ...] = (
     "benchmarks.session_memory",
     "benchmarks.offline_eval",
     "benchmarks.replay",
+    "benchmarks.serve",  # two service processes and a sink, real gRPC
     "benchmarks.instructions",  # callgrind children: minutes, so last (and not in --quick)
 )

@@ -28,6 +28,7 @@ GROSS = {
     "offline.vs_ragas": 6.0,  # measured ~1.5x
     "offline.vs_deepeval": 0.5,  # measured ~0.02x
     "replay.throughput": 15.0,  # measured ~3.5x
+    "serve.throughput": 6.0,  # measured ~2.2x (CPU per span of the scoring service against its pass-through)
 }
 
 
@@ -101,6 +102,20 @@ def test_optional_figures_are_measured_or_say_why(report: dict[str, Any]) -> Non
             assert f["note"], f"{fid} is unavailable without saying why"
             continue
         assert f["ratio"] < GROSS[fid], f"{fid}: {f['ratio']:.3f}x (gross limit {GROSS[fid]}x)"
+
+
+def test_the_service_figures_are_measured(report: dict[str, Any]) -> None:
+    """``benchmarks.serve``: two real service processes over gRPC; scoring costs more than passing through, and
+    the latency figure has samples from both."""
+    figures = _figures(report)
+    f = figures["serve.throughput"]
+    assert f["status"] in ("met", "missed"), f
+    assert len(f["data"]["subject_rounds"]) == len(f["data"]["baseline_rounds"]) == report["sizes"]["rounds"]
+    assert 1.0 < f["ratio"] < GROSS["serve.throughput"], f"serve.throughput: {f['ratio']:.2f}x"
+    latency = figures["serve.latency"]["data"]
+    assert all(n > 0 for n in latency["samples"].values()), latency
+    for side in ("score", "pass"):
+        assert 0 < latency["p50_ms"][side] <= latency["p99_ms"][side], latency
 
 
 @pytest.mark.parametrize("kind", ["plain", "valid", "invalid"])

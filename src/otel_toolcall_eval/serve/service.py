@@ -61,7 +61,10 @@ class StopReport:
 
 
 class Service:
-    """One scoring service. ``span_exporter`` replaces the OTLP exporter built from ``serve.export``."""
+    """One scoring service. ``span_exporter`` replaces the OTLP exporter built from ``serve.export``.
+
+    ``scoring=False`` hands received spans straight to the export (same receivers, queue, end order, export
+    window and exporter, no processor): the pass-through the serve benchmark measures the scoring against."""
 
     def __init__(
         self,
@@ -71,6 +74,7 @@ class Service:
         meter_provider: MeterProvider | None = None,
         logger_provider: LoggerProvider | None = None,
         tracer_provider: TracerProvider | None = None,
+        scoring: bool = True,
     ) -> None:
         config = config or EvalConfig()
         serve = config.serve
@@ -137,7 +141,9 @@ class Service:
             self._batch.shutdown()  # type: ignore[no-untyped-call]
             raise
         self._window = window
-        self._worker = ScoringWorker(self._queue, self.processor, window, self.metrics, serve.export.max_batch_spans)
+        self._worker = ScoringWorker(
+            self._queue, self.processor if scoring else self._batch, window, self.metrics, serve.export.max_batch_spans
+        )
         self.intake = Intake(
             self._queue, self.metrics, token, serve.retry_after_seconds, serve.max_message_bytes, self._arrivals
         )

@@ -17,6 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
+from otel_toolcall_eval.serve.encode import remember
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -78,6 +79,8 @@ def _counted(
     spans = list(spans_from_request(message, invalid))
     if invalid and not spans:
         raise BadPayload(f"no valid span: {invalid[0]}")
+    if not invalid:  # every span decoded, in order: the export can re-send what arrived (``serve.encode``)
+        remember(message, spans)
     return spans
 
 

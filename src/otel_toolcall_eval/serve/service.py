@@ -30,6 +30,7 @@ from opentelemetry.trace import TracerProvider
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.exporters import otlp_exporters, otlp_log_exporter
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
+from otel_toolcall_eval.serve.encode import ServeGrpcSpanExporter
 from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
 from otel_toolcall_eval.serve.http_receiver import HttpReceiver
 from otel_toolcall_eval.serve.intake import Intake
@@ -84,7 +85,10 @@ class Service:
         if span_exporter is None:
             if not serve.export.endpoint:
                 raise ConfigError("serve.export.endpoint: required (or --export-endpoint)")
-            span_exporter, _ = otlp_exporters(serve.export.endpoint, serve.export.protocol)
+            if serve.export.protocol == "grpc":  # re-sends the received messages with the scores added
+                span_exporter = ServeGrpcSpanExporter(endpoint=serve.export.endpoint, insecure=True)
+            else:
+                span_exporter, _ = otlp_exporters(serve.export.endpoint, serve.export.protocol)
             # session verdicts and judge events go where the spans go
             own_logs = logger_provider is None and (config.sessions.enabled or config.judge is not None)
         token = None

@@ -148,3 +148,43 @@ def test_importing_a_check_loads_only_what_it_needs() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
     assert int(out[0]) < 25 and out[1].strip() == "[]"
+
+
+# the SDK's private span, processor and exporter fields the project reads (``_sdk`` probes them at import)
+_SDK_PRIVATE = frozenset(
+    {
+        "_attributes",
+        "_parent",
+        "_events",
+        "_links",
+        "_context",
+        "_resource",
+        "_instrumentation_scope",
+        "_status",
+        "_start_time",
+        "_end_time",
+        "_on_ending",
+        "_translate_data",
+        "_active_span_processor",
+    }
+)
+
+
+def test_private_sdk_fields_are_read_only_in_the_sdk_module() -> None:
+    """'Every private SDK access in one module': an SDK upgrade means reading ``_sdk.py``, nothing else."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "_sdk.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in _SDK_PRIVATE
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: .{node.attr}")
+    assert not found, "private SDK fields read outside _sdk.py:\n" + "\n".join(found)

@@ -10,14 +10,14 @@ SDK means reading this module, nothing else.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import SpanContext, SpanKind
 
 from otel_toolcall_eval.conventions.base import plain_attributes
@@ -141,6 +141,37 @@ def _state_is_dict() -> bool:
 
 
 STATE_IS_DICT = _state_is_dict()
+
+
+# --- the scoring service's export: what a decoded span arrived as, and the gRPC exporter's encoding -------
+
+
+def own_attributes(span: ReadableSpan) -> Any:
+    """The span's attribute mapping object itself (a plain dict for decoded spans and the processor's copies),
+    or None: ``serve.encode`` compares it by identity with what was decoded to see what the processor added."""
+    return getattr(span, "_attributes", None)
+
+
+def stash(span: ReadableSpan, key: str, value: object) -> None:
+    """Keep ``value`` in the span instance's own state, so the processor's copy (``adopt_state``) carries it."""
+    span.__dict__[key] = value
+
+
+def stashed(span: ReadableSpan, key: str) -> Any:
+    """What ``stash`` kept on this span (or on the span it was copied from), or None."""
+    return span.__dict__.get(key)
+
+
+def grpc_span_exporter(encode: Callable[[Sequence[ReadableSpan]], Any], **kwargs: Any) -> SpanExporter:
+    """The SDK's OTLP/gRPC span exporter (retries, compression, headers, timeouts) with ``encode`` in place of
+    its private ``_translate_data``: the SDK has no public hook for the request it sends."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    class _Exporter(OTLPSpanExporter):
+        def _translate_data(self, data: Sequence[ReadableSpan]) -> Any:
+            return encode(data)
+
+    return _Exporter(**kwargs)
 
 
 # --- the API's instrumentation suppression ----------------------------------------------------------------

@@ -23,11 +23,13 @@ from itertools import islice
 from typing import Any, Final
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from otel_toolcall_eval._sdk import grpc_span_exporter, own_attributes, stash, stashed
 
 ORIGINAL: Final = "_toolcall_eval_received"  # the ReadableSpan attribute holding (message, block, attributes)
 _ATTRIBUTES_TAG: Final = b"\x4a"  # Span.attributes: field 9, length-delimited
@@ -44,10 +46,10 @@ def remember(message: ExportTraceServiceRequest | TracesData, spans: Sequence[Re
             block = (rs.resource, rs.schema_url, ss.scope, ss.schema_url)
             for pb in ss.spans:
                 span = next(it)
-                attributes = span._attributes
+                attributes = own_attributes(span)
                 # a repeated key collapses into one dict entry: that span is encoded the SDK's way
                 if type(attributes) is dict and len(attributes) == len(pb.attributes):
-                    span.__dict__[ORIGINAL] = (pb, block, attributes)
+                    stash(span, ORIGINAL, (pb, block, attributes))
 
 
 def _varint(n: int) -> bytes:
@@ -106,7 +108,7 @@ class _Attributes:
 
 def _added(span: ReadableSpan, original: dict[str, Any]) -> list[tuple[str, Any]] | None:
     """The attributes appended to ``original``, or ``None`` when one of its entries changed (slow path)."""
-    attributes = span._attributes
+    attributes = own_attributes(span)
     if attributes is original:
         return []
     if type(attributes) is not dict or len(attributes) < len(original):
@@ -128,7 +130,7 @@ class ReceivedSpanEncoder:
         slow: list[ReadableSpan] = []
         encode_attribute = self._attributes.encode
         for span in spans:
-            received = span.__dict__.get(ORIGINAL)
+            received = stashed(span, ORIGINAL)
             if received is None:
                 slow.append(span)
                 continue
@@ -163,12 +165,6 @@ class ReceivedSpanEncoder:
         return request
 
 
-class ServeGrpcSpanExporter(OTLPSpanExporter):
+def grpc_exporter(**kwargs: Any) -> SpanExporter:
     """The SDK's OTLP/gRPC span exporter (retries, compression, headers, timeouts) with the encoding above."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._encoder = ReceivedSpanEncoder()
-
-    def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
-        return self._encoder.encode(data)
+    return grpc_span_exporter(ReceivedSpanEncoder().encode, **kwargs)

@@ -30,7 +30,7 @@ from opentelemetry.trace import TracerProvider
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.exporters import otlp_exporters, otlp_log_exporter
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
-from otel_toolcall_eval.serve.encode import ServeGrpcSpanExporter
+from otel_toolcall_eval.serve.encode import grpc_exporter
 from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
 from otel_toolcall_eval.serve.http_receiver import HttpReceiver
 from otel_toolcall_eval.serve.intake import Intake
@@ -86,7 +86,7 @@ class Service:
             if not serve.export.endpoint:
                 raise ConfigError("serve.export.endpoint: required (or --export-endpoint)")
             if serve.export.protocol == "grpc":  # re-sends the received messages with the scores added
-                span_exporter = ServeGrpcSpanExporter(endpoint=serve.export.endpoint, insecure=True)
+                span_exporter = grpc_exporter(endpoint=serve.export.endpoint, insecure=True)
             else:
                 span_exporter, _ = otlp_exporters(serve.export.endpoint, serve.export.protocol)
             # session verdicts and judge events go where the spans go

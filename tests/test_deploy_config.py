@@ -48,6 +48,8 @@ DASHBOARD_PROVIDER_FILE = GRAFANA / "provisioning" / "dashboards" / "toolcall-ev
 GRAFANA_ALERTS_FILE = GRAFANA / "provisioning" / "alerting" / "toolcall-eval.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
 SCORER_FILE = DEPLOY / "scorer" / "toolcall-eval.yaml"
+REPLICA_FILE = DEPLOY / "scorer" / "replica.yaml"
+GATEWAY_FILE = ROOT / "collector-config" / "gateway.yaml"
 DEPLOYMENT_DOC = ROOT / "docs" / "deployment.md"
 
 # The LLM judge's metrics (judge/emit.py), by Prometheus name, with their labels.
@@ -374,8 +376,15 @@ def listen_ports(services: Mapping[str, Any], collector: Mapping[str, Any]) -> d
     grafana_port = int(services["grafana"].get("environment", {}).get("GF_SERVER_HTTP_PORT", 3000))
     serve = scorer_settings(services["scorer"]).serve
     scorer_ports = {p for p in (serve.grpc_port, serve.http_port, serve.prometheus_port) if p is not None}
+    replica = scorer_settings(services["toolcall-eval-1"], REPLICA_FILE).serve
+    replica_ports = {p for p in (replica.grpc_port, replica.http_port, replica.prometheus_port) if p is not None}
     return {
         "scorer": scorer_ports,
+        "toolcall-eval-1": replica_ports,
+        "toolcall-eval-2": replica_ports,
+        "gateway": otel_ports(load_yaml(GATEWAY_FILE))
+        | {port_of(load_yaml(GATEWAY_FILE)["extensions"]["health_check"]["endpoint"])},
+        "redis": {6379},
         "collector": collector_ports,
         "jaeger": jaeger_ports,
         "tempo": tempo_ports,
@@ -384,7 +393,7 @@ def listen_ports(services: Mapping[str, Any], collector: Mapping[str, Any]) -> d
     }
 
 
-def scorer_settings(scorer: Mapping[str, Any]) -> Any:
+def scorer_settings(scorer: Mapping[str, Any], config_file: Path | None = None) -> Any:
     """The scorer's ``EvalConfig`` as ``serve`` builds it: its command parsed by the real CLI parser, the config
     file it names read from the repository path mounted there."""
     from otel_toolcall_eval.commands.serve import settings
@@ -392,7 +401,8 @@ def scorer_settings(scorer: Mapping[str, Any]) -> Any:
     args = build_parser().parse_args(command_of(scorer))
     assert args.command == "serve", "the scorer runs otel-toolcall-eval serve"
     mounted = host_path(scorer, str(args.config))
-    assert mounted == SCORER_FILE.resolve(), f"scorer: --config {args.config} is not {SCORER_FILE.relative_to(ROOT)}"
+    expected = config_file or SCORER_FILE
+    assert mounted == expected.resolve(), f"scorer: --config {args.config} is not {expected.relative_to(ROOT)}"
     args.config = mounted
     return settings(args)
 
@@ -523,6 +533,7 @@ def check_pinned(image: str, where: str) -> None:
 
 def test_every_image_is_pinned(services: dict[str, Any]) -> None:
     expected = {"collector", "jaeger", "tempo-init", "tempo", "prometheus", "grafana", "demo", "scorer"}
+    expected |= {"gateway", "toolcall-eval-1", "toolcall-eval-2", "redis"}  # profile gateway
     assert set(services) == expected
     for name, service in services.items():
         assert "image" in service, f"service {name} has no image"
@@ -741,6 +752,59 @@ def test_the_scorer_health_check_asks_readyz_of_a_real_service(services: dict[st
         assert subprocess.run(argv, timeout=30, check=False, capture_output=True).returncode != 0
     finally:
         svc.stop(timeout=10)
+
+
+# --- the gateway tier (profile gateway) ------------------------------------------------------------------
+# Docker and the Collector binary cannot run here: the profile is checked statically, the replicas' config as
+# serve loads it, and the trace-id routing itself by tests/integration/test_gateway_routing.py.
+
+GATEWAY_TIER = ("gateway", "toolcall-eval-1", "toolcall-eval-2", "redis")
+
+
+def test_the_gateway_tier_is_a_profile_off_by_default(services: dict[str, Any]) -> None:
+    for name, service in services.items():
+        if name in GATEWAY_TIER:
+            assert service.get("profiles") == ["gateway"], f"{name} must start only with --profile gateway"
+        else:
+            assert "profiles" not in service, f"{name} is part of the default stack"
+            assert not set(service.get("depends_on", [])) & set(GATEWAY_TIER), f"{name} needs the gateway profile"
+
+
+def test_the_gateway_routes_by_trace_id_to_every_replica_and_only_to_them(services: dict[str, Any]) -> None:
+    gateway = load_yaml(GATEWAY_FILE)
+    assert host_path(services["gateway"], flag_value(command_of(services["gateway"]), "--config") or "") == (
+        GATEWAY_FILE.resolve()
+    )
+    assert services["gateway"]["image"] == services["collector"]["image"], "one collector version"
+    balancer = gateway["exporters"]["load_balancing"]
+    assert balancer["routing_key"] == "traceID"
+    targets = {(host_of(h), port_of(h)) for h in balancer["resolver"]["static"]["hostnames"]}
+    replicas = {name for name in services if name.startswith("toolcall-eval-")}
+    assert {host for host, _ in targets} == replicas, "the resolver lists exactly the compose replicas"
+    for name in replicas:
+        replica = services[name]
+        assert replica["image"] == services["scorer"]["image"] and command_of(replica)[0] == "serve"
+        serve = scorer_settings(replica, REPLICA_FILE).serve
+        assert serve.host == "0.0.0.0"
+        assert (name, serve.grpc_port) in targets, f"{name} does not listen where the gateway sends"
+        assert not replica.get("ports"), "a replica is reached through the gateway only"
+        assert set(services["gateway"]["depends_on"]) >= {name}
+
+
+def test_the_replicas_share_one_redis_and_export_to_the_collector(
+    services: dict[str, Any], collector: dict[str, Any]
+) -> None:
+    first, second = services["toolcall-eval-1"], services["toolcall-eval-2"]
+    assert first == second, "identical replicas (one anchor)"
+    url = first["environment"]["TOOLCALL_EVAL_REDIS_URL"]
+    assert (host_of(url.split("//")[1].split("/")[0]), port_of(url.split("//")[1].split("/")[0])) == ("redis", 6379)
+    assert "TOOLCALL_EVAL_REDIS_URL" in REPLICA_FILE.read_text(), "the config's comment names the variable"
+    assert "redis" in first["depends_on"]
+    export = scorer_settings(first, REPLICA_FILE).serve.export
+    assert host_of(export.endpoint or "") == "collector"
+    assert port_of(export.endpoint or "") == receiver_ports(collector, "otlp/scored")["grpc"]
+    grace = first["stop_grace_period"]
+    assert float(grace[:-1]) > scorer_settings(first, REPLICA_FILE).serve.shutdown_timeout_seconds
 
 
 # --- Grafana --------------------------------------------------------------------------------------------

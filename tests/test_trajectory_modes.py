@@ -38,7 +38,7 @@ PLAIN = EvalConfig.model_validate(
         }
     }
 )
-MODES = ("strict", "unordered", "subset", "superset")
+MODES = ("strict", "unordered", "subset", "superset", "in_order")
 Turns = list[list[tuple[str, dict[str, Any]]]]
 
 
@@ -202,6 +202,41 @@ def test_per_argument_alternatives_and_optional_arguments_count() -> None:
     assert arguments_match("ignore", {"item": "x"}, None, plain)
 
 
+# agentevals-dev's (Google ADK's) IN_ORDER: the expected calls in their order, extra calls anywhere around them
+A, B, C, X = ("a", {}), ("b", {}), ("c", {}), ("x", {})
+
+
+@pytest.mark.parametrize(
+    ("outputs", "score"),
+    [
+        ([[A], [B], [C]], True),
+        ([[X], [A], [X], [B], [X], [C], [X]], True),  # extras before, between and after
+        ([[A], [C], [B]], False),  # out of order
+        ([[A], [B]], False),  # one missing
+        ([[B], [A], [B], [C]], True),  # an early extra b does not hide the later in-order one
+        ([[A, B], [C]], True),  # the calls of one turn are in order among the actual calls
+    ],
+)
+def test_in_order_needs_the_expected_calls_as_a_subsequence(outputs: Turns, score: bool) -> None:
+    assert agentevals("in_order", outputs, [[A], [B], [C]]) is score
+
+
+def test_in_order_a_turn_is_a_set_and_turns_keep_their_order() -> None:
+    reference = [[A, B], [C]]
+    assert agentevals("in_order", [[B], [X], [A], [C]], reference) is True  # a turn's calls in any order
+    assert agentevals("in_order", [[A], [C], [B]], reference) is False  # c before the turn a+b is complete
+    assert agentevals("in_order", [[A], [B], [C], [A]], [[A], [A]]) is True  # each call used once
+    assert agentevals("in_order", [[A]], [[A], [A]]) is False
+
+
+def test_in_order_uses_the_argument_mode_and_takes_the_placement_that_leaves_room() -> None:
+    ref = [[("search", {"q": "a"})], [("search", {"q": "b"})]]
+    made = [[("search", {"q": "b"})], [("search", {"q": "a"})], [("search", {"q": "b"})]]
+    assert agentevals("in_order", made, ref) is True
+    assert agentevals("in_order", made[:2], ref) is False
+    assert agentevals("in_order", made[:2], ref, args="ignore") is True
+
+
 def test_no_tool_cases() -> None:
     assert trajectory_match("superset", [], ["a"], lambda i, j: True) is True
     assert trajectory_match("subset", [], ["a"], lambda i, j: True) is False
@@ -246,6 +281,28 @@ def test_reported_per_case_and_in_the_summary_next_to_the_graded_scores(tmp_path
         assert rows["extra-call"]["trajectory_mode"] == "superset"  # the case's own mode wins
         assert result.report["summary"]["trajectory_match_rate"] == 0.5
         assert result.report["slices"]["single-tool"]["trajectory_match_rate"] == 0.5
+
+
+def test_a_deciding_trajectory_mode_passes_the_case_on_its_verdict(tmp_path: Path) -> None:
+    """``decides``: "one or more calls" (superset) is the case's verdict; the graded scores are still reported."""
+    rows = [{**ROWS[0], "trajectory": {"mode": "superset", "decides": True}}, ROWS[1]]
+    twice = [{"name": "get_weather", "arguments": SF}, {"name": "get_weather", "arguments": SF}]
+    dataset, run = _write(tmp_path, rows, {"extra-call": twice, "plain": twice})
+    with evaluate(dataset, [run]) as result:
+        rows_out = {r["id"]: r for r in result.cases}
+        assert rows_out["extra-call"]["passed"] is True and rows_out["extra-call"]["precision"] == 0.5
+        assert rows_out["plain"]["passed"] is False  # no trajectory mode: graded as always
+    dataset, run = _write(tmp_path, rows, {"extra-call": [{"name": "other", "arguments": {}}], "plain": twice})
+    with evaluate(dataset, [run]) as result:
+        row = next(r for r in result.cases if r["id"] == "extra-call")
+        assert row["passed"] is False and "trajectory (superset) does not match" in row["reasons"]
+    # the config's default decides for cases that do not say; a case's own false wins
+    config = EvalConfig.model_validate({"trajectory": {"mode": "superset", "decides": True}})
+    rows = [{**ROWS[0], "trajectory": {"mode": "superset", "decides": False}}, ROWS[1]]
+    dataset, run = _write(tmp_path, rows, {"extra-call": twice, "plain": twice})
+    with evaluate(dataset, [run], config) as result:
+        rows_out = {r["id"]: r for r in result.cases}
+        assert rows_out["extra-call"]["passed"] is False and rows_out["plain"]["passed"] is True
 
 
 def test_a_case_without_a_run_line_does_not_match(tmp_path: Path) -> None:

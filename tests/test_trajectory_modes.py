@@ -9,14 +9,17 @@ off (agentevals compares values with ``==``) unless the example says otherwise.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_toolcall_eval.checks.argument_match import Normalizer
-from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match
+from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match, turns
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.io import read_cases, write_cases
@@ -345,3 +348,34 @@ def test_dataset_option_is_validated_round_trips_csv_and_is_in_the_schema(tmp_pa
     assert main(["dataset", "validate", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:1: trajectory: mode: Input should be" in err and "Traceback" not in err
+
+
+def _in_order_brute_force(e_turns: list[list[int]], e: list[str], a: list[str], same: Any, start: int = 0) -> bool:
+    if not e_turns:
+        return True
+    turn, rest = e_turns[0], e_turns[1:]
+    for chosen in itertools.combinations(range(start, len(a)), len(turn)):
+        for order in itertools.permutations(chosen):
+            fits = all(a[j] == e[i] and same(i, j) for i, j in zip(turn, order, strict=True))
+            if fits and _in_order_brute_force(rest, e, a, same, max(chosen) + 1):
+                return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from("ab"), max_size=4),
+    st.lists(st.integers(0, 2), max_size=4),
+    st.lists(st.sampled_from("abx"), max_size=7),
+    st.sets(st.tuples(st.integers(0, 3), st.integers(0, 6))),
+)
+def test_in_order_equals_a_search_of_every_placement(
+    e: list[str], labels: list[int], a: list[str], refused: set[tuple[int, int]]
+) -> None:
+    batches: list[int | None] = [labels[i] if i < len(labels) else None for i in range(len(e))]
+
+    def same(i: int, j: int) -> bool:
+        return (i, j) not in refused
+
+    want = _in_order_brute_force(turns(len(e), batches), e, a, same)
+    assert trajectory_match("in_order", e, a, same, batches) is want

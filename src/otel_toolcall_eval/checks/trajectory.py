@@ -22,9 +22,8 @@ mode (agentevals' ``tool_args_match_mode`` and its per-tool overrides), always s
 "Equal" is the offline argument normalisation (``arguments.*``: case, whitespace, dates, ID prefixes, numeric
 strings, null vs absent; configure it all off for agentevals' plain ``==``). Per-argument alternatives count:
 an ``arg_options`` key matches any of its values, an ``optional_args`` key may be absent, an ``exact_args`` key
-compares without normalisation. Nested objects and
-arrays compare whole (agentevals compares each top-level value with ``==``). A call whose arguments did not
-parse matches only under ``ignore``.
+compares without normalisation. Nested objects and arrays compare whole (agentevals compares each top-level
+value with ``==``). A call whose arguments did not parse matches only under ``ignore``.
 
 Each call is used once: a mode holds when a matching exists (per tool, and per turn for ``strict``) that
 covers what the mode requires, found as a maximum bipartite matching (``checks.pairing.assign``). agentevals
@@ -154,14 +153,30 @@ def _in_order(
     it leaves the longest rest for the turns after it (whatever the argument mode)."""
     start, n = 0, len(actual_names)
     for turn in e_turns:
+        if len(turn) == 1:  # the usual turn, one call: the first fitting call after the turn before
+            (i,) = turn
+            name = expected_names[i]
+            j = next((j for j in range(start, n) if actual_names[j] == name and same(i, j)), None)
+            if j is None:
+                return False
+            start = j + 1
+            continue
+        need: dict[str, int] = {}
+        for i in turn:
+            need[expected_names[i]] = need.get(expected_names[i], 0) + 1
+        seen: dict[str, int] = {}
         end = start
         while True:
             if end >= n:
                 return False
+            name = actual_names[end]
             end += 1
-            window = range(start, end)
-            if actual_names[end - 1] in {expected_names[i] for i in turn} and _covered(
-                turn, window, expected_names, actual_names, same, True, False
+            if name not in need:
+                continue
+            seen[name] = seen.get(name, 0) + 1
+            # the window can only cover the turn once it holds enough calls of each of its tools
+            if all(seen.get(t, 0) >= k for t, k in need.items()) and _covered(
+                turn, range(start, end), expected_names, actual_names, same, True, False
             ):
                 break
         start = end

@@ -177,6 +177,11 @@ def _error(path: Path) -> DatasetError:
         ),
         (_row(expected_tool_calls=[{"name": "a", "arg_options": {"k": []}}]), "expected_tool_calls", "lists no value"),
         (_row(expected_tool_calls=[{"name": "a", "optional_args": ["k"]}]), "expected_tool_calls", "neither in args"),
+        (
+            _row(expected_tool_calls=[{"name": "a", "args": {"k": 1}, "exact_args": ["j"]}]),
+            "expected_tool_calls",
+            "exact_args: 'j' is neither in args",
+        ),
     ],
 )
 def test_jsonl_errors_name_the_line_and_column(tmp_path: Path, row: dict[str, Any], column: str, text: str) -> None:
@@ -286,11 +291,13 @@ def test_per_argument_alternatives_are_in_the_json_schema_and_survive_csv(tmp_pa
         "args": {"order_id": "1"},
         "arg_options": {"unit": ["kg", "lb"]},
         "optional_args": ["unit"],
+        "exact_args": ["order_id"],
     }
     case = DatasetCase.model_validate(_row(expected_tool_calls=[call]))
     jsonschema.validate(case_to_dict(case), dataset_json_schema())
+    assert case_to_dict(case)["expected_tool_calls"][0]["exact_args"] == ["order_id"]
     properties = dataset_json_schema()["$defs"]["ExpectedCall"]["properties"]
-    assert {"arg_options", "optional_args"} <= set(properties)
+    assert {"arg_options", "optional_args", "exact_args"} <= set(properties)
     path = tmp_path / "ds.csv"
     write_cases(path, [case])
     assert read_cases(path) == [case]

@@ -605,3 +605,57 @@ def test_a_missing_required_option_is_named_in_the_reasons() -> None:
     expected = {"name": "convert", "args": {"amount": 5}, "arg_options": {"unit": ["kg", "lb"]}}
     result = _score(_case([expected], available_tools=UNIT_TOOLS), [{"name": "convert", "arguments": {"amount": 6}}])
     assert result.reasons == ["convert arguments differ: unit, amount"]
+
+
+@pytest.mark.parametrize(
+    ("made", "passed"),
+    [
+        ({"items": "myItemList", "unit": "KG"}, True),  # unit is still folded, items is not
+        ({"items": "MyItemList", "unit": "kg"}, False),  # identifiers are case-sensitive
+        ({"items": " myItemList", "unit": "kg"}, False),
+        ({"items": "myItemList"}, True),  # optional and exact: absent is fine
+        ({"items": "otherList", "unit": "kg"}, True),  # one of the alternatives, exactly
+        ({"items": "OTHERLIST", "unit": "kg"}, False),
+    ],
+)
+def test_exact_args_are_compared_without_normalisation(made: dict[str, Any], passed: bool) -> None:
+    tools = [{"name": "sort", "parameters": {"type": "object", "properties": {"items": {}, "unit": {}}}}]
+    expected = {
+        "name": "sort",
+        "args": {"unit": "kg"},
+        "arg_options": {"items": ["myItemList", "otherList"]},
+        "optional_args": ["items", "unit"],
+        "exact_args": ["items"],
+    }
+    result = _score(_case([expected], available_tools=tools), [{"name": "sort", "arguments": made}])
+    assert result.passed is passed, result.reasons
+    plain = {"name": "sort", "args": {"items": "myItemList"}, "exact_args": ["items"]}
+    result = _score(_case([plain], available_tools=tools), [{"name": "sort", "arguments": {"items": "MYITEMLIST"}}])
+    assert not result.passed and result.reasons == ["sort arguments differ: items"]
+
+
+def test_an_exact_argument_is_never_compared_as_free_text() -> None:
+    prep = Preparer(EvalConfig.model_validate({"arguments": {"free_text": {"sort": ["items"]}}}))
+    plain = {"name": "sort", "args": {"items": "myItemList"}}
+    close = [{"name": "sort", "arguments": {"items": "myItemLists"}}]
+    assert _score(_case([plain]), close, prep).passed  # similar enough as free text
+    assert not _score(_case([{**plain, "exact_args": ["items"]}]), close, prep).passed
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("x", "x", True),
+        ("x", "X", False),
+        (5, 5.0, True),  # JSON has one number type
+        (True, 1, False),
+        ([True], [1], False),
+        ({"a": [1, "b"]}, {"a": [1, "b"]}, True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ("5", 5, False),
+        (None, None, True),
+    ],
+)
+def test_exact_equality_is_json_equality(a: Any, b: Any, same: bool) -> None:
+    assert Normalizer().exact_equal(a, b) is same
+    assert Normalizer().exact_equal(b, a) is same

@@ -9,14 +9,17 @@ off (agentevals compares values with ``==``) unless the example says otherwise.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_toolcall_eval.checks.argument_match import Normalizer
-from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match
+from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match, turns
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.io import read_cases, write_cases
@@ -38,7 +41,7 @@ PLAIN = EvalConfig.model_validate(
         }
     }
 )
-MODES = ("strict", "unordered", "subset", "superset")
+MODES = ("strict", "unordered", "subset", "superset", "in_order")
 Turns = list[list[tuple[str, dict[str, Any]]]]
 
 
@@ -202,6 +205,41 @@ def test_per_argument_alternatives_and_optional_arguments_count() -> None:
     assert arguments_match("ignore", {"item": "x"}, None, plain)
 
 
+# agentevals-dev's (Google ADK's) IN_ORDER: the expected calls in their order, extra calls anywhere around them
+A, B, C, X = ("a", {}), ("b", {}), ("c", {}), ("x", {})
+
+
+@pytest.mark.parametrize(
+    ("outputs", "score"),
+    [
+        ([[A], [B], [C]], True),
+        ([[X], [A], [X], [B], [X], [C], [X]], True),  # extras before, between and after
+        ([[A], [C], [B]], False),  # out of order
+        ([[A], [B]], False),  # one missing
+        ([[B], [A], [B], [C]], True),  # an early extra b does not hide the later in-order one
+        ([[A, B], [C]], True),  # the calls of one turn are in order among the actual calls
+    ],
+)
+def test_in_order_needs_the_expected_calls_as_a_subsequence(outputs: Turns, score: bool) -> None:
+    assert agentevals("in_order", outputs, [[A], [B], [C]]) is score
+
+
+def test_in_order_a_turn_is_a_set_and_turns_keep_their_order() -> None:
+    reference = [[A, B], [C]]
+    assert agentevals("in_order", [[B], [X], [A], [C]], reference) is True  # a turn's calls in any order
+    assert agentevals("in_order", [[A], [C], [B]], reference) is False  # c before the turn a+b is complete
+    assert agentevals("in_order", [[A], [B], [C], [A]], [[A], [A]]) is True  # each call used once
+    assert agentevals("in_order", [[A]], [[A], [A]]) is False
+
+
+def test_in_order_uses_the_argument_mode_and_takes_the_placement_that_leaves_room() -> None:
+    ref = [[("search", {"q": "a"})], [("search", {"q": "b"})]]
+    made = [[("search", {"q": "b"})], [("search", {"q": "a"})], [("search", {"q": "b"})]]
+    assert agentevals("in_order", made, ref) is True
+    assert agentevals("in_order", made[:2], ref) is False
+    assert agentevals("in_order", made[:2], ref, args="ignore") is True
+
+
 def test_no_tool_cases() -> None:
     assert trajectory_match("superset", [], ["a"], lambda i, j: True) is True
     assert trajectory_match("subset", [], ["a"], lambda i, j: True) is False
@@ -248,6 +286,28 @@ def test_reported_per_case_and_in_the_summary_next_to_the_graded_scores(tmp_path
         assert result.report["slices"]["single-tool"]["trajectory_match_rate"] == 0.5
 
 
+def test_a_deciding_trajectory_mode_passes_the_case_on_its_verdict(tmp_path: Path) -> None:
+    """``decides``: "one or more calls" (superset) is the case's verdict; the graded scores are still reported."""
+    rows = [{**ROWS[0], "trajectory": {"mode": "superset", "decides": True}}, ROWS[1]]
+    twice = [{"name": "get_weather", "arguments": SF}, {"name": "get_weather", "arguments": SF}]
+    dataset, run = _write(tmp_path, rows, {"extra-call": twice, "plain": twice})
+    with evaluate(dataset, [run]) as result:
+        rows_out = {r["id"]: r for r in result.cases}
+        assert rows_out["extra-call"]["passed"] is True and rows_out["extra-call"]["precision"] == 0.5
+        assert rows_out["plain"]["passed"] is False  # no trajectory mode: graded as always
+    dataset, run = _write(tmp_path, rows, {"extra-call": [{"name": "other", "arguments": {}}], "plain": twice})
+    with evaluate(dataset, [run]) as result:
+        row = next(r for r in result.cases if r["id"] == "extra-call")
+        assert row["passed"] is False and "trajectory (superset) does not match" in row["reasons"]
+    # the config's default decides for cases that do not say; a case's own false wins
+    config = EvalConfig.model_validate({"trajectory": {"mode": "superset", "decides": True}})
+    rows = [{**ROWS[0], "trajectory": {"mode": "superset", "decides": False}}, ROWS[1]]
+    dataset, run = _write(tmp_path, rows, {"extra-call": twice, "plain": twice})
+    with evaluate(dataset, [run], config) as result:
+        rows_out = {r["id"]: r for r in result.cases}
+        assert rows_out["extra-call"]["passed"] is False and rows_out["plain"]["passed"] is True
+
+
 def test_a_case_without_a_run_line_does_not_match(tmp_path: Path) -> None:
     rows = [{**ROWS[1], "trajectory": {"mode": "subset"}}]  # subset would hold vacuously for no calls
     dataset, run = _write(tmp_path, rows, {})
@@ -288,3 +348,34 @@ def test_dataset_option_is_validated_round_trips_csv_and_is_in_the_schema(tmp_pa
     assert main(["dataset", "validate", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:1: trajectory: mode: Input should be" in err and "Traceback" not in err
+
+
+def _in_order_brute_force(e_turns: list[list[int]], e: list[str], a: list[str], same: Any, start: int = 0) -> bool:
+    if not e_turns:
+        return True
+    turn, rest = e_turns[0], e_turns[1:]
+    for chosen in itertools.combinations(range(start, len(a)), len(turn)):
+        for order in itertools.permutations(chosen):
+            fits = all(a[j] == e[i] and same(i, j) for i, j in zip(turn, order, strict=True))
+            if fits and _in_order_brute_force(rest, e, a, same, max(chosen) + 1):
+                return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from("ab"), max_size=4),
+    st.lists(st.integers(0, 2), max_size=4),
+    st.lists(st.sampled_from("abx"), max_size=7),
+    st.sets(st.tuples(st.integers(0, 3), st.integers(0, 6))),
+)
+def test_in_order_equals_a_search_of_every_placement(
+    e: list[str], labels: list[int], a: list[str], refused: set[tuple[int, int]]
+) -> None:
+    batches: list[int | None] = [labels[i] if i < len(labels) else None for i in range(len(e))]
+
+    def same(i: int, j: int) -> bool:
+        return (i, j) not in refused
+
+    want = _in_order_brute_force(turns(len(e), batches), e, a, same)
+    assert trajectory_match("in_order", e, a, same, batches) is want

@@ -18,6 +18,10 @@ mismatch. Normalisation (each part configurable) makes two values equal when the
 - the unit of an argument configured as an amount (``checks.quantities``: ``"£12.50"`` == ``1250`` in pence,
   ``"5 km"`` == ``5000`` in metres); such an argument compares by amount only.
 
+An argument the expected call lists in ``exact_args`` (``exact``: an identifier, code, a source literal, where
+``myList`` and ``MyList`` are different names) is compared without any of that: the same JSON value, strings
+character for character; only the null/absent rules apply.
+
 Booleans are never numbers (``true`` != ``1``). Objects compare key by key with the same rules; arrays compare
 element by element, in order.
 """
@@ -142,16 +146,21 @@ class Normalizer:
         exact_case: Collection[str] = (),
         fold_case: bool = True,
         quantities: Mapping[str, Quantity] | None = None,
+        exact: Collection[str] = (),
     ) -> list[str]:
         """Keys of ``expected`` whose values differ, then (strict mode) ``+key`` for each extra actual key.
 
-        Keys in ``exact_case`` compare with case kept (``case_sensitive_keys``); keys in ``quantities`` by amount.
+        Keys in ``exact_case`` compare with case kept (``case_sensitive_keys``); keys in ``quantities`` by amount;
+        keys in ``exact`` without normalisation (``exact_equal``).
         """
-        if quantities:
+        if quantities or exact:
             bad = []
             for k, e in expected.items():
-                a, quantity = actual.get(k, ABSENT), quantities.get(k)
-                if quantity is not None:
+                a, quantity = actual.get(k, ABSENT), quantities.get(k) if quantities else None
+                if k in exact:
+                    if not self.exact_equal(e, a):
+                        bad.append(k)
+                elif quantity is not None:
                     if not self.amount_equal(quantity, e, a):
                         bad.append(k)
                 elif not self.equal(e, a, required_only, fold_case and k not in exact_case):
@@ -165,6 +174,13 @@ class Normalizer:
         if not required_only:
             bad += [f"+{k}" for k, a in actual.items() if k not in expected and not self.absent(a)]
         return bad
+
+    def exact_equal(self, expected: Any, actual: Any) -> bool:
+        """``equal`` without normalisation (``exact_args``): the absent rules, then the same JSON value."""
+        e_absent, a_absent = self.absent(expected), self.absent(actual)
+        if e_absent or a_absent:
+            return e_absent and a_absent
+        return same_json(expected, actual)
 
     def amount_equal(self, quantity: Quantity, expected: Any, actual: Any) -> bool:
         """``equal`` for an argument that is an amount: the absent rules, then by amount (no string folding)."""
@@ -199,6 +215,23 @@ class Normalizer:
             if text.startswith(p) and len(text) > len(p):
                 return text[len(p) :]
         return text
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Are two parsed JSON values the same value? Strings character for character, numbers by value (JSON has
+    one number type: ``5`` is ``5.0``), a boolean only a boolean (Python's ``True == 1`` is not JSON's)."""
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta in (int, float) and tb in (int, float):
+        return bool(a == b)
+    if ta is not tb:
+        return False
+    if ta is list:
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if ta is dict:
+        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
+    return bool(a == b)
 
 
 def case_sensitive_keys(parameters: Mapping[str, Any] | None) -> frozenset[str]:
@@ -315,22 +348,26 @@ def match_arguments(
     optional: Collection[str] = (),
     quantities: Mapping[str, Quantity] | None = None,
     text_rules: Mapping[str, tuple[TextSimilarity, float]] | None = None,
+    exact: Collection[str] = (),
 ) -> ArgumentVerdict:
     """The three layers for one matched pair. ``actual`` None with ``parse_ok`` not False: no arguments recorded.
 
     ``options``: per-argument alternatives (the argument equals one of the values); ``optional``: keys that may
     also be absent (of ``expected`` or ``options``); ``quantities``: keys compared by amount (layer 2);
-    ``text_rules``: a free-text key's own similarity and threshold (layer 3; else ``similarity``, ``threshold``).
+    ``text_rules``: a free-text key's own similarity and threshold (layer 3; else ``similarity``, ``threshold``);
+    ``exact``: keys compared without normalisation (layer 2, never as free text).
     """
     if parse_ok is False:
         return PARSE_FAILED
     if schema_valid is False:
         return SCHEMA_FAILED
     args: Mapping[str, Any] = actual if actual is not None else {}
+    if exact and free_text:
+        free_text = [k for k in free_text if k not in exact]
     if options or optional:
         return _with_options(
             expected, args, normalizer, options or {}, optional, required_only, free_text, similarity, threshold,
-            exact_case, quantities, text_rules,
+            exact_case, quantities, text_rules, exact,
         )  # fmt: skip
     if required_only and not free_text:
         for key, want in expected.items():  # fast path: identical values need no normalisation
@@ -340,10 +377,10 @@ def match_arguments(
         else:
             return PASSED
     if not free_text:
-        bad = normalizer.mismatched_keys(expected, args, required_only, exact_case, quantities=quantities)
+        bad = normalizer.mismatched_keys(expected, args, required_only, exact_case, quantities=quantities, exact=exact)
         return ArgumentVerdict("required", tuple(bad)) if bad else PASSED
     strict = {k: v for k, v in expected.items() if k not in free_text}
-    bad = normalizer.mismatched_keys(strict, args, True, exact_case, quantities=quantities)
+    bad = normalizer.mismatched_keys(strict, args, True, exact_case, quantities=quantities, exact=exact)
     if not required_only:
         bad += [f"+{k}" for k, a in args.items() if k not in expected and not normalizer.absent(a)]
     if bad:
@@ -381,6 +418,7 @@ def _with_options(
     exact_case: Collection[str],
     quantities: Mapping[str, Quantity] | None,
     text_rules: Mapping[str, tuple[TextSimilarity, float]] | None,
+    exact: Collection[str],
 ) -> ArgumentVerdict:
     """``match_arguments`` with per-argument alternatives and optional keys: an optional key that is absent
     is not compared, an option key matches any of its values; the rest as without them."""
@@ -395,6 +433,10 @@ def _with_options(
             if not any(normalizer.amount_equal(quantity, v, got) for v in values):
                 bad.append(key)
             continue
+        if key in exact:
+            if not any(normalizer.exact_equal(v, got) for v in values):
+                bad.append(key)
+            continue
         fold = key not in exact_case
         if not any(normalizer.equal(v, got, required_only, fold) for v in values):
             bad.append(key)
@@ -403,7 +445,7 @@ def _with_options(
     view = {k: v for k, v in args.items() if k not in options} if not required_only and options else args
     verdict = match_arguments(
         rest, view, normalizer, required_only=required_only, free_text=free_text, similarity=similarity,
-        threshold=threshold, exact_case=exact_case, quantities=quantities, text_rules=text_rules,
+        threshold=threshold, exact_case=exact_case, quantities=quantities, text_rules=text_rules, exact=exact,
     )  # fmt: skip
     if not bad:
         return verdict

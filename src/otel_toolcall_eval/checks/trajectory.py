@@ -6,7 +6,10 @@
   compared as a set: agentevals compares the tool calls of one assistant message in any order);
 - ``unordered``: the same calls, in any order;
 - ``subset``: every actual call is one of the expected calls (nothing beyond them; some may be missing);
-- ``superset``: every expected call was made (extra calls allowed).
+- ``superset``: every expected call was made (extra calls allowed);
+- ``in_order``: every expected turn was made, in the expected order, extra calls allowed before, between and
+  after (agentevals-dev's and Google ADK's ``IN_ORDER``: the expected calls are a subsequence of the actual
+  ones); a turn's calls, one parallel batch, in any order among themselves.
 
 Two calls are "the same call" when they call the same tool and their arguments match under the tool's argument
 mode (agentevals' ``tool_args_match_mode`` and its per-tool overrides), always seen from the actual call:
@@ -18,9 +21,9 @@ mode (agentevals' ``tool_args_match_mode`` and its per-tool overrides), always s
 
 "Equal" is the offline argument normalisation (``arguments.*``: case, whitespace, dates, ID prefixes, numeric
 strings, null vs absent; configure it all off for agentevals' plain ``==``). Per-argument alternatives count:
-an ``arg_options`` key matches any of its values, an ``optional_args`` key may be absent. Nested objects and
-arrays compare whole (agentevals compares each top-level value with ``==``). A call whose arguments did not
-parse matches only under ``ignore``.
+an ``arg_options`` key matches any of its values, an ``optional_args`` key may be absent, an ``exact_args`` key
+compares without normalisation. Nested objects and arrays compare whole (agentevals compares each top-level
+value with ``==``). A call whose arguments did not parse matches only under ``ignore``.
 
 Each call is used once: a mode holds when a matching exists (per tool, and per turn for ``strict``) that
 covers what the mode requires, found as a maximum bipartite matching (``checks.pairing.assign``). agentevals
@@ -37,9 +40,9 @@ from typing import Any, Literal
 from otel_toolcall_eval.checks.argument_match import ABSENT, Normalizer
 from otel_toolcall_eval.checks.pairing import assign
 
-TrajectoryMode = Literal["strict", "unordered", "subset", "superset"]
+TrajectoryMode = Literal["strict", "unordered", "subset", "superset", "in_order"]
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
-TRAJECTORY_MODES: tuple[str, ...] = ("strict", "unordered", "subset", "superset")
+TRAJECTORY_MODES: tuple[str, ...] = ("strict", "unordered", "subset", "superset", "in_order")
 ARGS_MODES: tuple[str, ...] = ("exact", "ignore", "subset", "superset")
 
 
@@ -52,6 +55,7 @@ def arguments_match(
     options: Mapping[str, Sequence[Any]] | None = None,
     optional: Collection[str] = (),
     exact_case: Collection[str] = (),
+    exact: Collection[str] = (),
 ) -> bool:
     """Do ``actual`` arguments match ``expected`` under an argument ``mode``? ``actual`` None: did not parse."""
     if mode == "ignore":
@@ -59,30 +63,34 @@ def arguments_match(
     if actual is None:
         return False
     opts = options or {}
+
+    def equal(key: str, want: Any, got: Any) -> bool:
+        if key in exact:
+            return normalizer.exact_equal(want, got)
+        return normalizer.equal(want, got, False, key not in exact_case)
+
     if mode != "subset":  # exact, superset: every expected argument is there, equal
         for key, want in expected.items():
             got = actual.get(key, ABSENT)
             if key in optional and normalizer.absent(got):
                 continue
-            if not normalizer.equal(want, got, False, key not in exact_case):
+            if not equal(key, want, got):
                 return False
         for key, values in opts.items():
             got = actual.get(key, ABSENT)
             if key in optional and normalizer.absent(got):
                 continue
-            if not any(normalizer.equal(v, got, False, key not in exact_case) for v in values):
+            if not any(equal(key, v, got) for v in values):
                 return False
     if mode != "superset":  # exact, subset: every actual argument is an expected one, equal
         for key, got in actual.items():
             if normalizer.absent(got):
                 continue
             if key in expected:
-                if mode == "subset" and not normalizer.equal(expected[key], got, False, key not in exact_case):
+                if mode == "subset" and not equal(key, expected[key], got):
                     return False
             elif key in opts:
-                if mode == "subset" and not any(
-                    normalizer.equal(v, got, False, key not in exact_case) for v in opts[key]
-                ):
+                if mode == "subset" and not any(equal(key, v, got) for v in opts[key]):
                     return False
             else:
                 return False
@@ -108,6 +116,8 @@ def trajectory_match(
             _covered(e, a, expected_names, actual_names, same, True, True)
             for e, a in zip(e_turns, a_turns, strict=True)
         )
+    if mode == "in_order":
+        return _in_order(turns(len(expected_names), expected_turns), expected_names, actual_names, same)
     rows, columns = range(len(expected_names)), range(len(actual_names))
     need_expected = mode in ("unordered", "superset")
     need_actual = mode in ("unordered", "subset")
@@ -130,6 +140,47 @@ def turns(n: int, labels: Sequence[int | None] | None) -> list[list[int]]:
             out.append(group)
         group.append(i)
     return out
+
+
+def _in_order(
+    e_turns: list[list[int]],
+    expected_names: Sequence[str],
+    actual_names: Sequence[str],
+    same: Callable[[int, int], bool],
+) -> bool:
+    """Is there an increasing placement of the expected turns among the actual calls: each turn covered by calls
+    after every call used by the turn before? Greedy is exact: a turn placed in the shortest window that covers
+    it leaves the longest rest for the turns after it (whatever the argument mode)."""
+    start, n = 0, len(actual_names)
+    for turn in e_turns:
+        if len(turn) == 1:  # the usual turn, one call: the first fitting call after the turn before
+            (i,) = turn
+            name = expected_names[i]
+            j = next((j for j in range(start, n) if actual_names[j] == name and same(i, j)), None)
+            if j is None:
+                return False
+            start = j + 1
+            continue
+        need: dict[str, int] = {}
+        for i in turn:
+            need[expected_names[i]] = need.get(expected_names[i], 0) + 1
+        seen: dict[str, int] = {}
+        end = start
+        while True:
+            if end >= n:
+                return False
+            name = actual_names[end]
+            end += 1
+            if name not in need:
+                continue
+            seen[name] = seen.get(name, 0) + 1
+            # the window can only cover the turn once it holds enough calls of each of its tools
+            if all(seen.get(t, 0) >= k for t, k in need.items()) and _covered(
+                turn, range(start, end), expected_names, actual_names, same, True, False
+            ):
+                break
+        start = end
+    return True
 
 
 def _covered(

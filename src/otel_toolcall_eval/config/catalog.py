@@ -67,7 +67,7 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "trajectory_match_rate",
         "higher",
         "cases whose calls match a reference list under their trajectory mode (`strict`, `unordered`, `subset`, "
-        "`superset`; checks.trajectory) / cases with a mode (reported only when some case has one)",
+        "`superset`, `in_order`; checks.trajectory) / cases with a mode (reported only when some case has one)",
     ),
     Metric("latency_ms.mean", "lower", "mean latency_ms of the cases that recorded one"),
     Metric("latency_ms.max", "lower", "largest latency_ms"),

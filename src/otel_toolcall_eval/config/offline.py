@@ -264,14 +264,19 @@ class TrajectoryConfig(_Strict):
 
     mode: TrajectoryMode | None = Field(
         default=None,
-        description="`strict`, `unordered`, `subset` or `superset` for every case without its own `trajectory`; "
-        "null: only cases that set one are matched",
+        description="`strict`, `unordered`, `subset`, `superset` or `in_order` for every case without its own "
+        "`trajectory`; null: only cases that set one are matched",
     )
     args: ArgsMode = Field(
         default="exact", description="how arguments match: `exact`, `ignore`, `subset` or `superset`"
     )
     tool_args: dict[str, ArgsMode] = Field(
         default_factory=dict, description="per tool name, an argument mode that replaces `args` (a case's win)"
+    )
+    decides: bool = Field(
+        default=False,
+        description="true: a case with a trajectory mode passes when its trajectory matches, in place of the graded "
+        "match (must-not-call, policies and run errors still fail it); a case's own `decides` wins",
     )
 
 

@@ -21,12 +21,14 @@ function docs) and ``possible_answer/BFCL_v4_<category>.json`` (id, ``ground_tru
   warning);
 - every imported call has ``required_args_only: false``: BFCL's answer key names every argument a call may
   carry, and any other argument is BFCL's "unexpected parameter";
+- an argument whose acceptable values are all strings where the doc declares another type (BFCL's "variable"
+  answers: ``"myItemList"`` for an array) is listed in ``exact_args``: compared exactly, as BFCL does;
 - ``parallel`` and ``parallel_multiple`` calls share one batch (a set, in any order);
 - ``irrelevance`` and ``live_irrelevance`` become ``expected_no_tool`` cases (the no-tool-needed slice);
-  ``live_relevance`` (no answer key: any call counts) becomes one expected call of the first offered tool with
-  no argument compared, and each other offered tool as an acceptable alternative: one call of any offered tool
-  with schema-valid arguments passes (BFCL also accepts several calls; the dataset format cannot say "one or
-  more" yet, so ours fails those).
+  ``live_relevance`` (no answer key: any call counts) becomes one expected call of the first offered tool, each
+  other offered tool as an acceptable alternative, and the trajectory mode ``superset`` with arguments
+  ``ignore`` that decides the case (``trajectory.decides``): one or more calls, at least one of an offered tool,
+  pass, whatever their arguments, as BFCL's relevance rule says.
 
 Multi-turn, memory and web-search categories are scored by executing calls against BFCL's simulated APIs, not by
 an answer key: they are refused, naming the categories that import. The input is untrusted: lines are parsed
@@ -296,8 +298,15 @@ def _case(
         return _validated(conv, {**common, "expected_no_tool": True})
     if category in ANY_CALL_CATEGORIES:
         first, *rest = ({"name": t["name"]} for t in tools)
+        one_or_more = {"mode": "superset", "args": "ignore", "decides": True}
         return _validated(
-            conv, {**common, "expected_tool_calls": [first], "acceptable_alternatives": [[c] for c in rest]}
+            conv,
+            {
+                **common,
+                "expected_tool_calls": [first],
+                "acceptable_alternatives": [[c] for c in rest],
+                "trajectory": one_or_more,
+            },
         )
     assert answer is not None and aconv is not None
     calls = _expected(answer, category, aconv, {t["name"]: t for t in tools})
@@ -323,6 +332,11 @@ def _expected(
     if not isinstance(truth, list) or not truth:
         raise conv.error("ground_truth", "must be a non-empty list of calls")
     batch = 0 if "parallel" in category else None
+    # the declared types before any answer widens them (a tool called twice shares its schema)
+    declared = {
+        n: {k: p.get("type") for k, p in t["parameters"].get("properties", {}).items() if isinstance(p, dict)}
+        for n, t in tools.items()
+    }
     calls = []
     for i, item in enumerate(truth):
         if not isinstance(item, dict) or len(item) != 1:
@@ -339,6 +353,7 @@ def _expected(
         args: dict[str, Any] = {}
         options: dict[str, list[Any]] = {}
         optional: list[str] = []
+        exact: list[str] = []
         for key, values in params.items():
             where = f"ground_truth.{i}.{name}.{key}"
             if not isinstance(values, list):
@@ -358,7 +373,17 @@ def _expected(
                 optional.append(key)
                 if tool is not None and key in tool["parameters"].get("required", ()):
                     conv.warn(where, "optional in the answer key, but required by the function's schema")
+            if declared.get(name, {}).get(key) == "object" and any(
+                isinstance(v, dict) and v and not _alternatives_object(v) for v in present
+            ):
+                conv.warn(
+                    where,
+                    "an object answer whose values are not lists of alternatives: taken as one whole value (BFCL's "
+                    "checker reads each value's characters as its alternatives, so no call passes there)",
+                )
             expanded = _expand(present, conv, where)
+            if _names_a_variable(declared.get(name, {}).get(key), expanded):
+                exact.append(key)
             _widen(properties.get(key), expanded, conv, where)
             if len(expanded) == 1:
                 args[key] = expanded[0]
@@ -369,8 +394,20 @@ def _expected(
             call["arg_options"] = options
         if optional:
             call["optional_args"] = optional
+        if exact:
+            call["exact_args"] = exact
         calls.append(call)  # validated with the whole case
     return calls
+
+
+def _names_a_variable(declared: Any, values: list[Any]) -> bool:
+    """Is every acceptable value a string where the doc declares another type? BFCL calls such answers variables
+    (``"myItemList"`` for an array: a name in the caller's code, mostly Java and JavaScript) and compares them
+    exactly, in every language: identifiers are case- and space-sensitive, so the import sets ``exact_args``."""
+    if declared is None:
+        return False  # ``any`` (no type): BFCL treats the value as a plain string
+    kinds = declared if isinstance(declared, list) else [declared]
+    return "string" not in kinds and all(isinstance(v, str) for v in values)
 
 
 def _expand(values: list[Any], conv: _Converter, where: str) -> list[Any]:
@@ -440,6 +477,12 @@ def _widen(schema: Any, values: list[Any], conv: _Converter, where: str) -> None
             if any(v is not None for v in outside):
                 conv.warn(where, f"acceptable value(s) {_preview(outside)} not in the declared enum: added to it")
             schema["enum"] = [*members, *outside]
+    properties = schema.get("properties")
+    if isinstance(properties, dict):  # a variable inside an object answer (simple_javascript_5's store)
+        for key, inner in properties.items():
+            found = [v[key] for v in values if isinstance(v, dict) and key in v]
+            if found:
+                _widen(inner, found, conv, f"{where}.{key}")
     items = schema.get("items")
     if isinstance(items, dict):  # one level into arrays, as deep as BFCL's own type check goes
         elements = [e for v in values if isinstance(v, list) for e in v]

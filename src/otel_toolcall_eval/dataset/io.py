@@ -296,6 +296,8 @@ def call_to_dict(call: ExpectedCall) -> dict[str, Any]:
         out["arg_options"] = call.arg_options
     if call.optional_args:
         out["optional_args"] = call.optional_args
+    if call.exact_args:
+        out["exact_args"] = call.exact_args
     return out
 
 

@@ -62,10 +62,15 @@ class ExpectedCall(_Model):
         default_factory=list,
         description="arguments (keys of `args` or `arg_options`) that may also be absent",
     )
+    exact_args: list[str] = Field(
+        default_factory=list,
+        description="arguments (keys of `args` or `arg_options`) compared exactly, without normalisation: no "
+        "case, whitespace, date, ID-prefix or numeric-string folding (identifiers, code, source literals)",
+    )
 
     @model_validator(mode="after")
     def _options_consistent(self) -> ExpectedCall:
-        if not self.arg_options and not self.optional_args:  # the usual call: nothing to check (runs per call)
+        if not self.arg_options and not self.optional_args and not self.exact_args:  # the usual call (per call)
             return self
         both = [k for k in self.arg_options if k in self.args]
         if both:
@@ -76,6 +81,9 @@ class ExpectedCall(_Model):
         stray = [k for k in self.optional_args if k not in self.args and k not in self.arg_options]
         if stray:
             raise ValueError(f"optional_args: {stray[0]!r} is neither in args nor in arg_options")
+        stray = [k for k in self.exact_args if k not in self.args and k not in self.arg_options]
+        if stray:
+            raise ValueError(f"exact_args: {stray[0]!r} is neither in args nor in arg_options")
         return self
 
 
@@ -84,7 +92,8 @@ class TrajectoryOptions(_Model):
 
     mode: TrajectoryMode = Field(
         description="`strict` (same turns in order), `unordered` (same calls, any order), `subset` (no call beyond "
-        "the expected ones) or `superset` (every expected call made, extras allowed)"
+        "the expected ones), `superset` (every expected call made, extras allowed) or `in_order` (every expected "
+        "call made in the expected order, extras allowed in between)"
     )
     args: ArgsMode | None = Field(
         default=None,
@@ -93,6 +102,11 @@ class TrajectoryOptions(_Model):
     )
     tool_args: dict[str, ArgsMode] = Field(
         default_factory=dict, description="per tool name, an argument mode that replaces `args` for that tool"
+    )
+    decides: bool | None = Field(
+        default=None,
+        description="true: the case passes when its trajectory matches, in place of the graded match of calls and "
+        "arguments (must-not-call, policies and run errors still fail it); empty: the config's `trajectory.decides`",
     )
 
 

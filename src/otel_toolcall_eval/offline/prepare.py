@@ -50,6 +50,7 @@ class TrajectorySpec:
     mode: str
     args: str
     tool_args: Mapping[str, str]
+    decides: bool = False  # the case passes on this verdict (``trajectory.decides``), not on the graded match
 
     def args_mode(self, tool: str) -> str:
         return self.tool_args.get(tool, self.args)
@@ -108,7 +109,7 @@ class Preparer:
         }
         self.any_exact_case = bool(self._config_exact)  # else only a case's own tool list can keep case
         t = config.trajectory
-        self.trajectory = TrajectorySpec(t.mode, t.args, dict(t.tool_args)) if t.mode is not None else None
+        self.trajectory = TrajectorySpec(t.mode, t.args, dict(t.tool_args), t.decides) if t.mode is not None else None
 
     def prepare(self, case: DatasetCase, line: int = 0) -> PreparedCase:
         refs = [self._reference(case.expected_tool_calls)]
@@ -141,7 +142,8 @@ class Preparer:
         assert own is not None
         t = self.config.trajectory
         tool_args = {**t.tool_args, **own.tool_args} if t.tool_args else dict(own.tool_args)
-        return TrajectorySpec(own.mode, own.args if own.args is not None else t.args, tool_args)
+        decides = own.decides if own.decides is not None else t.decides
+        return TrajectorySpec(own.mode, own.args if own.args is not None else t.args, tool_args, decides)
 
     def _reference(self, calls: list[ExpectedCall]) -> Reference:
         names = tuple([c.name for c in calls])

@@ -211,6 +211,13 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
         result.latency_ms, result.tokens, result.error = run.latency_ms, run.tokens, run.error
     else:
         result.missing_run = True
+    spec = case.trajectory
+    if spec is not None:
+        result.trajectory_mode = spec.mode
+        # no run line: nothing was shown to match (a vacuous subset match would hide the missing run)
+        result.trajectory_match = run is not None and _trajectory(case, spec, checks, names, run.batches, prep)
+        if spec.decides:
+            core_ok = result.trajectory_match
     result.passed = core_ok and not violations and not broken and result.error is None and run is not None
     result.checks = checks
     result.core_ok = core_ok
@@ -218,11 +225,6 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
         assert run is not None
         repeated = [name for name, positions in by_name.items() if len(positions) > 1]
         result.recovery = recovery_classes(checks, answered=run.error is None, repeated=repeated)
-    spec = case.trajectory
-    if spec is not None:
-        result.trajectory_mode = spec.mode
-        # no run line: nothing was shown to match (a vacuous subset match would hide the missing run)
-        result.trajectory_match = run is not None and _trajectory(case, spec, checks, names, run.batches, prep)
     return result
 
 
@@ -280,6 +282,7 @@ def _trajectory(
                 prep.normalizer,
                 options=spec_call.arg_options,
                 optional=spec_call.optional_args,
+                exact=spec_call.exact_args,
                 exact_case=prep.exact_case(tool, case.tools) if prep.any_exact_case or case.tools.exact_case else (),
             )
 
@@ -475,6 +478,7 @@ def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer, tools: ToolSe
         optional=spec.optional_args,
         quantities=quantities,
         text_rules=text_rules,
+        exact=spec.exact_args,
     )
 
 
@@ -490,6 +494,9 @@ def _reasons(result: CaseResult, case: PreparedCase, checks: Sequence[CallScore]
         out += policy_reasons(result.policy_violations, run_failed=result.error is not None)
     if core_ok:
         return out
+    spec = case.trajectory
+    if spec is not None and spec.decides:
+        out.append(f"trajectory ({spec.mode}) does not match")
     ref = case.references[result.reference]
     expected, actual = counts(ref.names), counts(result.actual)
     for name, n in expected.items():

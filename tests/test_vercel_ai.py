@@ -73,3 +73,42 @@ def test_legacy_spans_are_scored_and_late_requests_count_as_answered() -> None:
     assert root[A.TRACE_UNEXECUTED_CALLS] == 1  # only book_flight: the others' requests came after their calls ran
     assert root[A.TRACE_UNKNOWN_TOOL_REQUESTS] == 1
     assert root[A.TRACE_UNLISTED_CALLS] == 0
+
+
+def test_a_tool_span_that_ends_before_its_request_is_not_unexecuted() -> None:
+    """A real recording (@ai-sdk/otel GenAI spans, ``tests/fixtures/frameworks/vercel_ai-otel.json``) where the JS
+    SDK's per-span clock (start = Date.now() in whole milliseconds, end = start + a precise duration) makes the
+    second and third ``execute_tool`` spans end up to a millisecond *before* the ``chat`` spans that requested
+    them. Sorted by end time (``replay``, and ``serve``, which scores each batch in end order) the tool span comes
+    first: its call id must count as answered when the request arrives, not as a second unexecuted call."""
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from otel_toolcall_eval.replay import replay_spans
+    from otel_toolcall_eval.replay.engine import end_order
+    from tests.framework_scenario import EXPECTED, check
+    from tests.test_framework_fixtures import recorded
+
+    spans = recorded("vercel_ai-otel")
+    ordered = [span for group in end_order(spans) for span in group]
+    tool_at: dict[str, int] = {}  # call id -> the position of its tool span, and of the chat span requesting it
+    chat_at: dict[str, int] = {}
+    for i, s in enumerate(ordered):
+        a = s.attributes or {}
+        if a.get("gen_ai.operation.name") == "execute_tool":
+            tool_at[str(a["gen_ai.tool.call.id"])] = i
+        elif a.get("gen_ai.operation.name") == "chat":
+            for message in json.loads(str(a.get("gen_ai.output.messages", "[]"))):
+                chat_at.update({p["id"]: i for p in message["parts"] if p["type"] == "tool_call"})
+    assert [cid for cid, i in tool_at.items() if i < chat_at[cid]], "the recording no longer shows the skew"
+
+    def root(out: list[ReadableSpan]) -> dict[str, object]:
+        check(out, EXPECTED["vercel_ai-otel"])
+        return next(dict(s.attributes or {}) for s in out if A.TRACE_CORRECT in (s.attributes or {}))
+
+    assert root(replay_spans(spans).spans)[A.TRACE_UNEXECUTED_CALLS] == 1  # book_flight only
+    exporter = InMemorySpanExporter()
+    processor = ToolCallEvalProcessor(SimpleSpanProcessor(exporter))
+    for span in ordered:  # serve's order: each batch in end order
+        processor.on_end(span)
+    processor.shutdown()
+    assert root(list(exporter.get_finished_spans()))[A.TRACE_UNEXECUTED_CALLS] == 1

@@ -57,8 +57,8 @@ class TraceState:
     # span of that id claims them because it records none of its own
     call_arguments: dict[str, str] | None = None
     unknown_replies: set[str] | None = None  # requested call ids the framework answered "unknown tool" (rare)
-    # call ids of tool spans that ended before any turn requested them (the Vercel AI SDK's legacy spans: a model
-    # call's span ends after the tools it asked for); the request that comes later is answered already
+    # call ids of tool spans scored before any turn requested them (the Vercel AI SDK's legacy spans: a model call's
+    # span ends after the tools it asked for; a JS span clock's millisecond skew): the later request is answered
     answered_early: set[str] | None = None
     identified: bool = False  # a turn requested calls by id: a tool span with an unknown id claims none by name
     genai: bool = False
@@ -183,12 +183,16 @@ class TraceState:
         replies = self.unknown_replies or ()
         return count + sum(1 for cid in replies if cid in self.call_batches and not unlisted(self.call_names[cid]))
 
-    def batch_for(self, call_id: str | None, name: str, late_requests: int = 0) -> int | None:
+    def batch_for(self, call_id: str | None, name: str, max_early: int = 0, late: bool = False) -> int | None:
         """The turn that issued this call: by call id, else the earliest unclaimed request of this name.
 
-        ``late_requests`` (a bound, 0 for off) is for conventions whose model-call span ends after the tool span it
-        caused (the Vercel AI SDK's legacy spans): an id no request named yet is remembered as answered, and it
-        claims no other request by name once the requests came with ids."""
+        A call id no request named yet, with no request of its name to claim, is remembered as answered
+        (``max_early`` bounds how many; 0 for off): its request may still arrive. Spans reach the engine in end
+        order, and a tool span can sort before the model call that asked for it: the JS SDK takes each span's
+        start from Date.now() in whole milliseconds (a sub-millisecond tool then "ends" before its request), and
+        separate exports or a Collector in between reorder too. ``late`` is for conventions whose model-call span
+        always ends after the tool span it caused (the Vercel AI SDK's legacy spans): such an id claims no other
+        request by name once the requests came with ids."""
         pending = self.pending_names.get(name)
         if call_id is not None and call_id in self.call_batches:
             batch = self.call_batches.pop(call_id)
@@ -196,15 +200,14 @@ class TraceState:
             if pending and batch in pending:
                 pending.remove(batch)
             return batch
-        if late_requests and call_id is not None and (self.identified or not pending):
+        claims_none = late and self.identified
+        if max_early and call_id is not None and (claims_none or not pending):
             early = self.answered_early
             if early is None:
                 early = self.answered_early = set()
-            if len(early) < late_requests:
+            if len(early) < max_early:
                 early.add(call_id)
-            if self.identified:
-                return None
-        if pending:
+        if pending and not claims_none:
             return pending.popleft()
         return None
 

@@ -194,6 +194,20 @@ def _hidden(enum_outcome: tuple[str, str | None] = ("success", None), raised_by:
     ]
 
 
+def _langgraph_js(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    if content is None:
+        return [("get_weather", call("success")), ("get_weather", call("success")), _failed(None)]
+    ok = call("success", parse_ok=True, tool_known=True, schema_valid=True)
+    return [("get_weather", ok), ("get_weather", ok), _failed(True)]
+
+
+def _failed(content: bool | None) -> tuple[str, dict[str, Any]]:
+    if content is None:
+        return ("get_population", call("execution_failed", "exception"))
+    verdicts = {"parse_ok": True, "tool_known": True, "schema_valid": True}
+    return ("get_population", call("execution_failed", "exception", **verdicts))
+
+
 def _strands() -> list[tuple[str, dict[str, Any]]]:
     ok = call("success", parse_ok=True, schema_valid=True)
     return [
@@ -305,4 +319,10 @@ EXPECTED: dict[str, Expected] = {
     # This recording is one where the JS SDK's clock puts a tool span's end before its request's ``chat`` span
     # (each JS span's start is Date.now(), whole milliseconds, plus a precise duration: up to 1 ms of skew).
     "vercel_ai-otel": Expected(_content(True), correct=False, errors=2, unknown_tool_requests=1),
+    # LangGraph.js (StateGraph + prebuilt ToolNode, OpenInference's LangChain instrumentation, Node): LangChain.js
+    # validates the arguments before the tool starts, so the bad enum runs no tool span (its request on the LLM span
+    # stays unexecuted, the "did not match expected schema" reply carries no call id); the unknown tool neither; the
+    # single-argument tool records its bare value (``Paris``). Hidden: no arguments, no definitions, no requests.
+    "langgraph_js-content": Expected(_langgraph_js(True), correct=False, errors=1, unknown_tool_requests=1),
+    "langgraph_js-hidden": Expected(_langgraph_js(None), correct=True, errors=1),
 }

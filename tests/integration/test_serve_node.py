@@ -23,7 +23,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve.decode import PROTOBUF, decode_spans
-from tests.framework_scenario import CALLS, EXPECTED, Expected, _content, call, check, roots_with_verdict
+from tests.framework_scenario import CALLS, EXPECTED, Expected, _content, call, check, record, roots_with_verdict
 
 from .otlp_receiver import GrpcTraceReceiver
 from .scripted_openai import scripted_openai
@@ -124,5 +124,49 @@ def test_vercel_ai_sdk_agent_is_scored_by_the_service(
     convention = "genai" if telemetry == "otel" else "vercel_ai"
     assert {(s.attributes or {})[A.CONVENTION] for s in tool_spans} == {convention}
     # one trace, every span exported once with its parent kept
+    assert len({s.context.trace_id for s in spans}) == 1
+    assert len({s.context.span_id for s in spans}) == len(spans)
+
+
+def unscored(spans: list[ReadableSpan]) -> list[ReadableSpan]:
+    """The spans as the agent sent them: the next hop's copies without the service's ``toolcall_eval.*`` scores
+    (for the fixtures the unit suite replays, ``framework_scenario.record``)."""
+    return [
+        ReadableSpan(
+            name=s.name,
+            context=s.context,
+            parent=s.parent,
+            resource=s.resource,
+            attributes={k: v for k, v in (s.attributes or {}).items() if not k.startswith(A.PREFIX)},
+            events=s.events,
+            links=s.links,
+            kind=s.kind,
+            status=s.status,
+            start_time=s.start_time,
+            end_time=s.end_time,
+            instrumentation_scope=s.instrumentation_scope,
+        )
+        for s in spans
+    ]
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_langgraph_js_agent_is_scored_by_the_service(mode: str, service: Service, receiver: GrpcTraceReceiver) -> None:
+    """LangGraph.js (a ``StateGraph`` with the prebuilt ``ToolNode``, ``ChatOpenAI``) traced by OpenInference's
+    LangChain instrumentation: convention ``openinference``, as the Python OpenInference frameworks. ``hidden``:
+    ``OPENINFERENCE_HIDE_INPUTS`` / ``_OUTPUTS`` set, as a privacy-minded deployment runs it."""
+    hide = {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"} if mode == "hidden" else {}
+    with scripted_openai() as model:
+        out = run_node("langgraph_agent.mjs", service, model.base_url, **hide)
+    assert out == {"steps": len(CALLS) + 1, "text": "Done."}
+    spans = wait_for_root_verdict(receiver)
+    name = f"langgraph_js-{mode}"
+    record(name, unscored(spans))
+    check(spans, EXPECTED[name])
+    root = dict(roots_with_verdict(spans)[0].attributes or {})
+    # content: the bad enum (rejected before any tool span) and book_flight; hidden: no requests recorded at all
+    assert root.get(A.TRACE_UNEXECUTED_CALLS) == (2 if mode == "content" else None)
+    tool_spans = [s for s in spans if A.OUTCOME in (s.attributes or {})]
+    assert {(s.attributes or {})[A.CONVENTION] for s in tool_spans} == {"openinference"}
     assert len({s.context.trace_id for s in spans}) == 1
     assert len({s.context.span_id for s in spans}) == len(spans)

@@ -177,6 +177,18 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "test_serve_node.py::test_vercel_ai_sdk_agent_is_scored_by_the_service (Node; `make node-deps`)",
     ),
     FrameworkSupport(
+        "LangGraph.js 1.7 `StateGraph` + `ToolNode` (Node, through `serve`)",
+        "@arizeai/openinference-instrumentation-langchain 4.1 (`manuallyInstrument` under ESM)",
+        "valid calls, the raising tool (`exception`), schemas and tool list from the LLM spans' `llm.tools`; "
+        "LangChain.js rejects the bad enum before any tool span and runs none for the unknown tool: both are "
+        "requests counted in `trace.unexecuted_calls` (the unknown one in `trace.unknown_tool_requests`)",
+        "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`, read only when a `traceConfig` object (`{}`) is passed",
+        OUTCOMES_ONLY,
+        "test_serve_node.py::test_langgraph_js_agent_is_scored_by_the_service (Node; `make node-deps`)",
+        ("@arizeai/openinference-instrumentation-langchain",),
+        "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` (or `traceConfig: {hideInputs: false}`)",
+    ),
+    FrameworkSupport(
         "FastMCP 4 client and server",
         "MCP SDK / FastMCP spans (MCP conventions)",
         "everything, once per call though three nested spans record it",

@@ -31,6 +31,7 @@ def test_defaults_listen_on_loopback_otlp_ports() -> None:
         ({"export": {"max_queue_spans": 10, "max_batch_spans": 20}}, "serve.export"),
         ({"http_port": None, "grpc_port": None}, "serve"),
         ({"shutdown_timeout_seconds": float("nan")}, "serve.shutdown_timeout_seconds"),
+        ({"remote_parents": "wait"}, "serve.remote_parents"),
     ],
 )
 def test_bad_serve_settings_name_the_field(section: dict[str, object], field: str) -> None:

@@ -183,7 +183,8 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "{trace}",
         "`composite_ok`, `finalized_by`",
         "toolcall_eval_traces_total",
-        "traces with a verdict; `finalized_by` is `root`, `expired`, `evicted` or `shutdown`",
+        "traces with a verdict; `finalized_by` is `root`, `expired`, `evicted`, `shutdown` or `segment` (seen only as "
+        "remote-parented parts whose true root never came, `serve.remote_parents: segment`)",
     ),
     MetricDoc(
         TRACE_TOOL_CALLS,

@@ -27,6 +27,7 @@ from otel_toolcall_eval.checks.cost import tool_latency
 from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.config.serve import REMOTE_PARENTS
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.conventions.llm_spans import (
@@ -130,6 +131,9 @@ class ToolCallEvalProcessor(SpanProcessor):
             when the config has a judge section; ``False`` disables it.
         tracer_provider: where the judge's verdict spans go; defaults to the global TracerProvider.
         logger_provider: where the judge's ``gen_ai.evaluation.result`` events go; defaults to the global one.
+        remote_parents: ``"root"`` (the default): a span whose parent is remote is the local root of this process's
+            part and finishes the trace here; ``"segment"`` (what ``serve`` uses, ``serve.remote_parents``): it
+            finishes nothing, the span with no parent does, else the trace's TTL (``finalized_by="segment"``).
 
     Where scoring runs is ``config.evaluation.mode``: on the thread that ends the span (``inline``), or on one
     worker thread behind a bounded queue (``background``: ``on_end`` costs the application an append);
@@ -149,7 +153,10 @@ class ToolCallEvalProcessor(SpanProcessor):
         judge: JudgeHook | bool | None = None,
         tracer_provider: TracerProvider | None = None,
         logger_provider: LoggerProvider | None = None,
+        remote_parents: str = "root",
     ) -> None:
+        if remote_parents not in REMOTE_PARENTS:
+            raise ValueError(f"remote_parents: expected one of {', '.join(REMOTE_PARENTS)}, got {remote_parents!r}")
         if isinstance(downstream, SpanProcessor):
             processors: tuple[SpanProcessor, ...] = (downstream,)
         else:
@@ -181,6 +188,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._scorer = Scorer(self.config.policy())
         self._definitions = DefinitionCache(max_bytes=limits.max_cache_bytes)
         self._max_calls = limits.max_calls_per_trace
+        # "segment": a span with a remote parent is part of a trace whose root is in another service (``serve``
+        # receiving both): it finishes nothing; the true root does, else the TTL (``finalized_by="segment"``)
+        self._segments = remote_parents == "segment"
         self._config_tools = self.config.tool_definitions()
         self._store = TraceStore(
             limits.max_traces, limits.trace_ttl_seconds, self._on_drop, max_finished_bytes=limits.max_cache_bytes
@@ -331,7 +341,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         if attrs is None:
             return span
         parent = span.parent
-        is_root = parent is None or parent.is_remote
+        remote = parent is not None and parent.is_remote
+        is_root = parent is None or (remote and not self._segments)
         trace_id = ctx.trace_id
         if self._session_keys and trace_id not in self._conversation_known:
             self._note_conversation(trace_id, attrs)
@@ -342,11 +353,15 @@ class ToolCallEvalProcessor(SpanProcessor):
                 self._observe_llm_span(trace_id, attrs, is_root)
             if is_root:
                 return self._finish_trace(trace_id, span, {}, attrs)
+            if remote and self._segments:
+                self._note_segment(trace_id)
             return span
 
         state = self._store.get(trace_id)
         assert state is not None
         with state.lock:
+            if remote:
+                state.segment = True
             children = state.tool_children
             inner = children.pop(ctx.span_id, None) if children else None
             if inner is not None and wraps_same_call(
@@ -388,6 +403,15 @@ class ToolCallEvalProcessor(SpanProcessor):
         if is_root:
             return self._finish_trace(trace_id, span, extra, attrs)
         return EnrichedSpan(span, extra, attrs)
+
+    def _note_segment(self, trace_id: int) -> None:
+        """A remote-parented span that is neither a tool nor an LLM span (the local root of a service's part, say
+        an MCP server's request span): its trace, if it has tool activity here, waits for the true root. A trace
+        without state here gets none (plain remote-parented traffic costs no memory)."""
+        state = self._store.get(trace_id, create=False)
+        if state is not None:
+            with state.lock:
+                state.segment = True
 
     def _observe_llm_span(self, trace_id: int, attrs: dict[str, Any], is_root: bool = False) -> None:
         definitions = tool_definitions(attrs, self._definitions)
@@ -540,7 +564,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         judge = self.judge
         if judge is not None:
             self._safe(lambda: judge.trace_done(trace_id), "judge.trace_done")
-        self._record_unfinished(state, reason)
+        # a trace seen only as remote-parented segments, whose true root never came: its verdict counts here
+        self._record_unfinished(state, "segment" if reason == "expired" and state.segment else reason)
 
     def _record_unfinished(self, state: TraceState, reason: str) -> None:
         if not state.tool_activity:

@@ -62,6 +62,7 @@ class TraceState:
     answered_early: set[str] | None = None
     identified: bool = False  # a turn requested calls by id: a tool span with an unknown id claims none by name
     genai: bool = False
+    segment: bool = False  # a span with a remote parent was scored here (``remote_parents="segment"``)
     offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
     requested: bool = False  # a model turn inside the trace (not its root) requested calls (see ``tool_activity``)
     # tool name -> calls scored while the trace listed no tools (``tool_known`` absent): checked against a list

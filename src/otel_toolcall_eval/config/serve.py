@@ -8,9 +8,16 @@ concurrent requests and a deadline for the drain at shutdown. This module must n
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# How a span whose parent is remote (another service's span, through traceparent) is treated: "root", the local
+# root of this process's part, finishes the trace (what the in-process processor does: nothing above it comes
+# here); "segment" finishes nothing, so the trace's true root (no parent at all) gets the whole trace's verdict
+# when the service receives every service's spans (docs/serve.md, "Traces across services").
+RemoteParents = Literal["segment", "root"]
+REMOTE_PARENTS: tuple[str, ...] = get_args(RemoteParents)
 
 
 class _Strict(BaseModel):
@@ -79,6 +86,10 @@ class ServeConfig(_Strict):
     )
     tls: ServeTls | None = Field(default=None, description="TLS on both receivers (none: plaintext)")
     prometheus_port: int | None = Field(default=None, ge=0, le=65_535, description="expose metrics for Prometheus")
+    remote_parents: RemoteParents = Field(
+        default="segment",
+        description="segment: a remote-parented span waits for its trace's true root (else the TTL); root: it is one",
+    )
     export: ServeExport = Field(default_factory=ServeExport)
 
     @model_validator(mode="after")

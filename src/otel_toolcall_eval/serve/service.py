@@ -136,6 +136,7 @@ class Service:
                 meter_provider=meter_provider,
                 logger_provider=logger_provider,
                 tracer_provider=tracer_provider,
+                remote_parents=serve.remote_parents,
             )
         except BaseException:  # a judge config error (e.g. its key variable unset): no export thread left behind
             if self._own_tracer_provider is not None:

@@ -11,9 +11,12 @@ import json
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
-from otel_toolcall_eval import EvalConfig
+from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
 from tests.helpers import WEATHER_TOOL, Pipeline, chat_span, make_pipeline, scores
 
@@ -60,6 +63,25 @@ def test_a_trace_across_two_services_gets_one_verdict_on_its_true_root() -> None
     assert (root["trace.tool_calls"], root["trace.unexecuted_calls"], root["trace.composite_ok"]) == (1, 0, True)
     assert p.metric_sum("toolcall_eval.traces", finalized_by="root") == 1
     assert p.metric_sum("toolcall_eval.traces") == 1
+
+
+def test_the_other_services_span_arriving_before_the_request_is_no_unexecuted_call() -> None:
+    """Each process exports on its own schedule: the MCP server's span (flushed at once) reaches the service
+    before the agent's chat span that requested the call (still in the agent's batch). The server's call id is its
+    JSON-RPC id, never the model's, so the request is matched by name: answered, not unexecuted."""
+    recorded = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(recorded))
+    p = Pipeline(provider, provider.get_tracer("t"), recorded, None, None)  # type: ignore[arg-type]
+    _mcp_call(p)
+    spans = list(recorded.get_finished_spans())
+    server = next(s for s in spans if s.kind is SpanKind.SERVER)
+    out = InMemorySpanExporter()
+    processor = ToolCallEvalProcessor(SimpleSpanProcessor(out), remote_parents="segment")
+    for span in [server, *(s for s in spans if s is not server)]:
+        processor.on_end(span)
+    root = scores(next(s for s in out.get_finished_spans() if s.name == "invoke_agent weather"))
+    assert (root["trace.tool_calls"], root["trace.unexecuted_calls"]) == (1, 0)
 
 
 def test_by_default_a_remote_parented_span_is_the_root_of_its_part() -> None:

@@ -375,7 +375,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                     # the tool span records no arguments: the ones the model sent for this call id are the evidence
                     record.raw_arguments = state.call_arguments.pop(record.call_id, None)
                 late = record.convention in LATE_REQUEST_CONVENTIONS
-                batch = state.batch_for(record.call_id, record.name, self._max_calls, late)
+                batch = state.batch_for(record.call_id, record.name, self._max_calls, late, remote)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, self._max_calls)

@@ -57,9 +57,11 @@ class TraceState:
     # span of that id claims them because it records none of its own
     call_arguments: dict[str, str] | None = None
     unknown_replies: set[str] | None = None  # requested call ids the framework answered "unknown tool" (rare)
-    # call ids of tool spans scored before any turn requested them (the Vercel AI SDK's legacy spans: a model call's
-    # span ends after the tools it asked for; a JS span clock's millisecond skew): the later request is answered
+    # tool spans scored before any turn requested them (the Vercel AI SDK's legacy spans: a model call's span ends
+    # after the tools it asked for; a JS span clock's millisecond skew; another service's spans arriving first): their
+    # call ids, and per tool name how many no request has matched yet. The later request is answered already.
     answered_early: set[str] | None = None
+    early_names: dict[str, int] | None = None
     identified: bool = False  # a turn requested calls by id: a tool span with an unknown id claims none by name
     genai: bool = False
     segment: bool = False  # a span with a remote parent was scored here (``remote_parents="segment"``)
@@ -129,10 +131,14 @@ class TraceState:
         if len(self.call_batches) >= max_entries:
             return
         early = self.answered_early
+        names = self.early_names
         for call_id, name in calls:
             if early is not None and call_id is not None and call_id in early:
                 early.discard(call_id)
+                self._spend_early(name)
                 continue
+            if names and name is not None and self._spend_early(name):
+                continue  # a span of that name ran before this request, under an id of its own (an MCP server's)
             if call_id is not None:
                 self.identified = True
                 self.call_batches[call_id] = self.turns
@@ -184,11 +190,15 @@ class TraceState:
         replies = self.unknown_replies or ()
         return count + sum(1 for cid in replies if cid in self.call_batches and not unlisted(self.call_names[cid]))
 
-    def batch_for(self, call_id: str | None, name: str, max_early: int = 0, late: bool = False) -> int | None:
+    def batch_for(
+        self, call_id: str | None, name: str, max_early: int = 0, late: bool = False, remote: bool = False
+    ) -> int | None:
         """The turn that issued this call: by call id, else the earliest unclaimed request of this name.
 
         A call id no request named yet, with no request of its name to claim, is remembered as answered
-        (``max_early`` bounds how many; 0 for off): its request may still arrive. Spans reach the engine in end
+        (``max_early`` bounds how many; 0 for off): its request may still arrive. A ``remote`` span (its parent is
+        in another service, which exported it on its own schedule: an MCP server's) is remembered by its name too,
+        since its id is the server's own (a JSON-RPC id), not the model's: a later request of that name is answered. Spans reach the engine in end
         order, and a tool span can sort before the model call that asked for it: the JS SDK takes each span's
         start from Date.now() in whole milliseconds (a sub-millisecond tool then "ends" before its request), and
         separate exports or a Collector in between reorder too. ``late`` is for conventions whose model-call span
@@ -202,15 +212,35 @@ class TraceState:
                 pending.remove(batch)
             return batch
         claims_none = late and self.identified
-        if max_early and call_id is not None and (claims_none or not pending):
+        if max_early and (claims_none or not pending):
+            self._note_early(call_id, name if remote else None, max_early)
+        if pending and not claims_none:
+            return pending.popleft()
+        return None
+
+    def _note_early(self, call_id: str | None, name: str | None, max_early: int) -> None:
+        if name is not None:
+            names = self.early_names
+            if names is None:
+                names = self.early_names = {}
+            if len(names) < max_early or name in names:
+                names[name] = min(names.get(name, 0) + 1, max_early)
+        if call_id is not None:
             early = self.answered_early
             if early is None:
                 early = self.answered_early = set()
             if len(early) < max_early:
                 early.add(call_id)
-        if pending and not claims_none:
-            return pending.popleft()
-        return None
+
+    def _spend_early(self, name: str | None) -> bool:
+        """One tool span of ``name`` that ran before its request is matched to a request now."""
+        names = self.early_names
+        if not names or name is None or not names.get(name):
+            return False
+        names[name] -= 1
+        if not names[name]:
+            del names[name]
+        return True
 
 
 class TraceStore:

@@ -58,8 +58,9 @@ class TraceState:
     call_arguments: dict[str, str] | None = None
     unknown_replies: set[str] | None = None  # requested call ids the framework answered "unknown tool" (rare)
     # tool spans scored before any turn requested them (the Vercel AI SDK's legacy spans: a model call's span ends
-    # after the tools it asked for; a JS span clock's millisecond skew; another service's spans arriving first): their
-    # call ids, and per tool name how many no request has matched yet. The later request is answered already.
+    # after the tools it asked for; a JS span clock's millisecond skew): their call ids; and, for remote-parented
+    # ones (another service's, its own ids), per tool name how many no request has matched yet. The later request
+    # is answered already.
     answered_early: set[str] | None = None
     early_names: dict[str, int] | None = None
     identified: bool = False  # a turn requested calls by id: a tool span with an unknown id claims none by name
@@ -135,7 +136,6 @@ class TraceState:
         for call_id, name in calls:
             if early is not None and call_id is not None and call_id in early:
                 early.discard(call_id)
-                self._spend_early(name)
                 continue
             if names and name is not None and self._spend_early(name):
                 continue  # a span of that name ran before this request, under an id of its own (an MCP server's)
@@ -195,15 +195,15 @@ class TraceState:
     ) -> int | None:
         """The turn that issued this call: by call id, else the earliest unclaimed request of this name.
 
-        A call id no request named yet, with no request of its name to claim, is remembered as answered
-        (``max_early`` bounds how many; 0 for off): its request may still arrive. A ``remote`` span (its parent is
-        in another service, which exported it on its own schedule: an MCP server's) is remembered by its name too,
-        since its id is the server's own (a JSON-RPC id), not the model's: a later request of that name is answered. Spans reach the engine in end
-        order, and a tool span can sort before the model call that asked for it: the JS SDK takes each span's
-        start from Date.now() in whole milliseconds (a sub-millisecond tool then "ends" before its request), and
-        separate exports or a Collector in between reorder too. ``late`` is for conventions whose model-call span
-        always ends after the tool span it caused (the Vercel AI SDK's legacy spans): such an id claims no other
-        request by name once the requests came with ids."""
+        Spans reach the engine in end order, and a tool span can come before the model call that asked for it:
+        the JS SDK takes each span's start from Date.now() in whole milliseconds (a sub-millisecond tool then
+        "ends" before its request), and separate exports, a Collector or another service's exporter reorder too.
+        So a call id no request named yet, with no request of its name to claim, is remembered as answered
+        (``max_early`` bounds how many; 0 for off): its request may still come. A ``remote`` span (its parent is in
+        another service: an MCP server's) is remembered by its name instead, since its id is the server's own (a
+        JSON-RPC id), never the model's: the next request of that name is answered. ``late`` is for conventions
+        whose model-call span always ends after the tool span it caused (the Vercel AI SDK's legacy spans): such
+        an id claims no other request by name once the requests came with ids."""
         pending = self.pending_names.get(name)
         if call_id is not None and call_id in self.call_batches:
             batch = self.call_batches.pop(call_id)
@@ -211,21 +211,21 @@ class TraceState:
             if pending and batch in pending:
                 pending.remove(batch)
             return batch
-        claims_none = late and self.identified
+        claims_none = late and self.identified and call_id is not None
         if max_early and (claims_none or not pending):
-            self._note_early(call_id, name if remote else None, max_early)
+            self._note_early(call_id, name, remote, max_early)
         if pending and not claims_none:
             return pending.popleft()
         return None
 
-    def _note_early(self, call_id: str | None, name: str | None, max_early: int) -> None:
-        if name is not None:
+    def _note_early(self, call_id: str | None, name: str, remote: bool, max_early: int) -> None:
+        if remote:
             names = self.early_names
             if names is None:
                 names = self.early_names = {}
             if len(names) < max_early or name in names:
                 names[name] = min(names.get(name, 0) + 1, max_early)
-        if call_id is not None:
+        elif call_id is not None:
             early = self.answered_early
             if early is None:
                 early = self.answered_early = set()

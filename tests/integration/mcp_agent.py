@@ -30,14 +30,16 @@ async def main() -> dict[str, Any]:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     endpoint = os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
     base_url = os.environ["OPENAI_BASE_URL"]
     if not (endpoint.startswith("http://127.0.0.1:") and base_url.startswith("http://127.0.0.1:")):
         raise SystemExit("both endpoints must be on 127.0.0.1")
     provider = TracerProvider(resource=Resource.create({"service.name": "python-agent"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint), schedule_delay_millis=50))
+    # each span exported as it ends: the chat span listing the tools reaches the service before the call it asks
+    # for runs on the server (batched, the server's span may come first: docs/serve.md, "Traces across services")
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     trace.set_tracer_provider(provider)  # FastMCP and the MCP SDK ask the global provider for their tracers
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     model = OpenAI(base_url=base_url, api_key="sk-local-fake")

@@ -41,6 +41,10 @@ class Reference:
     names: tuple[str, ...]
     counts: dict[str, int]
     batches: tuple[int | None, ...] | None
+    # per call: its arguments compare key by key with nothing but equality when they are identical (no
+    # alternatives, no optional keys, extras ignored, no free-text field), so a call whose values are identical
+    # passes without ``match_arguments`` (``offline.score``); anything else goes through it
+    plain: tuple[bool, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -155,7 +159,13 @@ class Preparer:
             if c.batch is not None:
                 batches = tuple([c.batch for c in calls])
                 break
-        return Reference(tuple(calls), names, counted, batches)
+        plain = tuple(
+            [
+                not c.arg_options and not c.optional_args and c.required_args_only and not self.free_fields(c.name)
+                for c in calls
+            ]
+        )
+        return Reference(tuple(calls), names, counted, batches, plain)
 
     def free_fields(self, tool: str) -> frozenset[str]:
         """The arguments of ``tool`` compared by similarity (``arguments.free_text``)."""

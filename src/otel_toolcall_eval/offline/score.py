@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from otel_toolcall_eval.checks.argument_match import ArgumentVerdict, closeness, match_arguments
+from otel_toolcall_eval.checks.argument_match import ABSENT, PASSED, ArgumentVerdict, closeness, match_arguments
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
 from otel_toolcall_eval.checks.order import EXACT, OrderScore, aligned_pairs, order_score, pair_order_score
@@ -228,6 +229,9 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     return result
 
 
+_NO_ARGUMENTS: dict[str, Any] = {}  # read only: a call with no arguments recorded compares as an empty object
+
+
 def _key(score: CallScore) -> str | None:
     """The call's normalised form; None (never "the same call") when its arguments were not recorded, or are a raw
     value nested too deeply to print."""
@@ -311,6 +315,7 @@ def _against(
         made = {name: len(positions) for name, positions in by_name.items()}
         tp = true_positives(ref.counts, made)
     result = CaseResult(case, index, expected, names, Selection(tp, n, len(names)), ref.counts, made)
+    plain = ref.plain
     aligned: set[tuple[int, int]] | None = None  # second pass: an ordered alignment, kept where pairings tie
     cache: dict[tuple[int, int], ArgumentVerdict] | None = None  # (position, call) -> verdict, across passes
     while True:
@@ -319,27 +324,41 @@ def _against(
         lowest: float | None = None
         assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # position -> (call, verdict)
         for position, spec in enumerate(ref.calls):
-            if same:
-                chosen = position
-                chosen_verdict = _verdict(spec, checks[position], prep, case.tools)
-            else:
-                candidates = by_name.get(spec.name)
-                if not candidates:
-                    continue
-                if len(candidates) == 1 and ref.counts[spec.name] == 1:
-                    chosen = candidates[0]  # one call of the tool: nothing to choose
-                    chosen_verdict = _verdict(spec, checks[chosen], prep, case.tools)
-                else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
-                    if assigned is None:
-                        assigned = {}
-                    if position not in assigned:
-                        if cache is None:
-                            cache = {}
-                        _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned, aligned, cache)
-                    found = assigned[position]
-                    if found is None:
-                        continue  # more expected than actual calls of the tool: this one is unmatched
-                    chosen, chosen_verdict = found
+            if same or (
+                (candidates := by_name.get(spec.name)) is not None
+                and len(candidates) == 1
+                and ref.counts[spec.name] == 1
+            ):
+                # the pair is forced: the call in the same position, or the one call of the tool
+                chosen = position if same else candidates[0]
+                check = checks[chosen]
+                chosen_verdict = None
+                if plain[position] and check.parse_ok is not False and check.schema_valid is not False:
+                    # ``match_arguments``' first test, without its call: identical values pass as they are
+                    got = check.arguments
+                    if got is None:
+                        got = _NO_ARGUMENTS
+                    for key, want in spec.args.items():
+                        value = got.get(key, ABSENT)
+                        if type(value) is not type(want) or value != want:
+                            break
+                    else:
+                        chosen_verdict = PASSED
+                if chosen_verdict is None:
+                    chosen_verdict = _verdict(spec, check, prep, case.tools)
+            elif not candidates:
+                continue  # the tool was not called
+            else:  # several calls or expected calls of the tool: an optimal assignment (checks.pairing)
+                if assigned is None:
+                    assigned = {}
+                if position not in assigned:
+                    if cache is None:
+                        cache = {}
+                    _assign(spec.name, ref, candidates, checks, prep, case.tools, assigned, aligned, cache)
+                found = assigned[position]
+                if found is None:
+                    continue  # more expected than actual calls of the tool: this one is unmatched
+                chosen, chosen_verdict = found
             pairs += 1
             failed = chosen_verdict.failed
             if failed is None:

@@ -94,6 +94,9 @@ def single_parameter(schema: Mapping[str, Any] | None) -> tuple[str | None, bool
     return None, False
 
 
+_FLAT = frozenset((dict, list, tuple))  # the containers ``_json.too_deep`` walks into
+
+
 def object_or_none(raw: Any, max_bytes: int) -> dict[str, Any] | None:
     """The arguments when they already are a JSON object (an object recorded as such, or a JSON object string
     within the size limit), else None, and then ``parse_arguments`` decides.
@@ -104,6 +107,8 @@ def object_or_none(raw: Any, max_bytes: int) -> dict[str, Any] | None:
     """
     kind = type(raw)
     if kind is dict:  # nested too deeply: ``parse_arguments`` says TOO_DEEP
+        if _FLAT.isdisjoint(map(type, raw.values())):  # flat (``too_deep``'s own first test, without its frame)
+            return raw
         return None if _json.too_deep(raw) else raw
     if kind is not str or not raw or len(raw) > max_bytes:
         return None

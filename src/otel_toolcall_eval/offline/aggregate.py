@@ -14,7 +14,7 @@ from typing import Any
 
 from otel_toolcall_eval.checks.necessity import made_unnecessary_call, missed_all_calls, rate
 from otel_toolcall_eval.checks.recovery import CLASSES as RECOVERY_CLASSES
-from otel_toolcall_eval.checks.selection import NONE, Selection, confusion_label, per_tool_correct
+from otel_toolcall_eval.checks.selection import NONE, Selection, confusion_label
 from otel_toolcall_eval.config.catalog import DIFFICULTIES, SLICES
 from otel_toolcall_eval.offline.score import CaseResult
 from otel_toolcall_eval.offline.sessions import SessionTotals
@@ -233,14 +233,18 @@ class RunAggregate:
         if cell is None:
             cell = self.cells[key] = Totals()
         cell.add(r)
-        for name, correct in per_tool_correct(r.expected_counts, r.actual_counts).items():
-            t = self._tool(name)
-            t.expected += r.expected_counts[name]
-            t.correct += correct
-        for name, n in r.actual_counts.items():
-            self._tool(name).called += n
+        tools = self.tools
+        actual = r.actual_counts
+        # ``per_tool_correct`` (the smaller count of each expected tool) in the loop, without its dict per case
+        for name, n in r.expected_counts.items():
+            t = tools.get(name) or self._tool(name)
+            t.expected += n
+            m = actual.get(name, 0)
+            t.correct += n if n < m else m
+        for name, n in actual.items():
+            (tools.get(name) or self._tool(name)).called += n
         for name, verdict, _ in r.pair_verdicts:
-            t = self._tool(name)
+            t = tools.get(name) or self._tool(name)
             t.pairs += 1
             t.args_correct += verdict.failed is None
         if len(r.expected) <= 1:

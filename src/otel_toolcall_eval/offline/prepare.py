@@ -150,22 +150,24 @@ class Preparer:
         return TrajectorySpec(own.mode, own.args if own.args is not None else t.args, tool_args, decides)
 
     def _reference(self, calls: list[ExpectedCall]) -> Reference:
-        names = tuple([c.name for c in calls])
+        names: list[str] = []
         counted: dict[str, int] = {}
-        for name in names:
+        plain: list[bool] = []
+        any_batch = False
+        free_text = self.any_free_text
+        for c in calls:  # one loop, no comprehension frames: this runs for every case
+            name = c.name
+            names.append(name)
             counted[name] = counted.get(name, 0) + 1
-        batches = None
-        for c in calls:
-            if c.batch is not None:
-                batches = tuple([c.batch for c in calls])
-                break
-        plain = tuple(
-            [
-                not c.arg_options and not c.optional_args and c.required_args_only and not self.free_fields(c.name)
-                for c in calls
-            ]
-        )
-        return Reference(tuple(calls), names, counted, batches, plain)
+            any_batch = any_batch or c.batch is not None
+            plain.append(
+                not c.arg_options
+                and not c.optional_args
+                and c.required_args_only
+                and (not free_text or not self.free_fields(name))
+            )
+        batches = tuple([c.batch for c in calls]) if any_batch else None
+        return Reference(tuple(calls), tuple(names), counted, batches, tuple(plain))
 
     def free_fields(self, tool: str) -> frozenset[str]:
         """The arguments of ``tool`` compared by similarity (``arguments.free_text``)."""

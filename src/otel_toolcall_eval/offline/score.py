@@ -324,13 +324,10 @@ def _against(
         lowest: float | None = None
         assigned: dict[int, tuple[int, ArgumentVerdict] | None] | None = None  # position -> (call, verdict)
         for position, spec in enumerate(ref.calls):
-            if same or (
-                (candidates := by_name.get(spec.name)) is not None
-                and len(candidates) == 1
-                and ref.counts[spec.name] == 1
-            ):
+            candidates = None if same else by_name.get(spec.name)
+            if same or (candidates is not None and len(candidates) == 1 and ref.counts[spec.name] == 1):
                 # the pair is forced: the call in the same position, or the one call of the tool
-                chosen = position if same else candidates[0]
+                chosen = position if candidates is None else candidates[0]
                 check = checks[chosen]
                 chosen_verdict = None
                 if plain[position] and check.parse_ok is not False and check.schema_valid is not False:

@@ -108,7 +108,8 @@ def object_or_none(raw: Any, max_bytes: int) -> dict[str, Any] | None:
     kind = type(raw)
     if kind is dict:  # nested too deeply: ``parse_arguments`` says TOO_DEEP
         if _FLAT.isdisjoint(map(type, raw.values())):  # flat (``too_deep``'s own first test, without its frame)
-            return raw
+            flat: dict[str, Any] = raw
+            return flat
         return None if _json.too_deep(raw) else raw
     if kind is not str or not raw or len(raw) > max_bytes:
         return None

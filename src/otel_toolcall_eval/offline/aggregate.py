@@ -17,6 +17,15 @@ from otel_toolcall_eval.checks.recovery import CLASSES as RECOVERY_CLASSES
 from otel_toolcall_eval.checks.selection import NONE, Selection, confusion_label
 from otel_toolcall_eval.config.catalog import DIFFICULTIES, SLICES
 from otel_toolcall_eval.offline.score import CaseResult
+from otel_toolcall_eval.offline.scores import (
+    CallCounts,
+    LatencyScores,
+    RunReport,
+    Summary,
+    TokenScores,
+    ToolScores,
+    ToolSelectionScores,
+)
 from otel_toolcall_eval.offline.sessions import SessionTotals
 
 OTHER = "_other"  # names past the cap share one row, as the online metrics do
@@ -135,53 +144,52 @@ class Totals:
                 setattr(self, f.name, mine + theirs)
 
     def summary(self, *, policies: bool = False, trajectory: bool = False) -> dict[str, Any]:
-        """The summary block of the JSON report: the metrics of ``catalog.SUMMARY_METRICS``, plus counts
-        (``policy_violations`` only with ``policies``: the config has trajectory policies;
-        ``trajectory_match_rate`` only with ``trajectory``: some case of the run has a trajectory mode)."""
+        """The summary block of the JSON report (``scores`` in its JSON form)."""
+        return self.scores(policies=policies, trajectory=trajectory).to_json()
+
+    def scores(self, *, policies: bool = False, trajectory: bool = False) -> Summary:
+        """The metrics of ``catalog.SUMMARY_METRICS``, plus counts (``policy_violations`` only with ``policies``: the
+        config has trajectory policies; ``trajectory_match_rate`` only with ``trajectory``: some case of the run
+        has a trajectory mode)."""
         selected = Selection(self.tp, self.expected, self.actual)  # micro-averaged: the sums of all cases
-        out: dict[str, Any] = {
-            "cases": self.cases,
-            "passed": self.passed,
-            "pass_rate": rate(self.passed, self.cases),
-            "tool_selection": {
-                "precision": selected.precision if self.cases else None,
-                "recall": selected.recall if self.cases else None,
-                "f1": selected.f1 if self.cases else None,
-                "mean_case_f1": self.f1_sum / self.cases if self.cases else None,
-            },
-            "schema_validity": rate(self.schema_checked - self.schema_invalid, self.schema_checked),
-            "argument_accuracy": rate(self.args_correct, self.pairs),
-            "required_args_match": rate(self.required_ok, self.required_checked),
-            "free_text_similarity": self.free_text_sum / self.free_text_n if self.free_text_n else None,
-            "order_score": self.order_sum / self.order_n if self.order_n else None,
-            "order_edit_distance": self.edit_sum / self.order_n if self.order_n else None,
-            "unnecessary_call_rate": rate(self.unnecessary_cases, self.no_tool_cases),
-            "missed_call_rate": rate(self.missed_cases, self.tool_cases),
-            "parse_failure_rate": rate(self.parse_failures, self.actual),
-            "unknown_tool_rate": rate(self.unknown_tools, self.unknown_checked),
-            "duplicate_call_rate": rate(self.duplicate_calls, self.actual),
-            "undeclared_argument_rate": rate(self.undeclared_calls, self.actual),
-            "error_rate": rate(self.errors, self.cases),
-            "missing_runs": self.missing_runs,
-            "must_not_call_violations": self.must_not_call_violations,
-            "calls": {"expected": self.expected, "actual": self.actual, "matched": self.tp},
-            "no_tool_cases": self.no_tool_cases,
-            "latency_ms": {
-                "mean": self.latency_sum / self.latency_n if self.latency_n else None,
-                "max": self.latency_max,
-            },
-            "tokens": {
-                "mean": self.tokens_sum / self.tokens_n if self.tokens_n else None,
-                "total": self.tokens_sum if self.tokens_n else None,
-            },
-        }
-        out["recovery"] = {c: getattr(self, "recovery_" + c) for c in RECOVERY_CLASSES}
-        if policies:
-            out["policy_violations"] = self.policy_violations
-        if trajectory:
-            out["trajectory_match_rate"] = rate(self.trajectory_matched, self.trajectory_cases)
-            out["trajectory_cases"] = self.trajectory_cases
-        return out
+        cases = self.cases
+        return Summary(
+            cases,
+            self.passed,
+            rate(self.passed, cases),
+            ToolSelectionScores(
+                selected.precision if cases else None,
+                selected.recall if cases else None,
+                selected.f1 if cases else None,
+                self.f1_sum / cases if cases else None,
+            ),
+            rate(self.schema_checked - self.schema_invalid, self.schema_checked),
+            rate(self.args_correct, self.pairs),
+            rate(self.required_ok, self.required_checked),
+            self.free_text_sum / self.free_text_n if self.free_text_n else None,
+            self.order_sum / self.order_n if self.order_n else None,
+            self.edit_sum / self.order_n if self.order_n else None,
+            rate(self.unnecessary_cases, self.no_tool_cases),
+            rate(self.missed_cases, self.tool_cases),
+            rate(self.parse_failures, self.actual),
+            rate(self.unknown_tools, self.unknown_checked),
+            rate(self.duplicate_calls, self.actual),
+            rate(self.undeclared_calls, self.actual),
+            rate(self.errors, cases),
+            self.missing_runs,
+            self.must_not_call_violations,
+            CallCounts(self.expected, self.actual, self.tp),
+            self.no_tool_cases,
+            LatencyScores(self.latency_sum / self.latency_n if self.latency_n else None, self.latency_max),
+            TokenScores(
+                self.tokens_sum / self.tokens_n if self.tokens_n else None,
+                self.tokens_sum if self.tokens_n else None,
+            ),
+            {c: getattr(self, "recovery_" + c) for c in RECOVERY_CLASSES},
+            self.policy_violations if policies else None,
+            rate(self.trajectory_matched, self.trajectory_cases) if trajectory else None,
+            self.trajectory_cases if trajectory else None,
+        )
 
 
 @dataclass(slots=True)
@@ -200,14 +208,17 @@ class ToolTotals:
         self.args_correct += other.args_correct
 
     def report(self) -> dict[str, Any]:
-        return {
-            "expected": self.expected,
-            "correct": self.correct,
-            "recall": rate(self.correct, self.expected),
-            "called": self.called,
-            "precision": rate(self.correct, self.called),
-            "argument_accuracy": rate(self.args_correct, self.pairs),
-        }
+        return self.scores().to_json()
+
+    def scores(self) -> ToolScores:
+        return ToolScores(
+            self.expected,
+            self.correct,
+            rate(self.correct, self.expected),
+            self.called,
+            rate(self.correct, self.called),
+            rate(self.args_correct, self.pairs),
+        )
 
 
 @dataclass(slots=True)
@@ -299,27 +310,29 @@ class RunAggregate:
         return out
 
     def report(self, *, policies: bool = False, session_budget: int | None = None) -> dict[str, Any]:
-        """summary, slices, difficulty, per_tool and confusion_matrix blocks of the JSON report (``policies``: the
-        config has trajectory policies, so the summaries carry ``policy_violations``; a run with a case that has a
-        trajectory mode carries ``trajectory_match_rate`` in every scope); ``sessions`` when cases name one
-        (``session_budget``: ``sessions.step_budget``)."""
+        """The JSON report's blocks of ``scores``."""
+        return self.scores(policies=policies, session_budget=session_budget).to_json()
+
+    def scores(self, *, policies: bool = False, session_budget: int | None = None) -> RunReport:
+        """summary, slices, difficulty, per_tool and confusion_matrix (``policies``: the config has trajectory
+        policies, so the summaries carry ``policy_violations``; a run with a case that has a trajectory mode carries
+        ``trajectory_match_rate`` in every scope); ``sessions`` when cases name one (``session_budget``:
+        ``sessions.step_budget``)."""
         overall = self.scope()
         kw = {"policies": policies, "trajectory": overall.trajectory_cases > 0}
-        out = {
-            "summary": overall.summary(**kw),
-            "slices": {s: self.scope(slice_=s).summary(**kw) for s in SLICES},
-            "difficulty": {d: self.scope(difficulty=d).summary(**kw) for d in DIFFICULTIES},
-            "per_tool": {name: self.tools[name].report() for name in sorted(self.tools)},
-            "confusion_matrix": confusion_matrix(self.confusion),
-            "examples": {
+        return RunReport(
+            overall.scores(**kw),
+            {s: self.scope(slice_=s).scores(**kw) for s in SLICES},
+            {d: self.scope(difficulty=d).scores(**kw) for d in DIFFICULTIES},
+            {name: self.tools[name].scores() for name in sorted(self.tools)},
+            confusion_matrix(self.confusion),
+            {
                 "must_not_call": self.violation_examples,
                 "missing_runs": self.missing_examples,
                 "policy": self.policy_examples,
             },
-        }
-        if self.sessions is not None:
-            out["sessions"] = self.sessions.report(session_budget)
-        return out
+            self.sessions.report(session_budget) if self.sessions is not None else None,
+        )
 
 
 def confusion_matrix(cells: dict[tuple[str, str], int]) -> dict[str, Any]:
@@ -388,3 +401,13 @@ def _sum_matrices(matrices: list[dict[str, Any]]) -> dict[str, Any]:
                 if n:
                     cells[(labels[i], labels[j])] = cells.get((labels[i], labels[j]), 0) + n
     return confusion_matrix(cells)
+
+
+def combine_scores(reports: list[RunReport]) -> tuple[RunReport, RunReport | None]:
+    """``combine`` for typed reports: the mean and the spread of every numeric field, computed on their JSON form
+    (one rule for every field, nested ones included), typed again."""
+    if len(reports) == 1:
+        return reports[0], None
+    mean, spread = combine([r.to_json() for r in reports])
+    assert spread is not None
+    return RunReport.from_json(mean), RunReport.from_json(spread)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from otel_toolcall_eval.config import catalog
 from otel_toolcall_eval.config.offline import GateConfig
+from otel_toolcall_eval.offline.scores import MetricRef, RunReport, compile_metric
 
 HARD_KINDS = ("must_not_call", "policy", "missing_runs")  # checks that allow none, whatever the thresholds
 
@@ -49,36 +49,44 @@ class GateResult:
         return {"passed": self.passed, "failures": self.failures, "checks": [asdict(c) for c in self.checks]}
 
 
-def lookup(report: dict[str, Any], path: str) -> Any:
-    """A metric's value in a report: summary paths, or ``slices.<s>.``, ``difficulty.<d>.``, ``per_tool.<t>.``."""
-    scope, _, rest = path.partition(".")
-    if scope in ("slices", "difficulty"):
-        group, _, metric = rest.partition(".")
-        block = report.get(scope, {}).get(group)
-        if block is None or not block.get("cases"):
-            return None
-        return _dig(block, metric)
-    if scope == "per_tool" and path not in catalog.BY_PATH:
-        tool, _, metric = rest.rpartition(".")
-        return report.get("per_tool", {}).get(tool, {}).get(metric)
-    return _dig(report["summary"], path)
+@dataclass(slots=True, frozen=True)
+class CompiledGate:
+    """The gate config with every metric key compiled to the typed field it reads (``offline.scores``), once, at
+    start-up: a key that names no field fails there (``compile_gate``), before anything is scored."""
+
+    min: tuple[tuple[MetricRef, float], ...]
+    max: tuple[tuple[MetricRef, float], ...]
+    spread: tuple[MetricRef, ...]  # pass_rate and every gated key, for the spread guard
+    max_spread: float | None
 
 
-def _dig(block: dict[str, Any], path: str) -> Any:
-    value: Any = block
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
+def compile_gate(config: GateConfig) -> CompiledGate:
+    """``ValueError`` naming the field (``gate.min.<key>: ...``) for a key that names no metric."""
+    refs: dict[str, MetricRef] = {}
+    bounds: dict[str, list[tuple[MetricRef, float]]] = {"min": [], "max": []}
+    for kind, thresholds in (("min", config.min), ("max", config.max)):
+        for key, threshold in thresholds.items():
+            try:
+                ref = refs.get(key) or compile_metric(key)
+            except ValueError as exc:
+                raise ValueError(f"gate.{kind}.{key}: {exc}") from None
+            refs[key] = ref
+            bounds[kind].append((ref, threshold))
+    spread = tuple(refs.get(k) or compile_metric(k) for k in dict.fromkeys(["pass_rate", *config.min, *config.max]))
+    return CompiledGate(tuple(bounds["min"]), tuple(bounds["max"]), spread, config.max_spread)
 
 
-def evaluate_gate(report: dict[str, Any], spread: dict[str, Any] | None, config: GateConfig, runs: int) -> GateResult:
+def lookup(report: RunReport, key: str) -> Any:
+    """A metric's value in a typed report, by its gate key (compiled on each call: for reports, not loops)."""
+    return compile_metric(key).read(report)
+
+
+def evaluate_gate(report: RunReport, spread: RunReport | None, gate: CompiledGate, runs: int) -> GateResult:
     result = GateResult()
-    summary = report["summary"]
-    examples = report.get("examples", {})
+    summary = report.summary
+    examples = report.examples
     hard = (
-        # (summary key, kind, examples key, what one is, the check when there are none)
+        # (summary field, kind, examples key, what one is, the check when there are none)
         (
             "must_not_call_violations",
             "must_not_call",
@@ -90,32 +98,28 @@ def evaluate_gate(report: dict[str, Any], spread: dict[str, Any] | None, config:
         ("missing_runs", "missing_runs", "missing_runs", "case(s) have no line in a run file", None),
     )
     for key, kind, example_key, what, none in hard:
-        count = summary.get(key)
-        if count is None and key != "policy_violations":  # that one is absent when no policy is configured
-            count = 0
+        count = getattr(summary, key)  # policy_violations is None when no policy is configured
         if count:
             ids = ", ".join(examples.get(example_key, []))
             label = {"must_not_call": "must-not-call", "missing_runs": "missing runs"}.get(kind, kind)
             result.checks.append(GateCheck(key, kind, 0, count, False, f"{label}: {count:g} {what} (cases: {ids})"))
         elif count is not None and none is not None:
             result.checks.append(GateCheck(key, kind, 0, 0, True, none))
-    for kind, thresholds in (("min", config.min), ("max", config.max)):
-        for path, threshold in thresholds.items():
-            value = lookup(report, path)
-            result.checks.append(_threshold(path, kind, threshold, value))
-    if runs > 1 and config.max_spread is not None and spread is not None:
-        gated = list(dict.fromkeys(["pass_rate", *config.min, *config.max]))
-        for path in gated:
-            value = lookup(spread, path)
+    for kind, bounds in (("min", gate.min), ("max", gate.max)):
+        for ref, threshold in bounds:
+            result.checks.append(_threshold(ref.key, kind, threshold, ref.read(report)))
+    if runs > 1 and gate.max_spread is not None and spread is not None:
+        for ref in gate.spread:
+            value = ref.read(spread)
             if value is None:
                 continue
-            ok = value <= config.max_spread + 1e-12
+            ok = value <= gate.max_spread + 1e-12
             message = (
-                f"{path} spread {value:.4f} <= {config.max_spread:g} across {runs} runs"
+                f"{ref.key} spread {value:.4f} <= {gate.max_spread:g} across {runs} runs"
                 if ok
-                else f"{path} varies by {value:.4f} across {runs} runs (max_spread {config.max_spread:g})"
+                else f"{ref.key} varies by {value:.4f} across {runs} runs (max_spread {gate.max_spread:g})"
             )
-            result.checks.append(GateCheck(path, "spread", config.max_spread, value, ok, message))
+            result.checks.append(GateCheck(ref.key, "spread", gate.max_spread, value, ok, message))
     return result
 
 

@@ -4,25 +4,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import Any
 
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.offline.cases import CaseStore
 from otel_toolcall_eval.offline.gate import GateResult
+from otel_toolcall_eval.offline.scores import RunReport
 
 
 @dataclass
 class EvalResult:
     dataset: str
     runs: list[str]
-    per_run: list[dict[str, Any]]  # each run's report blocks (summary, slices, difficulty, per_tool, ...)
-    report: dict[str, Any]  # the mean over runs (the run itself when there is one)
-    spread: dict[str, Any] | None  # max - min over runs, when there are several
+    per_run_scores: list[RunReport]  # each run's typed result (summary, slices, difficulty, per_tool, ...)
+    scores: RunReport  # the mean over runs (the run itself when there is one): what the gate and reports read
+    spread_scores: RunReport | None  # max - min over runs, when there are several
     cases: CaseStore
     gate: GateResult
     config: EvalConfig
     generated_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @cached_property
+    def report(self) -> dict[str, Any]:
+        """``scores`` in the JSON report's form."""
+        return self.scores.to_json()
+
+    @cached_property
+    def spread(self) -> dict[str, Any] | None:
+        return None if self.spread_scores is None else self.spread_scores.to_json()
+
+    @cached_property
+    def per_run(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.per_run_scores]
 
     def head(self) -> dict[str, Any]:
         """The JSON report without ``cases``."""

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.judge.verdicts import read_verdicts
-from otel_toolcall_eval.offline.aggregate import combine
-from otel_toolcall_eval.offline.gate import evaluate_gate
+from otel_toolcall_eval.offline.aggregate import combine_scores
+from otel_toolcall_eval.offline.gate import compile_gate, evaluate_gate
 from otel_toolcall_eval.offline.judge_gate import check_judge_gate, judge_summary
 from otel_toolcall_eval.offline.pipeline import run_pipeline
 from otel_toolcall_eval.offline.prepare import Preparer
 from otel_toolcall_eval.offline.result import EvalResult
+from otel_toolcall_eval.offline.scores import JudgeScores
 
 PARALLEL_FROM_BYTES = 16_000_000  # below this, starting worker processes costs more than it saves
 
@@ -53,6 +55,10 @@ def evaluate(
     (``JudgeUncalibrated`` before anything is scored).
     """
     config = config or EvalConfig()
+    try:
+        gate = compile_gate(config.gate)  # every gated key read from a typed field, checked before scoring
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     verdicts = read_verdicts(judge_verdicts) if judge_verdicts is not None else None
     check_judge_gate(config, verdicts)
     try:
@@ -67,10 +73,11 @@ def evaluate(
     )
     aggregates, store = outcome.aggregates, outcome.store
     per_run = [
-        a.report(policies=prep.has_policies, session_budget=prep.config.sessions.step_budget) for a in aggregates
+        a.scores(policies=prep.has_policies, session_budget=prep.config.sessions.step_budget) for a in aggregates
     ]
-    report, spread = combine(per_run)
+    report, spread = combine_scores(per_run)
     if verdicts is not None:
-        report["summary"]["judge"] = judge_summary(verdicts)
-    gate = evaluate_gate(report, spread, config.gate, len(run_paths))
-    return EvalResult(str(dataset), run_paths, per_run, report, spread, store, gate, config)
+        judged = {q: JudgeScores(**block) for q, block in judge_summary(verdicts).items()}
+        report = replace(report, summary=replace(report.summary, judge=judged))
+    checked = evaluate_gate(report, spread, gate, len(run_paths))
+    return EvalResult(str(dataset), run_paths, per_run, report, spread, store, checked, config)

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from otel_toolcall_eval.dataset.errors import LocatedError
-from otel_toolcall_eval.offline.reports.format import CASE_METRICS, SHOWN, metric
+from otel_toolcall_eval.offline.reports.format import CASE_METRICS, SHOWN, json_metric, metric
 from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_LISTED = 100
@@ -75,7 +75,7 @@ def load_baseline(path: str | Path) -> Baseline:
 
 
 def compare(result: EvalResult, baseline: Baseline) -> BaselineDiff:
-    summary = [(path, metric(baseline.report, path), metric(result.report, path)) for path in SHOWN]
+    summary = [(path, json_metric(baseline.report, path), metric(result.scores, path)) for path in SHOWN]
     diff = BaselineDiff(baseline, summary)
     remaining = dict(baseline.cases)
     for row in result.cases:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_toolcall_eval.config import catalog
 from otel_toolcall_eval.config.catalog import SUMMARY_METRICS
 from otel_toolcall_eval.offline.gate import lookup
+from otel_toolcall_eval.offline.scores import RunReport
 
 # The metrics shown in summary tables, by catalog path (the same key the gate config uses).
 SHOWN: tuple[str, ...] = tuple(m.path for m in SUMMARY_METRICS)
@@ -60,7 +62,36 @@ def is_count(path: str) -> bool:
     return path in COUNTS or path.startswith(("latency_ms", "tokens"))
 
 
-def metric(report: dict[str, Any], path: str) -> Any:
+def json_metric(report: dict[str, Any], path: str) -> Any:
+    """A metric of a JSON report read back from a file (a baseline, possibly of an older version: any key may be
+    missing, and a missing one is no value), by its catalog path."""
+    scope, _, rest = path.partition(".")
+    if scope in ("slices", "difficulty"):
+        group, _, name = rest.partition(".")
+        block = _dig(report, f"{scope}.{group}") if isinstance(report.get(scope), dict) else None
+        if not isinstance(block, dict) or not block.get("cases"):
+            return None
+        return _dig(block, name)
+    if scope == "per_tool" and path not in catalog.BY_PATH:
+        tool, _, name = rest.rpartition(".")
+        tools = report.get("per_tool")
+        block = tools.get(tool) if isinstance(tools, dict) else None
+        return block.get(name) if isinstance(block, dict) else None
+    summary = report.get("summary")
+    return _dig(summary, path) if isinstance(summary, dict) else None
+
+
+def _dig(block: dict[str, Any], path: str) -> Any:
+    value: Any = block
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def metric(report: RunReport, path: str) -> Any:
+    """A metric of a typed report by its catalog path (``offline.scores``)."""
     return lookup(report, path)
 
 

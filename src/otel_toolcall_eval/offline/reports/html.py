@@ -104,7 +104,7 @@ def render_html(result: EvalResult, *, max_rows: int = MAX_ROWS) -> str:
         "<h2>Summary</h2>",
         '<div class="cards">'
         + "".join(
-            f'<div class="card"><div class="v">{shown(path, metric(report, path))}</div>'
+            f'<div class="card"><div class="v">{shown(path, metric(result.scores, path))}</div>'
             f'<div class="k">{escape(label)}</div></div>'
             for label, path in CARDS
         )

@@ -122,12 +122,12 @@ def _summary(result: EvalResult, diff: BaselineDiff | None) -> list[str]:
     out = ["### Summary", "", header, rule]
     before = {path: b for path, b, _ in diff.summary} if diff is not None else {}
     for path in SHOWN:
-        value = metric(result.report, path)
+        value = metric(result.scores, path)
         if value is None and (diff is None or before.get(path) is None):
             continue
         line = f"| `{path}` | {shown(path, value)} |"
-        if result.spread is not None:
-            line += f" {num(metric(result.spread, path))} |"
+        if result.spread_scores is not None:
+            line += f" {num(metric(result.spread_scores, path))} |"
         if diff is not None:
             line += f" {shown(path, before.get(path))} | {delta(before.get(path), value, count=is_count(path))} |"
         out.append(line)

@@ -46,12 +46,12 @@ def print_report(result: EvalResult, console: Console, *, max_cases: int = MAX_C
     if result.spread is not None:
         table.add_column("spread", justify="right")
     for path in SHOWN:
-        value = metric(report, path)
+        value = metric(result.scores, path)
         if value is None:
             continue
         cells = [path, shown(path, value)]
-        if result.spread is not None:
-            cells.append(num(metric(result.spread, path)))
+        if result.spread_scores is not None:
+            cells.append(num(metric(result.spread_scores, path)))
         table.add_row(*cells)
     console.print(table)
 

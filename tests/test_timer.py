@@ -62,7 +62,7 @@ def _pipeline(config: dict[str, Any]) -> tuple[Pipeline, InMemoryLogRecordExport
 
 
 def test_an_idle_session_is_emitted_by_the_timer_without_another_trace() -> None:
-    p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60}})
+    p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60, "max_hold_seconds": 100}})
     ticker = p.processor._ticker
     assert ticker is not None and not ticker.running  # lazily: no session yet, no thread
     _turn(p.tracer, "conv-1")

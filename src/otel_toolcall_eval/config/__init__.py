@@ -224,7 +224,7 @@ class Limits(_Strict):
         default=32, ge=1, description="failed tool spans one trace may hold back at once"
     )
     max_hold_seconds: float = Field(
-        default=60.0,
+        default=10.0,
         gt=0,
         le=3600,
         description="the longest a failed tool span is held back; then it is forwarded without its class",

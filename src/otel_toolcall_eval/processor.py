@@ -485,7 +485,10 @@ class ToolCallEvalProcessor(SpanProcessor):
         held.fill(slot, span, extra, attrs)  # never raises; forwards it now if it was decided meanwhile
         ticker = self._ticker
         if ticker is not None:  # the max hold time holds when no span comes to trigger it
-            ticker.ensure_started()
+            try:  # the span is the held table's now: nothing may raise past here (it would be forwarded twice)
+                ticker.ensure_started()
+            except Exception:  # noqa: BLE001 - no thread (the interpreter is exiting): flush and shutdown still release
+                self._judge_failed("timer.start")
 
     def _decide(self, trace_id: int, decided: Decisions) -> None:
         held = self._held

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "enrich",
         "trace_state",
         "trace_stats",
+        "held_spans",
         "sessions",
         "judge",
         "metrics",
@@ -41,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("records", "policy", "attributes", "_json", "_version"),  # plain records, policy objects, names
     # user-facing errors and exit codes, atomic outputs, untrusted text; the fork registry, deadlines, the
     # byte-bounded cache (stdlib only)
-    ("errors", "_files", "_text", "_fork", "_deadline", "_lru"),
+    ("errors", "_files", "_text", "_fork", "_deadline", "_lru", "_ticker"),
 )
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 PURE = ("checks", "engine", "records", "policy")

@@ -148,6 +148,7 @@ def emitted() -> dict[str, set[str]]:
         }
         metrics.record_trace_stats(stats, [("send_email", "corrected_retry")], "USD")
         metrics.record_tool_list_change("travel")
+        metrics.record_unclassified("max_hold_seconds")
         sessions = SessionMetrics(provider)
         sessions.record_session("fail", 3, "idle")
         sessions.record_dropped("evicted")

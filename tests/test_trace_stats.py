@@ -201,8 +201,9 @@ def test_root_carries_cost_latency_fingerprint_first_failure_and_recovery() -> N
     assert p.metric_sum("toolcall_eval.trace.model_calls") == 1
     assert p.metric_sum("toolcall_eval.trace.tokens", type="input") == 1
     assert p.metric_sum("toolcall_eval.trace.cost", currency="USD") == 1
-    # the failed spans themselves carry their scores, not the class (decided after they were exported)
-    assert all(A.TRACE_RECOVERY_CLASSES not in (s.attributes or {}) for s in p.by_name("execute_tool get_weather"))
+    # each failed span carries its own class too (held until it was decided); the successful one none
+    spans = p.by_name("execute_tool get_weather")
+    assert [(s.attributes or {}).get(A.RECOVERY_CLASS) for s in spans] == [REPEATED, CORRECTED_RETRY, None]
 
 
 def test_switched_tool_and_handed_back() -> None:
@@ -331,7 +332,9 @@ def test_offline_recovery_in_the_report(tmp_path: Any) -> None:
     report = json.loads(out.read_text())
     cases = {c["id"]: c for c in report["cases"]}
     assert cases["order-status"]["recovery"] == {CORRECTED_RETRY: 1}
+    assert cases["order-status"]["call_recovery"] == [CORRECTED_RETRY, None]  # per call, as `actual`
     assert cases["thanks"]["recovery"] == {}
+    assert all(c is None for c in cases["thanks"]["call_recovery"])
     assert report["summary"]["recovery"] == {
         CORRECTED_RETRY: 1,
         SWITCHED_TOOL: 0,
@@ -370,3 +373,19 @@ def test_the_terminal_summary_counts_recoveries() -> None:
     summary = SummaryExporter()
     summary.export(p.spans())
     assert summary.recoveries == {HANDED_BACK: 1}
+
+
+def test_answered_requests_leave_no_per_request_state() -> None:
+    """memory.growth: a trace whose requests were all answered keeps no per-request entries (the requested
+    arguments, the pending names, the id maps) and a clean trace no recovery state."""
+    p = make_pipeline()
+    t = p.tracer
+    with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}) as root:
+        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "Paris"}), ("c2", "get_weather", {})])
+        tool_span(t, "get_weather", {"city": "Paris"}, call_id="c1", result="ok")  # its own arguments recorded
+        tool_span(t, "get_weather", {"city": "Oslo"}, call_id="c2", result="ok")
+        state = p.processor._store.get(root.get_span_context().trace_id, create=False)
+        assert state is not None
+        assert state.call_arguments is None and state.pending_names == {} and state.call_batches == {}
+        assert state.call_names == {} and state.unexecuted_calls == 0
+        assert state.stats is not None and state.stats.pending is None and state.failed_calls is None

@@ -38,6 +38,7 @@ OVER_BUDGET: Final = PREFIX + "over_budget"
 VIOLATIONS: Final = PREFIX + "violations"
 EVAL_ERROR: Final = PREFIX + "eval_error"
 SAME_CALL_AS: Final = PREFIX + "same_call_as"
+RECOVERY_CLASS: Final = PREFIX + "recovery.class"  # on a failed call's span (held_spans)
 JUDGE_SAMPLED: Final = PREFIX + "judge.sampled"
 
 # --- the trace verdict on the local root span ---------------------------------------------------
@@ -186,7 +187,7 @@ TRACE_STATS_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "int[]",
         "local root span",
         "the failed calls' steps, in order; `trace.recovery.classes` holds each one's class at the same index "
-        "(the class is decided after the failed span was exported, so it is written here)",
+        "(each failed span also carries its own, `recovery.class`)",
     ),
     AttributeDoc(TRACE_RECOVERY_CLASSES, "string[]", "local root span", "the recovery class of each of those steps"),
 )
@@ -263,6 +264,15 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         REPEATED_FAILURE, "bool", "tool span", "an earlier call in the trace was the same call and failed the same way"
     ),
     AttributeDoc(OVER_BUDGET, "bool", "tool span", "this call's step is past the configured step budget"),
+    AttributeDoc(
+        RECOVERY_CLASS,
+        "string",
+        "failed tool span",
+        "what the agent did after this failed call: `corrected_retry`, `switched_tool`, `handed_back`, `repeated` "
+        "or `carried_on` (see [Recovery](#cost-latency-recovery-after-an-error-and-the-tool-list)); the span is "
+        "held back until the class is known, absent when a bound (`limits.max_held_spans*`, "
+        "`limits.max_hold_seconds`) or a flush released it first",
+    ),
     AttributeDoc(
         VIOLATIONS,
         "string[]",

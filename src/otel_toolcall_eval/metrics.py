@@ -61,6 +61,7 @@ TRACE_TOOL_LATENCY: Final = "toolcall_eval.trace.tool_latency"
 TRACE_TOOL_ERROR_RATE: Final = "toolcall_eval.trace.tool_error_rate"
 TOOL_LATENCY: Final = "toolcall_eval.tool.latency"
 RECOVERIES: Final = "toolcall_eval.recoveries"
+RECOVERY_UNCLASSIFIED: Final = "toolcall_eval.recovery.unclassified"
 TOOL_LIST_CHANGES: Final = "toolcall_eval.tool_list.changes"
 MAX_SOURCE_LABELS: Final = 200  # services (with agents) as a label; past this `_other`
 _LATENCY_BUCKETS: Final = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
@@ -124,6 +125,16 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         "`carried_on` (counted when the trace finishes)",
     ),
     MetricDoc(
+        RECOVERY_UNCLASSIFIED,
+        "counter",
+        "{span}",
+        "`reason`",
+        "toolcall_eval_recovery_unclassified_total",
+        "failed tool spans forwarded without `recovery.class` because a bound released them before the class was "
+        "known: `max_held_spans`, `max_held_spans_per_trace`, `max_hold_seconds`, `flush` or `shutdown` (the root "
+        "still counts their class)",
+    ),
+    MetricDoc(
         TOOL_LIST_CHANGES,
         "counter",
         "{trace}",
@@ -142,7 +153,12 @@ class _StatsInstruments:
         docs = {d.name: d for d in TRACE_STATS_METRICS}
         self.recoveries = _Tally(("tool", "class"))
         self.tool_list_changes = _Tally(("service",))
-        for name, tally in ((RECOVERIES, self.recoveries), (TOOL_LIST_CHANGES, self.tool_list_changes)):
+        self.unclassified = _Tally(("reason",))
+        for name, tally in (
+            (RECOVERIES, self.recoveries),
+            (TOOL_LIST_CHANGES, self.tool_list_changes),
+            (RECOVERY_UNCLASSIFIED, self.unclassified),
+        ):
             doc = docs[name]
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
 
@@ -538,6 +554,10 @@ class EvalMetrics:
         rate = attributes.get(A.TRACE_TOOL_ERROR_RATE)
         if rate is not None:
             stats.error_rate.record(rate)
+
+    def record_unclassified(self, reason: str) -> None:
+        """A held failed span released without its recovery class (``held_spans``)."""
+        self._instruments.stats.unclassified.add((reason,))
 
     def record_tool_list_change(self, service: str) -> None:
         if service not in self._services:

@@ -22,6 +22,7 @@ from opentelemetry.trace import TracerProvider
 from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._deadline import Deadline
+from otel_toolcall_eval._ticker import Ticker
 from otel_toolcall_eval.background import BackgroundQueue
 from otel_toolcall_eval.checks.cost import tool_latency
 from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
@@ -40,16 +41,26 @@ from otel_toolcall_eval.conventions.llm_spans import (
 )
 from otel_toolcall_eval.engine import Scorer, call_key
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
+from otel_toolcall_eval.held_spans import FLUSH, SHUTDOWN, HeldSpans, Slot
 from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict, call_digest
 from otel_toolcall_eval.sessions import SessionRollup, conversation_id, turn_summary
 from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore
-from otel_toolcall_eval.trace_stats import ToolListChanges, TraceStats, root_attributes, tool_list_source
+from otel_toolcall_eval.trace_stats import Decisions, ToolListChanges, TraceStats, root_attributes, tool_list_source
 
 logger = logging.getLogger("otel_toolcall_eval")
 
 _NOT_TURNS = frozenset({"invoke_agent", "create_agent"})
+
+
+def timer_period(idle_seconds: float | None, hold_seconds: float | None) -> float:
+    """How often the timer wakes: a quarter of the idle time (sessions) and of the hold time (held failed spans),
+    the shorter, but at least every 60 s and at most every second. An idle session is emitted between
+    ``session_idle_seconds`` and that plus the period after its last turn; a held span goes at most a period
+    after ``max_hold_seconds``."""
+    quarters = [t / 4 for t in (idle_seconds, hold_seconds) if t is not None]
+    return min(max(min(quarters, default=60.0), 1.0), 60.0)
 
 
 class _RateLimitedLog:
@@ -219,6 +230,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         # cannot leave one held; a trim that races with an insertion just stops early)
         self._conversation_known: dict[int, None] = {}
         self._sessions: SessionRollup | None = None
+        self._ticker: Ticker | None = None
         if sessions.enabled:
             self._sessions = SessionRollup(
                 step_budget=sessions.step_budget,
@@ -227,6 +239,24 @@ class ToolCallEvalProcessor(SpanProcessor):
                 meter_provider=meter_provider,
                 logger_provider=logger_provider,
                 on_error=self._judge_failed,
+            )
+        # failed tool spans held until their recovery class is known (issue 18; limits.max_held_spans 0: none)
+        self._held: HeldSpans | None = None
+        if limits.max_held_spans:
+            self._held = HeldSpans(
+                max_spans=limits.max_held_spans,
+                max_per_trace=limits.max_held_spans_per_trace,
+                max_seconds=limits.max_hold_seconds,
+                forward=self._forward,
+                on_unclassified=self.metrics.record_unclassified,
+            )
+        if self._sessions is not None or self._held is not None:  # the thread itself starts on first use
+            self._ticker = Ticker(
+                timer_period(
+                    limits.session_idle_seconds if self._sessions is not None else None,
+                    limits.max_hold_seconds if self._held is not None else None,
+                ),
+                self._tick,
             )
         evaluation = self.config.evaluation
         self._background: BackgroundQueue | None = None
@@ -275,8 +305,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._evaluate_and_forward(span)
 
     def _evaluate_and_forward(self, span: ReadableSpan) -> None:
-        """Score ``span`` and forward the result; on any failure forward it unscored (never raises)."""
-        out = span
+        """Score ``span`` and forward the result (None: held until its recovery class is known, forwarded
+        then); on any failure forward it unscored (never raises)."""
+        out: ReadableSpan | None = span
         try:
             out = self._evaluate(span)
         except Exception as exc:  # noqa: BLE001 - never raise into the code that ended the span
@@ -288,7 +319,8 @@ class ToolCallEvalProcessor(SpanProcessor):
                 out = EnrichedSpan(span, {A.EVAL_ERROR: type(exc).__name__})
             except Exception:  # noqa: BLE001
                 out = span
-        self._forward(out)
+        if out is not None:
+            self._forward(out)
 
     def shutdown(self, timeout_millis: float = 30000) -> None:
         """Score and forward what is queued, let the judge drain, then shut the downstream processors down:
@@ -302,10 +334,16 @@ class ToolCallEvalProcessor(SpanProcessor):
         if background is not None:  # score and forward what is queued before the state is drained
             self._safe(lambda: background.shutdown(deadline.remaining()), "background.shutdown")
         judge = self.judge
+        ticker = self._ticker
+        if ticker is not None:
+            self._safe(lambda: ticker.stop(deadline.remaining()), "timer.stop")
         for trace_id, state in self._store.drain():
             if judge is not None:
                 self._safe(lambda t=trace_id: judge.trace_done(t), "judge.trace_done")
-            self._record_unfinished(state, "shutdown")
+            self._record_unfinished(trace_id, state, "shutdown")  # their held failed spans go, classified
+        held = self._held
+        if held is not None:  # what is left (a slot of a span still being scored): out without a class
+            self._safe(lambda: held.release_all(SHUTDOWN), "held.shutdown")
         sessions = self._sessions
         if sessions is not None:  # after the unfinished traces joined their sessions
             self._safe(lambda: sessions.finish_all("shutdown"), "sessions.shutdown")
@@ -322,6 +360,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         if background is not None:  # spans queued before the flush reach the downstream before it flushes
             ok = bool(self._safe(lambda: background.flush(deadline.remaining()), "background.flush"))
         self._store.expire()
+        held = self._held
+        if held is not None:  # the exporter must get every span: held ones go, without a class still undecided
+            self._safe(lambda: held.release_all(FLUSH), "held.flush")
         sessions = self._sessions
         if sessions is not None:  # what is open is emitted now (a flush may be the last chance: serverless, exit)
             self._safe(lambda: sessions.finish_all("flush"), "sessions.flush")
@@ -331,7 +372,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         return self._downstream.force_flush(deadline) and ok
 
     # --- evaluation ----------------------------------------------------------------------------
-    def _evaluate(self, span: ReadableSpan) -> ReadableSpan:
+    def _evaluate(self, span: ReadableSpan) -> ReadableSpan | None:
         ctx = span.context
         if ctx is None:
             return span
@@ -359,6 +400,8 @@ class ToolCallEvalProcessor(SpanProcessor):
 
         state = self._store.get(trace_id)
         assert state is not None
+        decided: Decisions | None = None
+        slot: Slot | None = None
         with state.lock:
             if remote:
                 state.segment = True
@@ -371,9 +414,15 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if parent is not None and inner is not None:  # a third layer around is the same call too (FastMCP)
                     state.note_tool_child(parent.span_id, inner, self._max_calls)
             else:
-                if record.raw_arguments is None and record.call_id is not None and state.call_arguments:
-                    # the tool span records no arguments: the ones the model sent for this call id are the evidence
-                    record.raw_arguments = state.call_arguments.pop(record.call_id, None)
+                requested = state.call_arguments
+                if requested and record.call_id is not None:
+                    # the arguments the model sent for this call id: the evidence when the tool span records none;
+                    # claimed either way (kept, they would stay for the trace's life: ~700 bytes a trace)
+                    sent = requested.pop(record.call_id, None)
+                    if record.raw_arguments is None:
+                        record.raw_arguments = sent
+                    if not requested:
+                        state.call_arguments = None
                 late = record.convention in LATE_REQUEST_CONVENTIONS
                 batch = state.batch_for(record.call_id, record.name, self._max_calls, late, remote)
                 score = self._scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
@@ -386,10 +435,23 @@ class ToolCallEvalProcessor(SpanProcessor):
                 stats = state.stats
                 if stats is None:
                     stats = state.stats = TraceStats()
-                stats.on_call(score, seconds, self._max_calls)
-                if score.outcome is not Outcome.SUCCESS and self._session_keys:  # for failures repeated across turns
-                    state.note_failed_call(call_digest(call_key(score)))
+                decided = stats.on_call(score, seconds, self._max_calls)
+                if score.outcome is not Outcome.SUCCESS:
+                    if self._session_keys:  # for failures repeated across turns (the recovery check's digest)
+                        digest = stats.failed_key(score.step)
+                        state.note_failed_call(digest if type(digest) is bytes else call_digest(call_key(score)))
+                    held = self._held
+                    # held until its recovery class is known: reserved now, before a later step can decide it
+                    if (
+                        held is not None
+                        and not is_root
+                        and stats.waits_for(score.step)
+                        and self._store.is_live(trace_id)  # a span after its root: nothing is left to decide it
+                    ):
+                        slot = held.reserve(trace_id, score.step)
             tools = state.tools
+        if decided:  # earlier failed calls this call reacted to: their held spans go first, with their class
+            self._decide(trace_id, decided)
         if score is None:
             assert inner is not None
             same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
@@ -401,7 +463,11 @@ class ToolCallEvalProcessor(SpanProcessor):
         if self.judge is not None:
             extra[A.JUDGE_SAMPLED] = self._offer(trace_id, record, score, tools)
         if is_root:
-            return self._finish_trace(trace_id, span, extra, attrs)
+            failed_step = score.step if score.outcome is not Outcome.SUCCESS else None
+            return self._finish_trace(trace_id, span, extra, attrs, failed_step)
+        if slot is not None:
+            self._hold(slot, span, extra, attrs)
+            return None
         return EnrichedSpan(span, extra, attrs)
 
     def _note_segment(self, trace_id: int) -> None:
@@ -413,6 +479,35 @@ class ToolCallEvalProcessor(SpanProcessor):
             with state.lock:
                 state.segment = True
 
+    def _hold(self, slot: Slot, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any]) -> None:
+        held = self._held
+        assert held is not None
+        held.fill(slot, span, extra, attrs)  # never raises; forwards it now if it was decided meanwhile
+        ticker = self._ticker
+        if ticker is not None:  # the max hold time holds when no span comes to trigger it
+            try:  # the span is the held table's now: nothing may raise past here (it would be forwarded twice)
+                ticker.ensure_started()
+            except Exception:  # noqa: BLE001 - no thread (the interpreter is exiting): flush and shutdown still release
+                self._judge_failed("timer.start")
+
+    def _decide(self, trace_id: int, decided: Decisions) -> None:
+        held = self._held
+        if held is None:
+            return
+        try:
+            held.decide(trace_id, decided)
+        except Exception:  # noqa: BLE001
+            self._judge_failed("held.decide")
+
+    def _tick(self) -> None:
+        """The timer (``_ticker``): held spans past their time and idle sessions go without waiting for a span."""
+        held = self._held
+        if held is not None:
+            self._safe(held.expire, "held.expire")
+        sessions = self._sessions
+        if sessions is not None:
+            self._safe(sessions.expire, "sessions.expire")
+
     def _observe_llm_span(self, trace_id: int, attrs: dict[str, Any], is_root: bool = False) -> None:
         definitions = tool_definitions(attrs, self._definitions)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
@@ -421,6 +516,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         calls = [] if not_turn else requested_calls(attrs, arguments)
         state = self._store.get(trace_id)
         assert state is not None
+        decided: Decisions | None = None
         with state.lock:
             state.genai = True
             if definitions:
@@ -434,13 +530,15 @@ class ToolCallEvalProcessor(SpanProcessor):
                 stats = state.stats
                 if stats is None:
                     stats = state.stats = TraceStats()
-                stats.on_model_call(attrs, calls, self._prices)
+                decided = stats.on_model_call(attrs, calls, self._prices)
             if calls:
                 limits = self.config.limits
                 state.requested = state.requested or not is_root
                 state.add_turn(calls, limits.max_calls_per_trace)
                 if arguments:
                     state.add_requested_arguments(arguments, limits.max_calls_per_trace, limits.max_argument_bytes)
+        if decided:  # the turn reacted to failed calls: their held spans go, with their class
+            self._decide(trace_id, decided)
         judge = self.judge
         if judge is not None:
             try:
@@ -449,8 +547,15 @@ class ToolCallEvalProcessor(SpanProcessor):
                 self._judge_failed("judge.observe")
 
     def _finish_trace(
-        self, trace_id: int, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any] | None = None
+        self,
+        trace_id: int,
+        span: ReadableSpan,
+        extra: dict[str, Any],
+        attrs: dict[str, Any] | None = None,
+        failed_step: int | None = None,
     ) -> ReadableSpan:
+        """The root ended: the verdict and the trace's numbers on it (``failed_step``: the root is itself a failed
+        call, whose recovery class the trace's end decides)."""
         state, first = self._store.finish(trace_id)
         judge = self.judge
         if state is not None and judge is not None:
@@ -464,7 +569,11 @@ class ToolCallEvalProcessor(SpanProcessor):
                 self._session_turn(state if first else None, None, trace_id, span)
             return EnrichedSpan(span, extra, attrs) if extra else span
         verdict = self._verdict(state)
-        stats_attributes = self._stats_attributes(state, verdict)
+        stats_attributes = self._stats_attributes(trace_id, state, verdict)
+        if failed_step is not None:
+            steps = stats_attributes.get(A.TRACE_RECOVERY_STEPS) or ()
+            if failed_step in steps:
+                extra[A.RECOVERY_CLASS] = stats_attributes[A.TRACE_RECOVERY_CLASSES][steps.index(failed_step)]
         if first:  # a later root of a trace that finished here already (another segment) is not counted again
             self.metrics.record_trace(verdict, "root")
             self._record_stats(state, stats_attributes, span, attrs)
@@ -475,9 +584,16 @@ class ToolCallEvalProcessor(SpanProcessor):
         return EnrichedSpan(span, extra, attrs)
 
     # --- cost, latency, recovery and the tool list (issue 18) -------------------------------------------------
-    def _stats_attributes(self, state: TraceState, verdict: TraceVerdict) -> dict[str, Any]:
+    def _stats_attributes(self, trace_id: int, state: TraceState, verdict: TraceVerdict) -> dict[str, Any]:
+        """The root's numbers; the trace's end decides the failed calls nothing reacted to (``carried_on``), and
+        their held spans go first."""
         with state.lock:
-            return root_attributes(state.stats, state.tools, verdict.tool_calls, verdict.errors, bool(self._prices))
+            stats = state.stats
+            settled = stats.settle() if stats is not None and stats.pending is not None else None
+            out = root_attributes(stats, state.tools, verdict.tool_calls, verdict.errors, bool(self._prices))
+        if settled:
+            self._decide(trace_id, settled)
+        return out
 
     def _record_stats(
         self, state: TraceState, stats_attributes: dict[str, Any], root: ReadableSpan | None, attrs: Any
@@ -535,7 +651,7 @@ class ToolCallEvalProcessor(SpanProcessor):
             return
         try:
             if state is None or state.conversation_id is None:
-                sessions.expire()  # any finished trace lets idle sessions go (no timer thread)
+                sessions.expire()  # any finished trace lets idle sessions go (and the timer, once it runs)
                 return
             ctx = span.context if span is not None else None
             sessions.add_turn(
@@ -544,6 +660,9 @@ class ToolCallEvalProcessor(SpanProcessor):
                 trace_id,
                 ctx.span_id if ctx is not None else 0,
             )
+            ticker = self._ticker
+            if ticker is not None:  # an open session now: the timer emits it once idle, traffic or not
+                ticker.ensure_started()
         except Exception:  # noqa: BLE001
             self._judge_failed("sessions.turn")
 
@@ -565,16 +684,16 @@ class ToolCallEvalProcessor(SpanProcessor):
         if judge is not None:
             self._safe(lambda: judge.trace_done(trace_id), "judge.trace_done")
         # a trace seen only as remote-parented segments, whose true root never came: its verdict counts here
-        self._record_unfinished(state, "segment" if reason == "expired" and state.segment else reason)
+        self._record_unfinished(trace_id, state, "segment" if reason == "expired" and state.segment else reason)
 
-    def _record_unfinished(self, state: TraceState, reason: str) -> None:
+    def _record_unfinished(self, trace_id: int, state: TraceState, reason: str) -> None:
         if not state.tool_activity:
             if state.conversation_id is not None:
                 self._session_turn(state, None, 0, None)
             return
         verdict = self._verdict(state)
         self.metrics.record_trace(verdict, reason)
-        self._record_stats(state, self._stats_attributes(state, verdict), None, None)
+        self._record_stats(state, self._stats_attributes(trace_id, state, verdict), None, None)
         if state.conversation_id is not None:
             self._session_turn(state, verdict, 0, None)
 

@@ -3,7 +3,8 @@
 A trace joins a session through the first conversation id (``sessions.attributes``) seen on any of its spans
 (agent frameworks put it on chat or agent spans, not always on the root). Its turn (``checks.session``) is added
 when its root ends. A session is finished when no turn arrived for ``limits.session_idle_seconds`` (checked
-whenever a trace finishes, and at ``force_flush``/``shutdown``, which also finish every open session), or when
+by the processor's timer thread, ``_ticker``, whenever a trace finishes, and at ``force_flush``/``shutdown``,
+which also finish every open session), or when
 ``limits.max_sessions`` are open and it is the least recently active (evicted: counted, still emitted). Its
 verdict goes out as a ``gen_ai.evaluation.result`` log record (parented to the last turn's root span, carrying
 ``gen_ai.conversation.id``) and as metrics. State per session is a few counters and at most
@@ -15,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -45,7 +46,7 @@ def conversation_id(attrs: Any, keys: tuple[str, ...], max_length: int) -> str |
     return None
 
 
-def turn_summary(verdict: TraceVerdict | None, failed_calls: set[bytes] | None) -> TurnSummary:
+def turn_summary(verdict: TraceVerdict | None, failed_calls: Iterable[bytes] | None) -> TurnSummary:
     """A finished trace as a turn; ``verdict`` None: a trace without tool activity (it holds)."""
     if verdict is None:
         return TurnSummary()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -51,7 +51,9 @@ class TraceState:
     tools: dict[str, ToolDefinition] | None = None
     turns: int = 0
     call_batches: dict[str, int] = field(default_factory=dict)
-    pending_names: dict[str, deque[int]] = field(default_factory=dict)
+    # tool name -> the turns of its unclaimed requests, oldest first (lists, not deques: a deque is ~600 bytes and a
+    # trace rarely has more than a few requests of one tool; emptied entries are deleted)
+    pending_names: dict[str, list[int]] = field(default_factory=dict)
     call_names: dict[str, str] = field(default_factory=dict)  # requested call id -> tool name, until answered
     # requested call id -> the arguments the model sent (JSON text within ``limits.max_argument_bytes``), until a tool
     # span of that id claims them because it records none of its own
@@ -79,14 +81,14 @@ class TraceState:
     stats: TraceStats | None = None  # cost, latency, recovery, first failure (issue 18), made on first use
     # sessions: the trace's conversation id (first seen) and digests of its failing calls (None until one)
     conversation_id: str | None = None
-    failed_calls: set[bytes] | None = None
+    failed_calls: list[bytes] | None = None  # a list: a set is 216 bytes for the usual one or two digests
 
     def note_failed_call(self, digest: bytes) -> None:
         failed = self.failed_calls
         if failed is None:
-            failed = self.failed_calls = set()
-        if len(failed) < MAX_FAILURE_KEYS:
-            failed.add(digest)
+            self.failed_calls = [digest]
+        elif len(failed) < MAX_FAILURE_KEYS and digest not in failed:
+            failed.append(digest)
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:
         """Copy on write: a reader holding ``tools`` (the judge, on another thread) never sees it change; the
@@ -145,7 +147,7 @@ class TraceState:
                 if name is not None:
                     self.call_names[call_id] = name
             if name is not None:
-                self.pending_names.setdefault(name, deque()).append(self.turns)
+                self.pending_names.setdefault(name, []).append(self.turns)
 
     def note_tool_child(self, parent_span_id: int, child: ScoredChild, max_entries: int) -> None:
         children = self.tool_children
@@ -205,18 +207,36 @@ class TraceState:
         whose model-call span always ends after the tool span it caused (the Vercel AI SDK's legacy spans): such
         an id claims no other request by name once the requests came with ids."""
         pending = self.pending_names.get(name)
-        if call_id is not None and call_id in self.call_batches:
-            batch = self.call_batches.pop(call_id)
-            self.call_names.pop(call_id, None)
+        batches = self.call_batches
+        if call_id is not None and call_id in batches:
+            batch = batches.pop(call_id)
+            names = self.call_names
+            names.pop(call_id, None)
             if pending and batch in pending:
                 pending.remove(batch)
+                if not pending:
+                    self._answered(name)
+            if not batches:  # every request answered: a dict keeps its grown table after pops, a cleared one not
+                batches.clear()
+                if not names:
+                    names.clear()
             return batch
         claims_none = late and self.identified and call_id is not None
         if max_early and (claims_none or not pending):
             self._note_early(call_id, name, remote, max_early)
         if pending and not claims_none:
-            return pending.popleft()
+            batch = pending.pop(0)
+            if not pending:
+                self._answered(name)
+            return batch
         return None
+
+    def _answered(self, name: str) -> None:
+        """Every request of ``name`` is claimed: its entry goes (the dict's table too, once it is empty)."""
+        names = self.pending_names
+        del names[name]
+        if not names:
+            names.clear()
 
     def _note_early(self, call_id: str | None, name: str, remote: bool, max_early: int) -> None:
         if remote:
@@ -301,6 +321,11 @@ class TraceStore:
         for item in dropped:
             self._on_drop(*item)
         return state
+
+    def is_live(self, trace_id: int) -> bool:
+        """Whether the trace's root has not ended here yet (a dict lookup, no lock: a racing change is as good
+        as one just before or after)."""
+        return trace_id in self._items
 
     def finish(self, trace_id: int) -> tuple[TraceState | None, bool]:
         """The trace's root ended: its state, and whether this is the first time (False: a trace that finished

@@ -2,12 +2,12 @@
 tool list the model saw. The processor feeds one ``TraceStats`` per trace (under the trace's lock) and writes
 ``root_attributes`` on the local root span.
 
-Why the recovery class is on the root and not on the failed call's span: the class is decided by what follows
-the failure (the next call or model turn), and the failed span has been forwarded to the exporter by then; the
-processor never holds a span back nor changes one after forwarding it (``README``: a late tool list is handled
-the same way). The root ends last, so it carries the per-class counts and, step by step, which failed call got
-which class (``trace.recovery.steps`` and ``trace.recovery.classes``, parallel lists); the per-tool counts are
-the ``toolcall_eval.recoveries`` metric.
+Where the recovery class goes: the class is decided by what follows the failure (the next call or model turn,
+else the trace's end), after the failed span itself ended. The processor holds a failed span back until then
+(``held_spans``) and writes ``recovery.class`` on it; ``on_call`` and ``on_model_call`` return the decisions
+they made, ``settle`` the ones the trace's end makes. The root carries the per-class counts and, step by step,
+which failed call got which class (``trace.recovery.steps`` and ``trace.recovery.classes``, parallel lists);
+the per-tool counts are the ``toolcall_eval.recoveries`` metric.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ def is_failing_step(score: CallScore) -> bool:
     return score.outcome is not Outcome.SUCCESS or not score.correct
 
 
+Decisions = list[tuple[int, str, str]]  # (step, tool, recovery class)
+
+
 @dataclass(slots=True)
 class TraceStats:
     cost: TraceCost | None = None  # made for the first model call
@@ -57,23 +60,24 @@ class TraceStats:
 
     def on_model_call(
         self, attrs: Mapping[str, Any], requested: Sequence[tuple[str | None, str | None]], prices: Mapping[str, Price]
-    ) -> None:
+    ) -> Decisions | None:
         """A model span: its usage, and, when a failed call waits, the turn as a reaction (``requested``: the
-        (call id, tool name) pairs it asked for)."""
+        (call id, tool name) pairs it asked for). Returns the recoveries it decided (None: none)."""
         usage = model_usage(attrs)
         if usage is None:
-            return
+            return None
         cost = self.cost
         if cost is None:
             cost = self.cost = TraceCost()
         cost.add_model_call(usage, prices)
         if self.pending and (requested or records_output(attrs)):
-            self._react(TurnStep(tuple(name for _, name in requested)))
+            return self._react(TurnStep(tuple(name for _, name in requested)))
+        return None
 
-    def on_call(self, score: CallScore, seconds: float | None, max_entries: int) -> None:
+    def on_call(self, score: CallScore, seconds: float | None, max_entries: int) -> Decisions | None:
         """Count one scored call: its latency (``seconds``, None: not recorded), whether it is the first failing
-        step, and the recovery it decides (of earlier failed calls) or waits for (a failed call, at most
-        ``max_entries`` per trace)."""
+        step, and the recovery it decides (of earlier failed calls, returned; None: none) or waits for (a failed
+        call, at most ``max_entries`` per trace: ``waits_for``)."""
         if seconds is not None:
             self.timed_calls += 1
             self.tool_latency_total += seconds
@@ -85,11 +89,10 @@ class TraceStats:
         failed = score.outcome is not Outcome.SUCCESS
         pending = self.pending
         if not failed and not pending:
-            return
+            return None
         needs_key = failed or any(p.name == score.name for p in pending or ())
         step = CallStep(score.name, _digest(score) if needs_key else None, failed, score.step, score.batch)
-        if pending:
-            self._react(step)
+        decided = self._react(step) if pending else None
         if failed:
             pending = self.pending
             if pending is None:
@@ -101,34 +104,61 @@ class TraceStats:
                     if unknown is None:
                         unknown = self.unknown_steps = set()
                     unknown.add(score.step)
+        return decided
 
-    def _react(self, step: CallStep | TurnStep) -> None:
+    def waits_for(self, step: int) -> bool:
+        """Whether the failed call of ``step`` (just counted) waits for its reaction (False: past the bound)."""
+        pending = self.pending
+        return pending[-1].step == step if pending else False
+
+    def failed_key(self, step: int) -> object:
+        """The normalised-call digest of the failed call of ``step`` (just counted) when it waits for its reaction
+        (the session's repeated-failure check takes the same digest: one object, not two); else None."""
+        pending = self.pending
+        return pending[-1].key if pending and pending[-1].step == step else None
+
+    def _react(self, step: CallStep | TurnStep) -> Decisions | None:
         pending = self.pending
         assert pending is not None
         still: list[CallStep] = []
-        decided = self.recoveries
-        if decided is None:
-            decided = self.recoveries = []
+        now: Decisions = []
         for failed in pending:
             if reacts_to(failed, step):
-                decided.append((failed.step, failed.name, classify_reaction(failed, step)))
+                now.append((failed.step, failed.name, classify_reaction(failed, step)))
             else:
                 still.append(failed)
         self.pending = still
+        if not now:
+            return None
+        decided = self.recoveries
+        if decided is None:
+            self.recoveries = now.copy()
+        else:
+            decided.extend(now)
+        return now
 
     def metric_label(self, step: int, name: str) -> str | None:
         """The tool label of a decided recovery: None for a tool name the model invented."""
         return None if self.unknown_steps and step in self.unknown_steps else name
 
-    def close(self) -> list[tuple[int, str, str]]:
-        """The trace ended: failures nothing reacted to are ``carried_on``; every decision, in step order."""
-        decided = self.recoveries or []
-        for failed in self.pending or ():
-            decided.append((failed.step, failed.name, classify_reaction(failed, None)))
+    def settle(self) -> Decisions:
+        """The trace ended (its root, or its state was dropped): failures nothing reacted to are ``carried_on``;
+        returns those decisions (every decision is then in ``recoveries``, in step order)."""
+        now: Decisions = [(f.step, f.name, classify_reaction(f, None)) for f in self.pending or ()]
         self.pending = None
+        decided = self.recoveries
+        if decided is None:
+            decided = self.recoveries = now.copy()
+        else:
+            decided.extend(now)
         decided.sort()
-        self.recoveries = decided
-        return decided
+        return now
+
+    def close(self) -> Decisions:
+        """``settle``, then every decision, in step order."""
+        if self.pending is not None:
+            self.settle()
+        return self.recoveries or []
 
 
 def _digest(score: CallScore) -> bytes | None:

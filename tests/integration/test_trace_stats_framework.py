@@ -1,7 +1,8 @@
 """Issue 18 through a real framework: the OpenAI Agents SDK (Responses API against the local fake model server on
 127.0.0.1, openinference-instrumentation-openai-agents, content recorded) runs an agent that recovers from
-failed tool calls in each of the ways code can tell; the processor puts the recovery classes, cost, tool
-latency, the tool-list fingerprint and the first failing step on the root span, and counts them as metrics."""
+failed tool calls in each of the ways code can tell; the processor writes each failed call's recovery class on
+its span, puts the classes, cost, tool latency, the tool-list fingerprint and the first failing step on the root
+span, and counts them as metrics."""
 
 # no ``from __future__ import annotations``: the SDK builds a tool's schema from its live annotations
 from typing import Literal
@@ -88,6 +89,18 @@ def test_openai_agents_recovery_cost_and_root_cause() -> None:
     assert list(root[A.TRACE_RECOVERY_STEPS]) == [1, 2, 3, 5]
     assert list(root[A.TRACE_RECOVERY_CLASSES]) == ["repeated", "switched_tool", "corrected_retry", "handed_back"]
     assert root[A.TRACE_RECOVERY_COUNTS["carried_on"]] == 0
+    # each failed tool span, as exported, carries its own class (the processor held it until it was decided)
+    tool_spans = sorted(
+        (s for s in spans if (s.attributes or {}).get(A.STEP) is not None), key=lambda s: (s.attributes or {})[A.STEP]
+    )
+    assert [(s.attributes or {}).get(A.RECOVERY_CLASS) for s in tool_spans] == [
+        "repeated",
+        "switched_tool",
+        "corrected_retry",
+        None,  # c4 succeeded
+        "handed_back",
+    ]
+    assert len({s.context.span_id for s in spans if s.context is not None}) == len(spans)  # each exported once
     assert (root[A.TRACE_FIRST_FAILURE_STEP], root[A.TRACE_FIRST_FAILURE_TOOL]) == (1, "get_population")
     # the fake model reports 10 input and 5 output tokens per call
     model_calls = len(SCRIPT) + 1

@@ -214,6 +214,21 @@ class Limits(_Strict):
     session_idle_seconds: float = Field(
         default=300.0, gt=0, description="a session with no new turn for this long is finished and emitted"
     )
+    # failed tool spans held until their recovery class is decided (see ``held_spans``)
+    max_held_spans: int = Field(
+        default=1_000,
+        ge=0,
+        description="failed tool spans held back at once until their recovery class is known; 0: none held",
+    )
+    max_held_spans_per_trace: int = Field(
+        default=32, ge=1, description="failed tool spans one trace may hold back at once"
+    )
+    max_hold_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="the longest a failed tool span is held back; then it is forwarded without its class",
+    )
 
     def compile(self) -> P.ScoringLimits:
         return P.ScoringLimits(

@@ -105,6 +105,7 @@ def _row(r: CaseResult) -> dict[str, Any]:
         "error": r.error,
         "user_input": r.user_input[:MAX_INPUT_CHARS],
         "recovery": _recovery(r.recovery),
+        "call_recovery": _call_recovery(r),
     }
     if r.policy_violations is not None:  # only with trajectory policies configured: no key otherwise
         row["policy_violations"] = list(dict.fromkeys(v.violation for v in r.policy_violations))
@@ -228,6 +229,11 @@ def _copy(src: IO[bytes], out: IO[bytes], count: int) -> None:
         out.write(block)
         remaining -= len(block)
     src.seek(0, 2)
+
+
+def _call_recovery(r: CaseResult) -> list[str | None]:
+    """Each call's recovery class, in the order of ``actual`` (None: the call did not fail)."""
+    return list(r.call_recovery) if r.call_recovery else [None] * len(r.actual)
 
 
 def _recovery(classes: Sequence[str]) -> dict[str, int]:

@@ -76,6 +76,7 @@ class CaseResult:
     error: str | None = None
     missing_run: bool = False
     recovery: Sequence[str] = ()  # the recovery class of each failed call, in step order (checks.recovery)
+    call_recovery: Sequence[str | None] = ()  # each call's class, in call order (None: it did not fail)
     trajectory_mode: str | None = None  # the case's trajectory match mode (checks.trajectory); None: not matched
     trajectory_match: bool | None = None  # the calls match a reference list under that mode
 
@@ -225,7 +226,10 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     if errors:  # the engine counted a call that did not succeed: classify what followed each
         assert run is not None
         repeated = [name for name, positions in by_name.items() if len(positions) > 1]
-        result.recovery = recovery_classes(checks, answered=run.error is None, repeated=repeated)
+        decided = recoveries(checks, answered=run.error is None, repeated=repeated)
+        result.recovery = [cls for _, cls in decided]
+        by_step = dict(decided)
+        result.call_recovery = [by_step.get(c.step) for c in checks]
     return result
 
 
@@ -243,10 +247,13 @@ def _key(score: CallScore) -> str | None:
         return None
 
 
-def recovery_classes(checks: Sequence[CallScore], answered: bool, repeated: Collection[str] | None = None) -> list[str]:
-    """The recovery class of each failed call of one run line (``answered``: the run ended with the agent's
-    answer, a hand-back after the last call). ``repeated``: the tools called more than once, when the caller
-    knows them; only their calls need a normalised form (a key is compared only between calls of one tool)."""
+def recoveries(
+    checks: Sequence[CallScore], answered: bool, repeated: Collection[str] | None = None
+) -> list[tuple[int, str]]:
+    """The recovery class of each failed call of one run line, with its step, in step order (``answered``: the
+    run ended with the agent's answer, a hand-back after the last call). ``repeated``: the tools called more
+    than once, when the caller knows them; only their calls need a normalised form (a key is compared only
+    between calls of one tool)."""
     steps: list[Step] = [
         CallStep(
             c.name,
@@ -259,7 +266,7 @@ def recovery_classes(checks: Sequence[CallScore], answered: bool, repeated: Coll
     ]
     if answered:
         steps.append(TurnStep())
-    return [cls for _, cls in classify_recoveries(steps)]
+    return [(step.step, cls) for step, cls in classify_recoveries(steps)]
 
 
 def _trajectory(

@@ -1,0 +1,197 @@
+"""Failed tool spans held back until what followed decides their recovery class (issue 18).
+
+A failed call's class (``checks.recovery``) is decided by the step after it (the next call or batch, the next
+model turn) or by the trace's end (its root, its state dropped, shutdown), all after the failed span ended. So
+the processor does not forward a failed span's enriched copy at once: it waits here and goes out, carrying
+``toolcall_eval.recovery.class``, when the class is known. Only failed calls wait (the common path keeps no
+state here), and waiting is bounded: ``limits.max_held_spans`` at once, ``limits.max_held_spans_per_trace``
+per trace, each at most ``limits.max_hold_seconds``. A span a bound releases first (or a flush, which must
+hand everything to the exporter) goes out without the class, counted in ``toolcall_eval.recovery.unclassified``
+by reason; the root still counts its class.
+
+Exactly once: a slot is *reserved* under the trace's lock while the call is scored, before any later step of
+the trace can decide it, and *filled* with the span's parts once they are built. Every slot leaves the table
+under this module's lock exactly once (decided, expired, flushed), and whoever takes it out forwards the span;
+a slot taken out before it was filled is only marked, and ``fill`` then forwards the span itself. Spans are
+forwarded outside the lock (a downstream export may take its time), and the enriched copy is built once, when
+the span is released.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_toolcall_eval import _fork
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.enrich import EnrichedSpan
+
+# why a held span went out without its class (the ``reason`` label of ``toolcall_eval.recovery.unclassified``)
+MAX_HELD: Final = "max_held_spans"
+MAX_PER_TRACE: Final = "max_held_spans_per_trace"
+MAX_HOLD: Final = "max_hold_seconds"
+FLUSH: Final = "flush"
+SHUTDOWN: Final = "shutdown"
+
+
+class Slot:
+    """One held failed span: its parts once filled (``span`` None until then), when it was reserved, and, when
+    taken out before it was filled, its class (None: released without) for ``fill`` to forward it with."""
+
+    __slots__ = ("attrs", "cls", "extra", "gone", "reason", "since", "span")
+
+    def __init__(self, since: float) -> None:
+        self.since = since
+        self.span: ReadableSpan | None = None
+        self.extra: dict[str, Any] | None = None
+        self.attrs: dict[str, Any] | None = None
+        self.cls: str | None = None
+        self.reason = MAX_HOLD  # why it went without a class (when ``cls`` is None)
+        self.gone = False
+
+
+class HeldSpans:
+    """The held failed spans, oldest first, keyed by (trace id, step). Thread-safe and fork-safe; ``clock`` is
+    injectable so tests drive the hold time without sleeping."""
+
+    def __init__(
+        self,
+        *,
+        max_spans: int,
+        max_per_trace: int,
+        max_seconds: float,
+        forward: Callable[[ReadableSpan], None],
+        on_unclassified: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max = max_spans
+        self._max_per_trace = max_per_trace
+        self._max_seconds = max_seconds
+        self._forward = forward
+        self._on_unclassified = on_unclassified
+        self._clock = clock
+        self._init_state()
+        _fork.reinit_after_fork(self)
+
+    def _init_state(self) -> None:
+        self._items: OrderedDict[tuple[int, int], Slot] = OrderedDict()
+        self._per_trace: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's held spans are the parent's to forward (its spans are never forwarded twice)."""
+        self._init_state()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def reserve(self, trace_id: int, step: int) -> Slot | None:
+        """A slot for the failed call ``step`` of the trace (called under the trace's lock); None when a bound
+        says no (counted): the caller forwards the span as usual, without the class."""
+        with self._lock:
+            per_trace = self._per_trace.get(trace_id, 0)
+            if per_trace >= self._max_per_trace:
+                reason: str | None = MAX_PER_TRACE
+            elif len(self._items) >= self._max:
+                reason = MAX_HELD
+            else:
+                reason = None
+                slot = Slot(self._clock())
+                self._items[(trace_id, step)] = slot
+                self._per_trace[trace_id] = per_trace + 1
+        if reason is not None:
+            self._on_unclassified(reason)
+            return None
+        return slot
+
+    def fill(self, slot: Slot, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any] | None) -> None:
+        """The reserved span's parts (its enriched copy is ``EnrichedSpan(span, extra, attrs)``); forwarded now
+        when the slot was taken out meanwhile. Then what waited too long goes. Never raises."""
+        with self._lock:
+            slot.span, slot.extra, slot.attrs = span, extra, attrs
+            now = slot.gone
+        if now:
+            self._release([slot])
+        self.expire()
+
+    def decide(self, trace_id: int, decisions: Iterable[tuple[int, str, str]]) -> None:
+        """Recovery classes decided for failed calls of the trace: their held spans go out carrying them."""
+        out: list[Slot] = []
+        with self._lock:
+            items = self._items
+            for step, _, cls in decisions:
+                slot = items.pop((trace_id, step), None)
+                if slot is None:  # not held (a root, a bound said no, or released already)
+                    continue
+                self._uncount(trace_id)
+                slot.cls = cls
+                slot.gone = True
+                if slot.span is not None:
+                    out.append(slot)
+        self._release(out)
+
+    def expire(self) -> None:
+        """Release what was held for longer than ``max_hold_seconds``, without its class."""
+        if not self._items:  # no lock on the usual path: nothing held
+            return
+        out: list[Slot] = []
+        with self._lock:
+            deadline = self._clock() - self._max_seconds
+            items = self._items
+            while items:  # in order of reservation: the oldest at the front
+                key, slot = next(iter(items.items()))
+                if slot.since > deadline:
+                    break
+                del items[key]
+                self._take(key[0], slot, out, MAX_HOLD)
+        self._release(out)
+
+    def release_all(self, reason: str) -> None:
+        """Release everything held, without its class (``flush``: the exporter must get it; ``shutdown``)."""
+        out: list[Slot] = []
+        with self._lock:
+            items = list(self._items.items())
+            self._items.clear()
+            for (trace_id, _), slot in items:
+                self._take(trace_id, slot, out, reason)
+        self._release(out)
+
+    # --- internals -------------------------------------------------------------------------------
+    def _take(self, trace_id: int, slot: Slot, out: list[Slot], reason: str) -> None:
+        self._uncount(trace_id)
+        slot.reason = reason
+        slot.gone = True
+        if slot.span is not None:
+            out.append(slot)
+
+    def _uncount(self, trace_id: int) -> None:
+        per_trace = self._per_trace
+        left = per_trace.get(trace_id, 1) - 1
+        if left > 0:
+            per_trace[trace_id] = left
+        else:
+            per_trace.pop(trace_id, None)
+
+    def _release(self, slots: list[Slot]) -> None:
+        """Forward each slot's span, built with its class or without it (counted by the slot's reason); one
+        failure costs only that span its scores, never the span."""
+        for slot in slots:
+            span = slot.span
+            assert span is not None
+            cls = slot.cls
+            extra = slot.extra or {}
+            try:
+                if cls is not None:
+                    extra[A.RECOVERY_CLASS] = cls
+                else:
+                    self._on_unclassified(slot.reason)
+                out: ReadableSpan = EnrichedSpan(span, extra, slot.attrs)
+            except Exception:  # noqa: BLE001 - forwarded unscored rather than lost
+                out = span
+            slot.span = slot.extra = slot.attrs = None
+            self._forward(out)

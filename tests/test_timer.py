@@ -1,0 +1,203 @@
+"""Issue 18: the processor's timer thread emits idle sessions (and releases failed spans held too long) when no
+trace comes to trigger it. Driven by an injected wait (one tick at a time) and the injected session clock:
+nothing here sleeps on wall time or asserts a duration."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import threading
+from typing import Any
+
+import pytest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+from otel_toolcall_eval import EvalConfig
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._ticker import Ticker
+from otel_toolcall_eval.processor import timer_period
+
+from .helpers import Pipeline, make_pipeline
+from .test_sessions import _turn
+
+
+class Steps:
+    """An injected ``wait``: the timer thread blocks in it until the test lets one tick through (or stop)."""
+
+    def __init__(self) -> None:
+        self._go = threading.Semaphore(0)
+        self._at_wait = threading.Semaphore(0)
+        self.periods: list[float] = []
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        self.periods.append(seconds)
+        self._at_wait.release()
+        while not self._go.acquire(timeout=0.01):
+            if stop.is_set():
+                return True
+        return stop.is_set()
+
+    def reached_wait(self) -> None:
+        assert self._at_wait.acquire(timeout=10), "the timer thread never waited"
+
+    def tick(self) -> None:
+        """One tick; returns once the thread is back in its wait (the tick done)."""
+        self._go.release()
+        self.reached_wait()
+
+
+def _pipeline(config: dict[str, Any]) -> tuple[Pipeline, InMemoryLogRecordExporter, list[float], Steps]:
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    p = make_pipeline(EvalConfig.from_dict(config), logger_provider=logger_provider)
+    now = [1000.0]
+    assert p.processor._sessions is not None and p.processor._ticker is not None
+    p.processor._sessions._clock = lambda: now[0]
+    steps = Steps()
+    p.processor._ticker._wait = steps.wait
+    return p, logs, now, steps
+
+
+def test_an_idle_session_is_emitted_by_the_timer_without_another_trace() -> None:
+    p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60, "max_hold_seconds": 100}})
+    ticker = p.processor._ticker
+    assert ticker is not None and not ticker.running  # lazily: no session yet, no thread
+    _turn(p.tracer, "conv-1")
+    assert ticker.running
+    steps.reached_wait()
+    assert steps.periods == [15.0]  # a quarter of the idle time
+    now[0] += 30
+    steps.tick()
+    assert logs.get_finished_logs() == ()  # not idle yet
+    now[0] += 31
+    steps.tick()  # no trace finished meanwhile: the timer found it idle
+    (record,) = logs.get_finished_logs()
+    attrs = dict(record.log_record.attributes or {})
+    assert attrs[A.GEN_AI_CONVERSATION_ID] == "conv-1" and attrs[A.SESSION_FINALIZED_BY] == "idle"
+    assert len(p.processor._sessions or ()) == 0
+    p.provider.shutdown()
+    assert not ticker.running  # stopped by shutdown, within its deadline
+
+
+def test_the_timer_releases_a_failed_span_held_too_long() -> None:
+    p, _, _, steps = _pipeline({"limits": {"max_hold_seconds": 8}})
+    held = p.processor._held
+    assert held is not None
+    clock = [0.0]
+    held._clock = lambda: clock[0]
+    root = p.tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
+    from opentelemetry import trace
+
+    from .helpers import tool_span
+
+    with trace.use_span(root, end_on_exit=False):
+        tool_span(p.tracer, "get_weather", {"city": "X"}, error=RuntimeError("down"))
+    steps.reached_wait()  # the first held span started the timer (sessions saw no turn yet)
+    assert steps.periods == [2.0] and p.by_name("execute_tool get_weather") == []
+    clock[0] += 9
+    steps.tick()
+    (span,) = p.by_name("execute_tool get_weather")
+    assert A.RECOVERY_CLASS not in (span.attributes or {})
+    root.end()
+    assert len(p.by_name("execute_tool get_weather")) == 1
+    p.provider.shutdown()
+
+
+def test_no_thread_when_sessions_are_off_and_nothing_is_held() -> None:
+    p = make_pipeline(EvalConfig.from_dict({"sessions": {"enabled": False}, "limits": {"max_held_spans": 0}}))
+    assert p.processor._ticker is None
+    p = make_pipeline(EvalConfig.from_dict({"sessions": {"enabled": False}}))
+    ticker = p.processor._ticker
+    assert ticker is not None
+    _turn(p.tracer, "conv-1")  # sessions off: the id means nothing; no failure: nothing held
+    assert not ticker.running
+    p.provider.shutdown()
+    p, *_ = _pipeline({})
+    _turn(p.tracer, None)  # sessions on, but no conversation id: no open session, no thread
+    assert p.processor._ticker is not None and not p.processor._ticker.running
+    p.provider.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("idle", "hold", "period"),
+    [(300, 60, 15.0), (300, None, 60.0), (2, None, 1.0), (None, 20, 5.0), (100, 3600, 25.0)],
+)
+def test_the_period_is_a_quarter_between_one_second_and_a_minute(
+    idle: float | None, hold: float | None, period: float
+) -> None:
+    assert timer_period(idle, hold) == period
+
+
+class _Owner:
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def tick(self) -> None:
+        self.ticks += 1
+
+
+def test_the_timer_does_not_keep_its_owner_alive() -> None:
+    owner, steps = _Owner(), Steps()
+    ticker = Ticker(1.0, owner.tick, wait=steps.wait)
+    ticker.ensure_started()
+    steps.reached_wait()
+    steps.tick()
+    assert owner.ticks == 1
+    thread = ticker._thread
+    assert thread is not None
+    del owner
+    gc.collect()
+    steps._go.release()  # the next wake-up finds the owner gone
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_a_stopped_timer_never_starts_again() -> None:
+    owner, steps = _Owner(), Steps()
+    ticker = Ticker(1.0, owner.tick, wait=steps.wait)
+    ticker.ensure_started()
+    steps.reached_wait()
+    assert ticker.stop(10) and not ticker.running
+    ticker.ensure_started()
+    assert not ticker.running and ticker._thread is not None and not ticker._thread.is_alive()
+
+
+def test_a_forked_child_starts_its_own_timer_on_first_use() -> None:
+    p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60}})
+    _turn(p.tracer, "conv-1")
+    ticker = p.processor._ticker
+    assert ticker is not None and ticker.running
+    steps.reached_wait()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no timer thread until a session opens there
+        code = 1
+        try:
+            before = ticker.running or ticker._thread is not None
+            child_steps = Steps()
+            ticker._wait = child_steps.wait
+            _turn(p.tracer, "conv-child")
+            child_steps.reached_wait()
+            now[0] += 61
+            child_steps.tick()
+            emitted = [dict(r.log_record.attributes or {}) for r in logs.get_finished_logs()]
+            report = {
+                "before": before,
+                "after": ticker.running,
+                "emitted": [a[A.GEN_AI_CONVERSATION_ID] for a in emitted],
+            }
+            os.write(write, json.dumps(report).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        report = json.loads(fh.read() or "{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # the parent's session is the parent's (not emitted in the child); the child's own goes idle there
+    assert report == {"before": False, "after": True, "emitted": ["conv-child"]}
+    p.provider.shutdown()

@@ -201,3 +201,29 @@ def test_a_forked_child_starts_its_own_timer_on_first_use() -> None:
     # the parent's session is the parent's (not emitted in the child); the child's own goes idle there
     assert report == {"before": False, "after": True, "emitted": ["conv-child"]}
     p.provider.shutdown()
+
+
+def test_the_timer_finalizes_a_trace_whose_root_never_ends_at_its_ttl() -> None:
+    """A trace whose root never ends (a crashed agent) is finalized at its TTL by the timer, not only at the next
+    span or flush: its held failed span goes out with its class and the trace is counted as expired."""
+    p, _, _, steps = _pipeline({"limits": {"trace_ttl_seconds": 60, "max_hold_seconds": 600}})
+    store_clock = [0.0]
+    p.processor._store._clock = lambda: store_clock[0]
+    root = p.tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
+    from opentelemetry import trace
+
+    from .helpers import tool_span
+
+    with trace.use_span(root, end_on_exit=False):
+        tool_span(p.tracer, "get_weather", {"city": "X"}, error=RuntimeError("down"))
+    steps.reached_wait()  # the held span started the timer
+    steps.tick()
+    assert p.by_name("execute_tool get_weather") == []  # held: nothing decided it, its trace is live
+    store_clock[0] += 61
+    steps.tick()  # no span, no flush: only the timer can notice the TTL
+    (span,) = p.by_name("execute_tool get_weather")
+    assert (span.attributes or {}).get(A.RECOVERY_CLASS) == "carried_on"
+    assert p.metric_sum("toolcall_eval.traces", finalized_by="expired") == 1
+    root.end()
+    p.provider.shutdown()
+    assert len(p.by_name("execute_tool get_weather")) == 1

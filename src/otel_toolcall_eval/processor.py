@@ -500,7 +500,10 @@ class ToolCallEvalProcessor(SpanProcessor):
             self._judge_failed("held.decide")
 
     def _tick(self) -> None:
-        """The timer (``_ticker``): held spans past their time and idle sessions go without waiting for a span."""
+        """The timer (``_ticker``): traces past their TTL (a root that never ends), held spans past their time and
+        idle sessions go without waiting for a span. Expiry first: an expired trace's held spans leave classified
+        and its turn joins its session before the session's idleness is judged."""
+        self._safe(self._store.expire, "store.expire")
         held = self._held
         if held is not None:
             self._safe(held.expire, "held.expire")

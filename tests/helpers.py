@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,3 +137,23 @@ def assert_replay_matches(
         return {s.context.span_id: scores(s) for s in spans if s.context is not None}
 
     assert by_id(replayed) == by_id(online)
+
+
+def report_from_fork(work: Callable[[], Any]) -> Any:
+    """Fork; the child runs ``work`` and sends its JSON-able result back through a pipe, then leaves without
+    cleanup (as a pre-fork server's worker would not run the parent's atexit). The child's exit status must be 0."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.write(write, json.dumps(work()).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        report = json.loads(fh.read() or "null")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the forked child failed"
+    return report

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import threading
@@ -23,7 +22,7 @@ from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.builtin import GENAI
 from otel_toolcall_eval.metrics import QUEUE_SIZE, QUEUE_WAITS
-from tests.helpers import WEATHER_TOOL, Pipeline, chat_span, scores, tool_span
+from tests.helpers import WEATHER_TOOL, Pipeline, chat_span, report_from_fork, scores, tool_span
 
 POLICIES: dict[str, Any] = {
     "policies": {
@@ -280,26 +279,17 @@ def test_a_forked_child_gets_its_own_worker() -> None:
     with p.tracer.start_as_current_span("invoke_agent parent"):
         tool_span(p.tracer, "get_weather", {"city": "Paris"})
     assert p.processor.force_flush()  # the parent's worker is running
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report what it exported through the pipe, then leave without cleanup
-        code = 1
-        try:
-            p.exporter.clear()
-            with p.tracer.start_as_current_span("invoke_agent child"):
-                chat_span(p.tracer, [WEATHER_TOOL], [("c1", "get_weather")])
-                tool_span(p.tracer, "get_weather", {"city": 3}, call_id="c1")
-            flushed = p.processor.force_flush(5_000)
-            names = sorted(f"{s.name}:{scores(s).get('schema_valid')}" for s in p.spans())
-            os.write(write, json.dumps({"flushed": flushed, "names": names}).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as fh:
-        report = json.loads(fh.read() or "{}")
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+    def child() -> dict[str, Any]:  # what the child exported
+        p.exporter.clear()
+        with p.tracer.start_as_current_span("invoke_agent child"):
+            chat_span(p.tracer, [WEATHER_TOOL], [("c1", "get_weather")])
+            tool_span(p.tracer, "get_weather", {"city": 3}, call_id="c1")
+        flushed = p.processor.force_flush(5_000)
+        names = sorted(f"{s.name}:{scores(s).get('schema_valid')}" for s in p.spans())
+        return {"flushed": flushed, "names": names}
+
+    report = report_from_fork(child)
     assert report == {
         "flushed": True,
         "names": ["chat model:None", "execute_tool get_weather:False", "invoke_agent child:None"],

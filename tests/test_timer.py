@@ -5,8 +5,6 @@ nothing here sleeps on wall time or asserts a duration."""
 from __future__ import annotations
 
 import gc
-import json
-import os
 import threading
 from typing import Any
 
@@ -19,7 +17,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._ticker import Ticker
 from otel_toolcall_eval.processor import timer_period
 
-from .helpers import Pipeline, make_pipeline
+from .helpers import Pipeline, make_pipeline, report_from_fork
 from .test_sessions import _turn
 
 
@@ -171,33 +169,19 @@ def test_a_forked_child_starts_its_own_timer_on_first_use() -> None:
     ticker = p.processor._ticker
     assert ticker is not None and ticker.running
     steps.reached_wait()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: no timer thread until a session opens there
-        code = 1
-        try:
-            before = ticker.running or ticker._thread is not None
-            child_steps = Steps()
-            ticker._wait = child_steps.wait
-            _turn(p.tracer, "conv-child")
-            child_steps.reached_wait()
-            now[0] += 61
-            child_steps.tick()
-            emitted = [dict(r.log_record.attributes or {}) for r in logs.get_finished_logs()]
-            report = {
-                "before": before,
-                "after": ticker.running,
-                "emitted": [a[A.GEN_AI_CONVERSATION_ID] for a in emitted],
-            }
-            os.write(write, json.dumps(report).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as fh:
-        report = json.loads(fh.read() or "{}")
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+    def child() -> dict[str, Any]:  # no timer thread until a session opens there
+        before = ticker.running or ticker._thread is not None
+        child_steps = Steps()
+        ticker._wait = child_steps.wait
+        _turn(p.tracer, "conv-child")
+        child_steps.reached_wait()
+        now[0] += 61
+        child_steps.tick()
+        emitted = [dict(r.log_record.attributes or {}) for r in logs.get_finished_logs()]
+        return {"before": before, "after": ticker.running, "emitted": [a[A.GEN_AI_CONVERSATION_ID] for a in emitted]}
+
+    report = report_from_fork(child)
     # the parent's session is the parent's (not emitted in the child); the child's own goes idle there
     assert report == {"before": False, "after": True, "emitted": ["conv-child"]}
     p.provider.shutdown()

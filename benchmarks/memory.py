@@ -110,6 +110,20 @@ def measure(traces: int, calls: int, max_traces: int | None, sample_every: int) 
                 if limit_reached_at is None and in_flight >= limit:
                     limit_reached_at = sent
                 samples.append((sent, rss_bytes(), in_flight))
+    return child_result(pipe, baseline, samples, limit, limit_reached_at, started, tool_spans=sent, traces=traces)
+
+
+def child_result(
+    pipe: Any,
+    baseline: int,
+    samples: list[tuple[int, int, int]],
+    limit: int,
+    limit_reached_at: int | None,
+    started: float,
+    **counts: int,
+) -> dict[str, Any]:
+    """What a memory child reports once its spans are sent: RSS after a full collection (the pipeline closed
+    after it is measured), the peak over the samples, and when the state limit was reached."""
     elapsed = time.perf_counter() - started
     gc.collect()
     final = rss_bytes()
@@ -121,8 +135,7 @@ def measure(traces: int, calls: int, max_traces: int | None, sample_every: int) 
         "samples": samples,
         "limit": limit,
         "limit_reached_at": limit_reached_at,
-        "tool_spans": sent,
-        "traces": traces,
+        **counts,
         "seconds": round(elapsed, 1),
     }
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import Figure, Sizes, run_child
-from benchmarks.memory import growth_figure, rss_bytes
+from benchmarks.memory import child_result, growth_figure, rss_bytes
 
 
 def measure(spans: int, sessions: int, max_sessions: int | None, sample_every: int) -> dict[str, Any]:
@@ -88,22 +88,9 @@ def measure(spans: int, sessions: int, max_sessions: int | None, sample_every: i
             if limit_reached_at is None and open_sessions >= limit:
                 limit_reached_at = sent
             samples.append((sent, rss_bytes(), open_sessions))
-    elapsed = time.perf_counter() - started
-    gc.collect()
-    final = rss_bytes()
-    pipe.close()
-    return {
-        "baseline_rss": baseline,
-        "final_rss": final,
-        "peak_rss": max([final, *(s[1] for s in samples)]),
-        "samples": samples,
-        "limit": limit,
-        "limit_reached_at": limit_reached_at,
-        "spans": sent,
-        "turns": turn,
-        "sessions": sessions,
-        "seconds": round(elapsed, 1),
-    }
+    return child_result(
+        pipe, baseline, samples, limit, limit_reached_at, started, spans=sent, turns=turn, sessions=sessions
+    )
 
 
 def run(sizes: Sizes) -> list[Figure]:

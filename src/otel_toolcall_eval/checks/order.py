@@ -139,22 +139,30 @@ def arrange_batches(names: Sequence[str], batches: Sequence[int | None], other: 
     return [names[i] for i in arrangement(names, batches, other)]
 
 
+def turns(n: int, labels: Sequence[int | None] | None) -> list[list[int]]:
+    """Call positions grouped into turns: one per batch label, in the order labels first appear; None alone."""
+    if labels is None:
+        return [[i] for i in range(n)]
+    out: list[list[int]] = []
+    by_label: dict[int, list[int]] = {}
+    for i, label in enumerate(labels):
+        if label is None:
+            out.append([i])
+            continue
+        group = by_label.get(label)
+        if group is None:
+            group = by_label[label] = []
+            out.append(group)
+        group.append(i)
+    return out
+
+
 def arrangement(names: Sequence[str], batches: Sequence[int | None], other: Sequence[str]) -> list[int]:
     """The positions of ``names`` in the order ``arrange_batches`` puts them."""
     positions: dict[str, list[int]] = {}
     for i, name in enumerate(other):
         positions.setdefault(name, []).append(i)
-    groups: list[list[int]] = []
-    by_batch: dict[int, list[int]] = {}
-    for i, batch in enumerate(batches):
-        if batch is None:
-            groups.append([i])
-            continue
-        group = by_batch.get(batch)
-        if group is None:
-            group = by_batch[batch] = []
-            groups.append(group)
-        group.append(i)
+    groups = turns(len(batches), batches)
     out: list[int] = []
     far = len(other)
     for group in groups:

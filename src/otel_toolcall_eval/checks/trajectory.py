@@ -38,6 +38,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from otel_toolcall_eval.checks.argument_match import ABSENT, Normalizer
+from otel_toolcall_eval.checks.order import turns
 from otel_toolcall_eval.checks.pairing import assign
 
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset", "in_order"]
@@ -122,24 +123,6 @@ def trajectory_match(
     need_expected = mode in ("unordered", "superset")
     need_actual = mode in ("unordered", "subset")
     return _covered(rows, columns, expected_names, actual_names, same, need_expected, need_actual)
-
-
-def turns(n: int, labels: Sequence[int | None] | None) -> list[list[int]]:
-    """Call positions grouped into turns: one per batch label, in the order labels first appear; None alone."""
-    if labels is None:
-        return [[i] for i in range(n)]
-    out: list[list[int]] = []
-    by_label: dict[int, list[int]] = {}
-    for i, label in enumerate(labels):
-        if label is None:
-            out.append([i])
-            continue
-        group = by_label.get(label)
-        if group is None:
-            group = by_label[label] = []
-            out.append(group)
-        group.append(i)
-    return out
 
 
 def _in_order(

@@ -385,7 +385,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         remote = parent is not None and parent.is_remote
         is_root = parent is None or (remote and not self._segments)
         trace_id = ctx.trace_id
-        if self._session_keys and trace_id not in self._conversation_known:
+        session_gate = self._session_gate  # the set test in C first: most spans carry no conversation id
+        if session_gate is not None and not session_gate.isdisjoint(attrs) and trace_id not in self._conversation_known:
             self._note_conversation(trace_id, attrs)
         convention = self.conventions.recognise(span, attrs)
         record = convention.extract(span, attrs) if convention is not None else None
@@ -408,7 +409,7 @@ class ToolCallEvalProcessor(SpanProcessor):
             children = state.tool_children
             inner = children.pop(ctx.span_id, None) if children else None
             if inner is not None and wraps_same_call(
-                record.name, record.raw_arguments, inner.name, inner.arguments_key
+                record.name, record.raw_arguments, inner.name, inner.arguments_key()
             ):
                 score = None  # a second instrumentation of the call its child span already carries the scores of
                 if parent is not None and inner is not None:  # a third layer around is the same call too (FastMCP)
@@ -429,7 +430,13 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, self._max_calls)
                 if parent is not None:
-                    child = ScoredChild(record.name, same_call_key(call_key(score)), ctx.span_id)
+                    known_key = score.arguments_key  # normalised already when the tool was called before
+                    if known_key is not None:
+                        child = ScoredChild(record.name, ctx.span_id, key=same_call_key(known_key))
+                    elif score.arguments is not None:
+                        child = ScoredChild(record.name, ctx.span_id, score.arguments)
+                    else:
+                        child = ScoredChild(record.name, ctx.span_id, None, score.raw_arguments)
                     state.note_tool_child(parent.span_id, child, self._max_calls)
                 seconds = tool_latency(record.start_ns, record.end_ns)
                 stats = state.stats
@@ -617,14 +624,16 @@ class ToolCallEvalProcessor(SpanProcessor):
         """A span the gate let through only for its conversation id, in a trace that has noted one already: it
         is forwarded as is (OpenInference's ``using_session`` puts ``session.id`` on every span). Only spans
         carrying a gate key get here, so plain traffic pays nothing for sessions."""
-        if self._session_gate is None:
+        known = self._conversation_known
+        if self._session_gate is None or not known:
+            return False
+        ctx = span.context  # a dict lookup first: most traces carry no conversation id (nothing else to check)
+        if ctx is None or ctx.trace_id not in known:
             return False
         parent = span.parent
         work = self._work_gate
-        if parent is None or parent.is_remote or work is None or _sdk.carries_any(span, work):
-            return False  # a root, or a span a convention or an LLM check reads: evaluated
-        ctx = span.context
-        return ctx is not None and ctx.trace_id in self._conversation_known
+        # a root, or a span a convention or an LLM check reads: evaluated
+        return not (parent is None or parent.is_remote or work is None or _sdk.carries_any(span, work))
 
     def _note_conversation(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """The first conversation id seen on a span of the trace is the trace's (``sessions.attributes``)."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from otel_toolcall_eval import _fork, _json
+from otel_toolcall_eval.checks.normalize import arguments_key
+from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS
 from otel_toolcall_eval.records import CallHistory, ToolDefinition
 from otel_toolcall_eval.trace_stats import TraceStats
@@ -36,11 +38,26 @@ def state_bytes(state: TraceState) -> int:
 @dataclass(slots=True)
 class ScoredChild:
     """The latest scored tool span under a parent span: tells a wrapping second instrumentation of the same call
-    (``checks.same_call``). ``arguments_key`` is the compacted key the call history holds already."""
+    (``checks.same_call``).
+
+    The compacted key (``same_call_key``) is computed only when a tool span ends around this one, which few do:
+    until then the child keeps the parsed arguments (or, when there are none, the raw text), as the call history
+    keeps a tool's first call. ``key`` is set at once when the engine normalised the call already.
+    """
 
     name: str
-    arguments_key: str | bytes | None
     span_id: int
+    arguments: dict[str, Any] | None = None
+    raw_arguments: Any = None
+    key: str | bytes | None = None
+
+    def arguments_key(self) -> str | bytes:
+        """``same_call_key`` of the call's ``arguments_key``, computed once."""
+        key = self.key
+        if key is None:
+            key = self.key = same_call_key(arguments_key(self.name, self.arguments, self.raw_arguments))
+            self.arguments = self.raw_arguments = None
+        return key
 
 
 @dataclass(slots=True)
@@ -299,23 +316,25 @@ class TraceStore:
     def get(self, trace_id: int, create: bool = True) -> TraceState | None:
         """The trace's live state, else its finished one (a span that ended after its root), else a new one."""
         now = self._clock()
-        dropped: list[tuple[int, TraceState, str]] = []
+        items = self._items
         with self._lock:
-            state = self._items.get(trace_id)
-            if state is not None:
-                self._items.move_to_end(trace_id)
-            else:
-                finished = self._finished.get(trace_id)
-                state = None if finished is None else finished[0]
-                if state is None and create:
-                    self._expire(now, dropped)
-                    # make room first: a reader of ``len`` on another thread (the background worker fills the
-                    # store) never sees more than the limit, not even between two statements
-                    while len(self._items) >= self._max:
-                        tid, old = self._items.popitem(last=False)
-                        dropped.append((tid, old, "evicted"))
-                    state = TraceState(last_seen=now)
-                    self._items[trace_id] = state
+            state = items.get(trace_id)
+            if state is not None:  # the usual case: a live trace, its state moved to the young end
+                items.move_to_end(trace_id)
+                state.last_seen = now
+                return state
+            dropped: list[tuple[int, TraceState, str]] = []
+            finished = self._finished.get(trace_id)
+            state = None if finished is None else finished[0]
+            if state is None and create:
+                self._expire(now, dropped)
+                # make room first: a reader of ``len`` on another thread (the background worker fills the
+                # store) never sees more than the limit, not even between two statements
+                while len(items) >= self._max:
+                    tid, old = items.popitem(last=False)
+                    dropped.append((tid, old, "evicted"))
+                state = TraceState(last_seen=now)
+                items[trace_id] = state
             if state is not None:
                 state.last_seen = now
         for item in dropped:

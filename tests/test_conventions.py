@@ -141,6 +141,67 @@ def test_convention_extracts_the_record(
     assert record.trace_id == f"{0x1234:032x}" and record.span_id == f"{0x99:016x}"
 
 
+@pytest.mark.parametrize(
+    ("trace_id", "span_id", "parent_id"),
+    [(1, 1, 2), (2**128 - 1, 2**64 - 1, 2**64 - 1), (0x0ABC << 100, 0xF, None), (2**130, -5, 2**70)],
+    ids=["small", "widest", "no-parent", "not-otlp-ids"],
+)
+def test_a_record_carries_the_span_ids_as_zero_padded_hex(trace_id: int, span_id: int, parent_id: int | None) -> None:
+    """The ids are the f-string's ``032x`` / ``016x`` digits, whatever the int (an id wider than its OTLP field, or
+    negative, from a span built by hand, is printed as it is instead of failing the extraction)."""
+    span = ReadableSpan(
+        name="execute_tool get_weather",
+        context=SpanContext(trace_id, span_id, False),
+        parent=None if parent_id is None else SpanContext(trace_id, parent_id, False),
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"},
+    )
+    record = _extract(span)
+    assert record is not None
+    assert (record.trace_id, record.span_id) == (f"{trace_id:032x}", f"{span_id:016x}")
+    assert record.parent_span_id == (None if parent_id is None else f"{parent_id:016x}")
+
+
+def test_the_registry_asks_only_conventions_whose_detect_keys_the_span_carries_in_order() -> None:
+    """First match wins in registry order, whichever detect keys a span carries; a convention without detect keys
+    makes every span ask every convention; spans without any detect key match nothing."""
+    from otel_toolcall_eval.conventions.base import _CANDIDATE_SETS, AttributeConvention, ConventionRegistry
+
+    asked: list[str] = []
+
+    class Counting(AttributeConvention):
+        def match(self, span: Any, attrs: Any) -> bool:
+            asked.append(self.name)
+            return AttributeConvention.match(self, span, attrs)
+
+    a = Counting("a", "x.kind", frozenset({"tool"}))
+    b = Counting("b", "y.kind", frozenset({"tool"}))
+    c = Counting("c", "x.kind", frozenset({"call"}))
+    registry = ConventionRegistry([a, b, c])
+    for attrs, expected, offered in [
+        ({"x.kind": "call"}, c, ["a", "c"]),
+        ({"y.kind": "tool", "x.kind": "call"}, b, ["a", "b"]),
+        ({"y.kind": "tool", "x.kind": "tool"}, a, ["a"]),
+        ({"y.kind": "no"}, None, ["b"]),
+        ({"z.kind": "tool"}, None, []),
+        ({"x.kind": "call"}, c, ["a", "c"]),  # a remembered key set: the same answer
+    ]:
+        asked.clear()
+        assert registry.recognise(_span("s", attrs), attrs) is expected
+        assert asked == offered
+    registry.register(Counting("d", "y.kind", frozenset({"call"})))  # registered first: asked, and matching, first
+    asked.clear()
+    attrs = {"y.kind": "call", "x.kind": "call"}
+    assert registry.recognise(_span("s", attrs), attrs).name == "d"
+    assert asked == ["d"]
+    keys = [f"k{i}" for i in range(12)]  # 4096 key subsets: the remembered ones stay bounded
+    wide = ConventionRegistry([Counting(f"c{i}", k, frozenset({"tool"})) for i, k in enumerate(keys)])
+    for mask in range(1, 2**12, 3):
+        attrs = {k: "tool" for i, k in enumerate(keys) if mask >> i & 1}
+        found = wide.recognise(_span("s", attrs), attrs)
+        assert found is not None and found.name == f"c{(mask & -mask).bit_length() - 1}"
+    assert len(wide._index[2]) <= _CANDIDATE_SETS
+
+
 def test_openinference_handoff_is_not_a_tool_call() -> None:
     span = _span("handoff to billing_agent", {"openinference.span.kind": "TOOL"})
     assert _extract(span) is None

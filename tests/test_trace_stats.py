@@ -135,6 +135,35 @@ def test_fingerprint_is_order_free_and_sees_schemas_not_descriptions() -> None:
     assert len(tool_list_fingerprint({"a": a})) == 16
 
 
+def test_the_root_fingerprint_is_the_tool_lists_whether_or_not_it_was_seen_before() -> None:
+    """The root's fingerprint is taken once per tool list (memoised by its definition objects): a repeated list,
+    an equal list of other objects, a changed one and more lists than the memo keeps all get
+    ``tool_list_fingerprint`` of their own tools, and the memo stays bounded in entries and in bytes."""
+    from otel_toolcall_eval.trace_stats import Fingerprints, root_attributes
+
+    memo = Fingerprints(max_bytes=64 * 1024, max_entries=8)
+
+    def root_fingerprint(tools: dict[str, ToolDefinition]) -> Any:
+        return root_attributes(None, tools, 1, 0, False, memo)[A.TRACE_TOOL_LIST_FINGERPRINT]
+
+    a = ToolDefinition("a", {"type": "object"}, "one", '{"type":"object"}')
+    b = ToolDefinition("b", None, None, None)
+    listed = {"a": a, "b": b}
+    assert root_fingerprint(listed) == root_fingerprint(dict(listed)) == tool_list_fingerprint(listed)
+    assert len(memo) == 1
+    twin = {"a": ToolDefinition("a", {"type": "object"}, "one", '{"type":"object"}'), "b": b}
+    assert root_fingerprint(twin) == tool_list_fingerprint(listed)
+    changed = {"a": ToolDefinition("a", {"type": "string"}, "one", '{"type":"string"}'), "b": b}
+    assert root_fingerprint(changed) == tool_list_fingerprint(changed) != tool_list_fingerprint(listed)
+    many = [{f"t{i}": ToolDefinition(f"t{i}", None, None, None)} for i in range(30)]
+    assert [root_fingerprint(t) for t in many] == [tool_list_fingerprint(t) for t in many]
+    assert len(memo) <= 8
+    big = {"s": ToolDefinition("s", {"type": "object"}, None, "x" * 100_000)}  # a schema larger than the memo
+    assert root_fingerprint(big) == tool_list_fingerprint(big)
+    assert memo.bytes <= 64 * 1024
+    assert root_fingerprint(listed) == tool_list_fingerprint(listed)
+
+
 def test_tool_list_changes_are_per_source_and_bounded() -> None:
     changes = ToolListChanges(max_sources=2)
     assert not changes.changed(("svc", ""), "f1")  # first sighting

@@ -47,7 +47,14 @@ from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict, call_digest
 from otel_toolcall_eval.sessions import SessionRollup, conversation_id, turn_summary
 from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore
-from otel_toolcall_eval.trace_stats import Decisions, ToolListChanges, TraceStats, root_attributes, tool_list_source
+from otel_toolcall_eval.trace_stats import (
+    Decisions,
+    Fingerprints,
+    ToolListChanges,
+    TraceStats,
+    root_attributes,
+    tool_list_source,
+)
 
 logger = logging.getLogger("otel_toolcall_eval")
 
@@ -211,6 +218,7 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._prices = self.config.pricing.table()
         self._currency = self.config.pricing.currency if self._prices else None
         self._tool_lists = ToolListChanges()
+        self._fingerprints = Fingerprints(limits.max_cache_bytes)
         self._histograms = self.config.metrics.histograms
         self._shutdown = False
         self._downstream = _FanOut(processors, self._log)
@@ -319,8 +327,16 @@ class ToolCallEvalProcessor(SpanProcessor):
                 out = EnrichedSpan(span, {A.EVAL_ERROR: type(exc).__name__})
             except Exception:  # noqa: BLE001
                 out = span
-        if out is not None:
+        if out is None:
+            return
+        only = self._only_on_end
+        if only is None:
             self._forward(out)
+            return
+        try:  # one downstream processor (the usual case): called directly, one frame fewer per span
+            only(out)
+        except Exception:  # noqa: BLE001
+            self._log.error("downstream.on_end", "downstream on_end failed")
 
     def shutdown(self, timeout_millis: float = 30000) -> None:
         """Score and forward what is queued, let the judge drain, then shut the downstream processors down:
@@ -600,7 +616,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         with state.lock:
             stats = state.stats
             settled = stats.settle() if stats is not None and stats.pending is not None else None
-            out = root_attributes(stats, state.tools, verdict.tool_calls, verdict.errors, bool(self._prices))
+            out = root_attributes(
+                stats, state.tools, verdict.tool_calls, verdict.errors, bool(self._prices), self._fingerprints
+            )
         if settled:
             self._decide(trace_id, settled)
         return out

@@ -20,6 +20,7 @@ from typing import Any
 
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._lru import BytesBoundedCache
 from otel_toolcall_eval.checks.cost import Price, TraceCost, error_rate, model_usage
 from otel_toolcall_eval.checks.recovery import CallStep, TurnStep, classify_reaction, count_classes, reacts_to
 from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
@@ -171,20 +172,62 @@ def _digest(score: CallScore) -> bytes | None:
         return None
 
 
+class Fingerprints:
+    """The tool list's fingerprint (``checks.tool_list``) memoised by the definitions themselves: every trace of an
+    agent is offered the same tool list, whose definitions come from one parse cache (the same objects), so the
+    hash is taken once per list, not per trace.
+
+    Keyed by the definitions' ids; an entry holds the definitions (an id is not reused while its object lives) and
+    is checked by identity. Bounded like the other caches of trace data: in entries and in (estimated) bytes, the
+    definitions' schema text times a factor (``trace_state.state_bytes``' estimate). Races between threads at
+    worst compute a fingerprint twice.
+    """
+
+    def __init__(self, max_bytes: int, max_entries: int = 64) -> None:
+        self._items: BytesBoundedCache[tuple[int, ...], tuple[tuple[ToolDefinition, ...], str]] = BytesBoundedCache(
+            max_bytes, max_entries
+        )
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def bytes(self) -> int:
+        return self._items.bytes
+
+    def of(self, tools: Mapping[str, ToolDefinition]) -> str:
+        definitions = tuple(tools.values())
+        key = tuple(map(id, definitions))
+        hit = self._items.get(key)
+        if hit is not None and hit[0] == definitions:  # tuple equality tests identity first: in C, no __eq__ call
+            return hit[1]
+        fingerprint = tool_list_fingerprint(tools)
+        size = sum(256 + _DEFINITION_FACTOR * len(d.schema_key or "") for d in definitions) + 256
+        self._items.put(key, (definitions, fingerprint), size)
+        return fingerprint
+
+
+_DEFINITION_FACTOR = 8  # a parsed tool definition, per character of its canonical schema (as ``state_bytes``)
+
+
 def root_attributes(
     stats: TraceStats | None,
     tools: Mapping[str, ToolDefinition] | None,
     tool_calls: int,
     errors: int,
     priced: bool,
+    fingerprints: Fingerprints | None = None,
 ) -> dict[str, Any]:
-    """The root span's cost, latency, recovery, root-cause and tool-list attributes; absent what was not seen."""
+    """The root span's cost, latency, recovery, root-cause and tool-list attributes; absent what was not seen
+    (``fingerprints``: the processor's memo of tool-list fingerprints)."""
     out: dict[str, Any] = {}
     rate = error_rate(tool_calls, errors)
     if rate is not None:
         out[A.TRACE_TOOL_ERROR_RATE] = rate
     if tools:
-        out[A.TRACE_TOOL_LIST_FINGERPRINT] = tool_list_fingerprint(tools)
+        out[A.TRACE_TOOL_LIST_FINGERPRINT] = (
+            tool_list_fingerprint(tools) if fingerprints is None else fingerprints.of(tools)
+        )
         out[A.TRACE_TOOL_LIST_COUNT] = len(tools)
     if stats is None:
         return out

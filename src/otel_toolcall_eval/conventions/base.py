@@ -234,6 +234,16 @@ class AttributeConvention:
         name = self.tool_name(span, attrs)
         ctx = span.context
         parent = span.parent
+        trace_hex = span_hex = ""
+        parent_hex = None
+        try:  # ``int.to_bytes(...).hex()`` is the f-string's lowercase, zero-padded digits at half its cost
+            if ctx is not None:
+                trace_hex, span_hex = ctx.trace_id.to_bytes(16, "big").hex(), ctx.span_id.to_bytes(8, "big").hex()
+            if parent is not None:
+                parent_hex = parent.span_id.to_bytes(8, "big").hex()
+        except OverflowError:  # not an OTLP id (negative, or wider than its field): printed as it is
+            trace_hex, span_hex = (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}") if ctx is not None else ("", "")
+            parent_hex = f"{parent.span_id:016x}" if parent is not None else None
         # every field in one call (what ``base_record`` fills, plus the rest): this runs per tool span
         return new_tool_call_record(
             name if isinstance(name, str) else ("" if name is None else str(name)),
@@ -244,12 +254,37 @@ class AttributeConvention:
             None if call_id is None else str(call_id),
             self.name,
             schema if is_json_schema(schema) else None,
-            f"{ctx.trace_id:032x}" if ctx is not None else "",
-            f"{ctx.span_id:016x}" if ctx is not None else "",
-            f"{parent.span_id:016x}" if parent is not None else None,
+            trace_hex,
+            span_hex,
+            parent_hex,
             span.start_time,
             span.end_time,
         )
+
+
+_CANDIDATE_SETS = 1024  # distinct detect-key sets remembered per registry (traffic shows a handful)
+# (conventions, the gate, detect-key set -> conventions to ask, each convention's detect keys): one tuple, so a
+# reader on another thread never sees one part of a change without the rest
+_Index = tuple[
+    tuple["Convention", ...],
+    frozenset[str] | None,
+    dict[frozenset[str], tuple["Convention", ...]],
+    tuple[frozenset[str], ...],
+]
+
+
+def _candidates(
+    conventions: tuple[Convention, ...],
+    keysets: tuple[frozenset[str], ...],
+    present: frozenset[str],
+    memo: dict[frozenset[str], tuple[Convention, ...]],
+) -> tuple[Convention, ...]:
+    """The conventions, in order, that detect on one of the ``present`` keys (remembered in ``memo``)."""
+    asked = tuple(c for c, keys in zip(conventions, keysets, strict=True) if not present.isdisjoint(keys))
+    if len(memo) >= _CANDIDATE_SETS:
+        memo.clear()
+    memo[present] = asked
+    return asked
 
 
 def _gate(conventions: tuple[Convention, ...]) -> frozenset[str] | None:
@@ -275,10 +310,14 @@ class ConventionRegistry:
 
     def _set(self, conventions: tuple[Convention, ...]) -> None:
         gate = _gate(conventions)
+        # the detect keys a span carries -> the conventions to ask, in registry order (a chat span is offered to
+        # the one convention that detects on ``gen_ai.operation.name``, not to every convention); filled as key
+        # sets are seen: at most one entry per subset of the gate that traffic shows, and at most _CANDIDATE_SETS
+        keysets = tuple(frozenset(getattr(c, "detect_keys", None) or ()) for c in conventions)
         # ``detect_keys`` is None (no skipping) while the conventions change, so no reader ever skips a span
         # that the new conventions would match; ``_index`` is one assignment for ``recognise``.
         self.detect_keys: frozenset[str] | None = None
-        self._index = (conventions, gate)
+        self._index: _Index = (conventions, gate, {}, keysets)
         self.detect_keys = gate  # a span needs one of these keys for any convention here to match
 
     @property
@@ -306,9 +345,17 @@ class ConventionRegistry:
         return ConventionRegistry(self._conventions)
 
     def recognise(self, span: ReadableSpan, attrs: Attrs) -> Convention | None:
-        conventions, gate = self._index
-        if gate is not None and gate.isdisjoint(attrs):
-            return None
+        """The first convention, in registry order, that matches. Only the conventions whose detect keys the span
+        carries are asked (``detect_keys``' contract: a convention matches no span without one of them)."""
+        conventions, gate, candidates, keysets = self._index
+        if gate is not None:
+            present = gate.intersection(attrs)  # in C, over the span's keys
+            if not present:
+                return None
+            asked = candidates.get(present)
+            if asked is None:
+                asked = _candidates(conventions, keysets, present, candidates)
+            conventions = asked
         attrs = plain_attributes(attrs)
         for convention in conventions:
             if convention.match(span, attrs):

@@ -18,6 +18,7 @@ from opentelemetry.trace import Tracer
 
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.background import BackgroundQueue
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.builtin import GENAI
@@ -386,3 +387,66 @@ def test_a_dead_worker_is_replaced_and_nothing_is_lost(monkeypatch: pytest.Monke
     assert names.count("execute_tool get_weather") == 29  # only the span in the dying worker's hands is lost
     assert names.count("invoke_agent a") == 1
     p.provider.shutdown()
+
+
+class _Periods:
+    """The worker's wait, without a clock: a timed wait is one whole period in which nothing set the event (it
+    returns at once, with what a real wait would return then); an untimed one is a real wait. Every call is
+    recorded with the number of spans processed by then, so a worker that woke every ``max_delay`` while idle
+    would show up as an endless run of calls."""
+
+    def __init__(self, done: list[str]) -> None:
+        self.done = done
+        self.calls: list[tuple[float | None, int]] = []
+        self.parked = threading.Semaphore(0)  # released each time the worker parks without a timeout
+
+    def __call__(self, event: threading.Event, timeout: float | None) -> bool:
+        self.calls.append((timeout, len(self.done)))
+        if timeout is None:
+            self.parked.release()
+            return event.wait()
+        return event.is_set()
+
+    def park_after(self, processed: int) -> list[float | None]:
+        """Wait until the worker parks with ``processed`` spans done; the waits it made since the last span."""
+        while True:
+            assert self.parked.acquire(timeout=10), f"never parked: {self.calls[-5:]} ({len(self.calls)} waits)"
+            if self.calls[-1] == (None, processed):
+                return [t for t, n in self.calls if n == processed]
+
+
+def _collecting_queue() -> tuple[BackgroundQueue, list[str], _Periods]:
+    done: list[str] = []
+    periods = _Periods(done)
+    queue = BackgroundQueue(done.append, max_size=64, max_delay_seconds=0.1, wait=periods)  # type: ignore[arg-type]
+    return queue, done, periods
+
+
+def test_an_idle_worker_parks_instead_of_waking_every_max_delay() -> None:
+    """After one whole max_delay with nothing queued, the worker waits without a timeout: an idle processor costs
+    no wake-ups (under callgrind they were counted against plain traffic); while spans wait it keeps max_delay."""
+    queue, done, periods = _collecting_queue()
+    assert queue.submit("a")  # type: ignore[arg-type]
+    # once the span is scored: one timed wait of max_delay that finds nothing, then a wait with no timeout
+    assert periods.park_after(1) == [0.1, None]
+    assert done == ["a"]
+    assert all(t == 0.1 for t, n in periods.calls if n == 0 and t is not None)  # the span waited max_delay at most
+    # parked, the worker makes no further call: what happens next starts from a submit, which wakes it (no flush)
+    calls = len(periods.calls)
+    assert queue.submit("b")  # type: ignore[arg-type]
+    assert periods.park_after(2) == [0.1, None]
+    assert done == ["a", "b"]
+    assert len(periods.calls) == calls + 2  # woken (the untimed wait returned), one empty period, parked again
+    assert queue.flush(10) and queue.shutdown(10)
+
+
+def test_a_parked_worker_wakes_for_flush_and_shutdown() -> None:
+    queue, done, periods = _collecting_queue()
+    assert queue.submit("a")  # type: ignore[arg-type]
+    periods.park_after(1)
+    assert queue.flush(10)  # the marker wakes the parked worker
+    periods.park_after(1)
+    assert queue.shutdown(10)  # so does the stop: the worker ends
+    assert queue._thread is not None and not queue._thread.is_alive()
+    assert done == ["a"]
+    assert not queue.submit("late")  # type: ignore[arg-type]

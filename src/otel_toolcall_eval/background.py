@@ -5,6 +5,11 @@ lock, an ``Event`` that wakes the worker only when enough spans wait (or after `
 application thread pays an append and a length check per span. Unlike a batch exporter it never drops: a full
 queue makes ``on_end`` wait for room (back-pressure, counted), so every span is scored and forwarded.
 
+An idle worker costs nothing: after a whole ``max_delay`` in which no span arrived it parks (a wait without a
+timeout) instead of waking every ``max_delay`` for ever, and the first span queued after that wakes it (one
+``Event.set`` on the application thread per idle period, not per span). While spans flow it keeps the timed
+wait, so a span still waits at most ``max_delay``.
+
 One worker keeps the order spans ended in, which the trace state relies on (a chat span's tool definitions
 before the tool calls it caused, the root last).
 """
@@ -45,12 +50,15 @@ class BackgroundQueue:
         max_delay_seconds: float,
         on_wait: Callable[[], None] | None = None,
         name: str = "toolcall-eval",
+        wait: Callable[[threading.Event, float | None], bool] | None = None,
     ) -> None:
         self._process = process
         self._max = max_size
         self._delay = max_delay_seconds
         self._on_wait = on_wait
         self._name = name
+        # how the worker waits for its event (None: until set); a test counts the wake-ups through it
+        self._wait = wait or _event_wait
         # wake the worker once this many spans wait: batches amortise the wake-up, well before the queue is full
         self._wake_at = max(1, min(512, max_size // 4))
         # a waiting on_end resumes once a batch fits again, not at the first free slot (no hand-off per span)
@@ -63,6 +71,8 @@ class BackgroundQueue:
         self._thread: threading.Thread | None = None
         self._worker_ident: int | None = None
         self._stopped = False
+        # True while the worker is parked without a timeout: the next ``submit`` must wake it
+        self._idle = False
         _fork.reinit_after_fork(self)
 
     def __len__(self) -> int:
@@ -80,6 +90,9 @@ class BackgroundQueue:
             except ValueError:
                 return True  # the worker or the drain took it
             return False
+        if self._idle:  # the worker is parked (no span for a whole max_delay): wake it, once per idle period
+            self._idle = False
+            self._wake.set()
         size = len(queue)
         if size >= self._wake_at:
             self._wake.set()
@@ -157,10 +170,14 @@ class BackgroundQueue:
 
     def _run(self) -> None:
         self._worker_ident = threading.get_ident()
+        self._idle = False
         queue = self._queue
+        timeout: float | None = self._delay
         while True:
-            self._wake.wait(self._delay)
+            woken = self._wait(self._wake, timeout)
             self._wake.clear()
+            self._idle = False
+            processed = bool(queue)
             while queue:
                 try:
                     item = queue.popleft()
@@ -180,6 +197,17 @@ class BackgroundQueue:
                 with self._room:
                     self._room.notify_all()
                 return
+            timeout = self._delay
+            if woken or processed:
+                continue
+            # a whole max_delay without a span: park until a submit, a flush or shutdown sets the event. Idle is
+            # published before the queue is looked at again, so a span appended after this look finds it set
+            # (and wakes the worker) and one appended before it is seen here
+            self._idle = True
+            if queue or self._stopped:
+                self._idle = False
+            else:
+                timeout = None
 
     def _after_fork_in_child(self) -> None:
         """In a forked child the worker thread does not exist: start afresh (queued spans belong to the parent)."""
@@ -190,3 +218,9 @@ class BackgroundQueue:
         self._start_lock = threading.Lock()
         self._thread = None
         self._worker_ident = None
+        self._idle = False
+
+
+def _event_wait(event: threading.Event, timeout: float | None) -> bool:
+    """Wait until ``event`` is set or ``timeout`` seconds passed (None: no limit); True when it was set."""
+    return event.wait(timeout)

@@ -97,6 +97,13 @@ def wants_on_ending(processor: SpanProcessor) -> bool:
     return type(processor)._on_ending not in _NOOP_ON_ENDING
 
 
+# Bound in place of a hook that no downstream processor wants: the SDK calls ``on_start(span, parent_context=...)``
+# and ``_on_ending(span)`` on every span, and a Python no-op (the fan-out's empty loop, or the SDK's own
+# ``SpanProcessor.on_start``) costs a frame each time. ``str.format`` of an empty template is a C callable that
+# accepts and ignores any arguments and returns at once: no Python frame, nothing that can raise.
+IGNORED_HOOK: Callable[..., Any] = "".format
+
+
 def on_ending(processor: SpanProcessor, span: Span) -> None:
     """The SDK's private ``_on_ending`` hook (since 1.40), forwarded to a wrapped processor."""
     processor._on_ending(span)

@@ -89,23 +89,23 @@ class _FanOut:
     SDK's ``SynchronousMultiSpanProcessor`` does for a provider's processors). Hooks a processor inherits as the
     SDK's no-ops are not called (the hot path)."""
 
-    __slots__ = ("_log", "_on_ending_to", "_on_start_to", "processors")
+    __slots__ = ("_log", "on_ending_to", "on_start_to", "processors")
 
     def __init__(self, processors: tuple[SpanProcessor, ...], log: _RateLimitedLog) -> None:
         self.processors = processors
         self._log = log
-        self._on_start_to = tuple(p for p in processors if _sdk.wants_on_start(p))
-        self._on_ending_to = tuple(p for p in processors if _sdk.wants_on_ending(p))
+        self.on_start_to = tuple(p for p in processors if _sdk.wants_on_start(p))
+        self.on_ending_to = tuple(p for p in processors if _sdk.wants_on_ending(p))
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        for p in self._on_start_to:
+        for p in self.on_start_to:
             try:
                 p.on_start(span, parent_context=parent_context)
             except Exception:  # noqa: BLE001
                 self._log.error("downstream.on_start", "downstream on_start failed")
 
     def on_ending(self, span: Span) -> None:
-        for p in self._on_ending_to:
+        for p in self.on_ending_to:
             try:
                 _sdk.on_ending(p, span)
             except Exception:  # noqa: BLE001
@@ -224,9 +224,11 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._downstream = _FanOut(processors, self._log)
         self._forward = self._downstream.on_end
         self._only_on_end = processors[0].on_end if len(processors) == 1 else None
-        # The SDK calls these two hooks for every span: bound straight to the fan-out (no frame of ours between)
-        self.on_start = self._downstream.on_start  # type: ignore[method-assign]
-        self._on_ending = self._downstream.on_ending  # type: ignore[method-assign]
+        # The SDK calls these two hooks for every span: bound straight to the fan-out (no frame of ours between),
+        # or, when no downstream processor overrides the SDK's no-op (a BatchSpanProcessor), to a C no-op
+        fan = self._downstream
+        self.on_start = fan.on_start if fan.on_start_to else _sdk.IGNORED_HOOK  # type: ignore[method-assign]
+        self._on_ending = fan.on_ending if fan.on_ending_to else _sdk.IGNORED_HOOK  # type: ignore[method-assign]
         self._gate_of: frozenset[str] | None = None
         self._gate: frozenset[str] | None = None  # the keys that make a span worth a look (session keys included)
         self._work_gate: frozenset[str] | None = None  # the keys a convention or an LLM check reads

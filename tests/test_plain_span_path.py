@@ -1,0 +1,88 @@
+"""What a plain (non-GenAI) span costs on the application thread: the Python frames of the project it enters.
+
+``instructions.plain`` in ``make bench`` counts instructions per plain trace under callgrind; what the processor
+adds on the application thread is, per span, the frames it runs. They are counted here (``sys.setprofile``, no
+clock), so a frame that creeps back onto the path fails a test rather than moving a figure by a fraction of a
+percent, which run-to-run noise hides.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+import otel_toolcall_eval
+from otel_toolcall_eval import ToolCallEvalProcessor
+
+PACKAGE = str(Path(otel_toolcall_eval.__file__).resolve().parent)
+
+
+class _Noop(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+class _Hooks(SpanProcessor):
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.calls.append("on_start")
+
+    def _on_ending(self, span: Span) -> None:
+        self.calls.append("_on_ending")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.calls.append("on_end")
+
+
+def _project_frames(run: Callable[[], None]) -> list[str]:
+    """The functions of the project entered while ``run`` runs (Python frames only, any depth)."""
+    entered: list[str] = []
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(PACKAGE):
+            entered.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return entered
+
+
+def test_a_plain_child_span_enters_two_frames_of_the_project() -> None:
+    """``on_end`` and its gate; the SDK's ``on_start`` / ``_on_ending`` calls, which no BatchSpanProcessor needs,
+    enter none (they were the fan-out's empty loops: two frames per span more than without the processor)."""
+    bsp = BatchSpanProcessor(_Noop())
+    provider = TracerProvider()
+    provider.add_span_processor(ToolCallEvalProcessor(bsp))
+    tracer = provider.get_tracer("t")
+    attributes = {"http.route": "/api/records", "http.request.method": "GET"}
+    with tracer.start_as_current_span("request", attributes=attributes):
+
+        def child() -> None:
+            with tracer.start_as_current_span("work", attributes=attributes):
+                pass
+
+        child()  # warm: the gate is built on the first span
+        assert _project_frames(child) == ["on_end", "is_plain_child"]
+    provider.shutdown()
+
+
+def test_hooks_still_reach_the_downstream_processors_that_want_them() -> None:
+    hooks = _Hooks()
+    provider = TracerProvider()
+    provider.add_span_processor(ToolCallEvalProcessor([BatchSpanProcessor(_Noop()), hooks]))
+    with provider.get_tracer("t").start_as_current_span("plain"):
+        pass
+    provider.shutdown()
+    assert hooks.calls == ["on_start", "_on_ending", "on_end"]

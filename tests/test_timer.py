@@ -211,3 +211,113 @@ def test_the_timer_finalizes_a_trace_whose_root_never_ends_at_its_ttl() -> None:
     root.end()
     p.provider.shutdown()
     assert len(p.by_name("execute_tool get_weather")) == 1
+
+
+class _Parking(Steps):
+    """``Steps``, and a wait with no timeout is a real one: no tick of the test's clock ends it, only a poke."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, stop: threading.Event, seconds: float | None) -> bool:  # type: ignore[override]
+        self.waits.append(seconds)
+        if seconds is None:
+            self._at_wait.release()
+            return stop.wait()
+        return super().wait(stop, seconds)
+
+
+class _Watching:
+    """A timer's owner: ``busy`` says whether anything is left to watch."""
+
+    def __init__(self) -> None:
+        self.busy = False
+        self.ticks = 0
+
+    def tick(self) -> bool:
+        self.ticks += 1
+        return self.busy
+
+
+def _parking_timer() -> tuple[_Watching, _Parking, Ticker]:
+    owner, steps = _Watching(), _Parking()
+    ticker = Ticker(1.0, owner.tick, wait=steps.wait)
+    ticker.ensure_started()
+    steps.reached_wait()
+    return owner, steps, ticker
+
+
+def test_an_idle_timer_parks_until_something_is_held_again() -> None:
+    """Nothing to watch for two ticks in a row: the thread waits without a timeout (no wake-ups while idle) until
+    the next held span or session turn (``ensure_started``); while something is watched it ticks every period."""
+    owner, steps, ticker = _parking_timer()
+    steps.tick()
+    steps.tick()
+    assert owner.ticks == 2 and steps.waits == [1.0, 1.0, None]  # parked
+    owner.busy = True
+    ticker.ensure_started()  # a span is held: the thread wakes and waits a period before its next tick
+    steps.reached_wait()
+    assert owner.ticks == 2 and steps.waits[-1] == 1.0
+    for _ in range(3):
+        steps.tick()
+    assert owner.ticks == 5 and None not in steps.waits[3:]  # busy: it keeps ticking
+    owner.busy = False
+    steps.tick()
+    steps.tick()
+    assert owner.ticks == 7 and steps.waits[-1] is None
+    assert ticker.stop(10) and not ticker.running  # stop wakes a parked thread
+
+
+def test_a_span_held_between_the_two_empty_ticks_keeps_the_timer_awake() -> None:
+    owner, steps, ticker = _parking_timer()
+    steps.tick()  # nothing to watch: the intent to park is published
+    ticker.ensure_started()  # a span held now: what the second tick sees (nothing, say) no longer parks it
+    steps.tick()
+    assert owner.ticks == 2 and steps.waits == [1.0, 1.0, 1.0]
+    steps.tick()
+    assert owner.ticks == 3 and steps.waits[-1] is None  # two empty ticks without a poke between: parked
+    assert ticker.stop(10)
+
+
+def test_a_parked_timer_ends_when_its_owner_is_gone() -> None:
+    owner, steps, ticker = _parking_timer()
+    steps.tick()
+    steps.tick()
+    assert steps.waits[-1] is None
+    thread = ticker._thread
+    assert thread is not None
+    del owner
+    gc.collect()  # the weak reference's callback wakes the thread, which finds no owner
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_the_processor_timer_parks_once_nothing_is_held_and_wakes_for_the_next_held_span() -> None:
+    p, *_ = _pipeline({"limits": {"max_hold_seconds": 8}})
+    parking = _Parking()
+    ticker = p.processor._ticker
+    assert ticker is not None
+    ticker._wait = parking.wait
+    from opentelemetry import trace
+
+    from .helpers import tool_span
+
+    def failed_trace() -> None:
+        root = p.tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
+        with trace.use_span(root, end_on_exit=False):
+            tool_span(p.tracer, "get_weather", {"city": "X"}, error=RuntimeError("down"))
+        parking.reached_wait()  # the held span started (or woke) the timer
+        parking.tick()  # the trace is in flight, its span held: a tick with something to watch
+        assert parking.waits[-1] == 2.0
+        root.end()  # decides the held span, finishes the trace: nothing left
+
+    failed_trace()
+    parking.tick()
+    parking.tick()
+    assert parking.waits[-1] is None  # parked: no wake-ups while the processor is idle
+    assert len(p.by_name("execute_tool get_weather")) == 1
+    failed_trace()  # the next held span wakes it
+    assert len(p.by_name("execute_tool get_weather")) == 2
+    p.provider.shutdown()
+    assert not ticker.running

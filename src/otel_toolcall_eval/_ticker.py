@@ -7,6 +7,12 @@ thread does not exist, so the registry (``_fork``) resets it and the child start
 ``wait`` is injectable: a test replaces the wall-clock wait by an event it sets, one tick at a time. The thread
 holds its owner's ``tick`` weakly: a processor dropped without ``shutdown`` is not kept alive by its timer, whose
 thread ends at its next wake-up.
+
+An idle timer costs nothing: a ``tick`` that returns False says nothing is left to watch (nothing held, no open
+session, no trace in flight); after two such ticks in a row the thread parks (a wait without a timeout) until
+``ensure_started`` is called again (the next held span or session turn) or ``stop``. The first empty tick
+publishes the intent to park and the second confirms it, so a span held in between is never missed: it finds
+the intent published and wakes the thread.
 """
 
 from __future__ import annotations
@@ -20,18 +26,19 @@ from otel_toolcall_eval import _fork
 
 class Ticker:
     """``tick`` (a bound method, held weakly) must not raise (what it calls is contained); if it does anyway, the
-    thread goes on."""
+    thread goes on. It returns False when nothing is left to watch (None or True: keep ticking)."""
 
     def __init__(
         self,
         period: float,
-        tick: Callable[[], None],
+        tick: Callable[[], bool | None],
         *,
         name: str = "toolcall-eval-timer",
-        wait: Callable[[threading.Event, float], bool] | None = None,
+        wait: Callable[[threading.Event, float | None], bool] | None = None,
     ) -> None:
         self.period = period
-        self._tick = weakref.WeakMethod(tick)
+        # the callback wakes a parked thread once the owner is gone, so that it ends
+        self._tick = weakref.WeakMethod(tick, self._owner_gone)
         self._name = name
         self._wait = wait or _wall_clock_wait
         self._init_state()
@@ -42,6 +49,8 @@ class Ticker:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = False
+        self._poke = threading.Event()  # wakes a parked thread (``ensure_started``, ``stop``)
+        self._parked = False  # True from the first empty tick until the thread is poked
 
     def _after_fork_in_child(self) -> None:
         stopped = self._stopped
@@ -54,7 +63,11 @@ class Ticker:
         return thread is not None and thread.is_alive()
 
     def ensure_started(self) -> None:
-        """Start the thread if it is not running (once stopped, never again). Cheap when it runs."""
+        """Start the thread if it is not running, wake it if it is parked (once stopped, never again). Cheap when
+        it runs."""
+        if self._parked:
+            self._parked = False
+            self._poke.set()
         if self._thread is not None or self._stopped:
             return
         with self._lock:
@@ -70,24 +83,44 @@ class Ticker:
             self._stopped = True
             thread = self._thread
         self._stop.set()
+        self._poke.set()
         if thread is None or thread is threading.current_thread():
             return True
         thread.join(max(0.0, timeout_seconds))
         return not thread.is_alive()
 
+    def _owner_gone(self, _: object) -> None:
+        self._poke.set()
+
     def _run(self) -> None:
-        while not self._wait(self._stop, self.period):
+        park = False
+        while True:
+            if park:  # until the next held span or session turn, or stop: no wake-up meanwhile
+                self._wait(self._poke, None)
+                self._parked = park = False
+                if self._stopped or self._tick() is None:  # stopped, or the owner is gone (``_owner_gone``)
+                    return
+                continue  # what woke it was just held or opened: its first tick is a period away
+            if self._wait(self._stop, self.period):
+                return
             tick = self._tick()
             if tick is None:  # the owner is gone
                 return
             try:
-                tick()
+                busy = tick()
             except Exception:  # noqa: BLE001 - the tick contains its own failures; the timer outlives one
-                continue
+                busy = None
             finally:
                 del tick
+            if busy is not False:
+                continue
+            if self._parked:  # published by the previous tick and not poked since: nothing came, park
+                park = True
+            else:  # what is held or opened from now on finds this and pokes the thread (an older poke is spent)
+                self._poke.clear()
+                self._parked = True
 
 
-def _wall_clock_wait(stop: threading.Event, seconds: float) -> bool:
-    """Sleep ``seconds`` or until stopped; True when stopped."""
+def _wall_clock_wait(stop: threading.Event, seconds: float | None) -> bool:
+    """Sleep ``seconds`` (None: no limit) or until ``stop`` is set; True when it was set."""
     return stop.wait(seconds)

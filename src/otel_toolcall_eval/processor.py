@@ -524,17 +524,21 @@ class ToolCallEvalProcessor(SpanProcessor):
         except Exception:  # noqa: BLE001
             self._judge_failed("held.decide")
 
-    def _tick(self) -> None:
+    def _tick(self) -> bool:
         """The timer (``_ticker``): traces past their TTL (a root that never ends), held spans past their time and
         idle sessions go without waiting for a span. Expiry first: an expired trace's held spans leave classified
-        and its turn joins its session before the session's idleness is judged."""
-        self._safe(self._store.expire, "store.expire")
+        and its turn joins its session before the session's idleness is judged. False when nothing is left to
+        watch (no trace in flight, nothing held, no open session): the timer then parks until the next held span
+        or session turn."""
+        store = self._store
+        self._safe(store.expire, "store.expire")
         held = self._held
         if held is not None:
             self._safe(held.expire, "held.expire")
         sessions = self._sessions
         if sessions is not None:
             self._safe(sessions.expire, "sessions.expire")
+        return bool(len(store) or (held is not None and len(held)) or (sessions is not None and len(sessions)))
 
     def _observe_llm_span(self, trace_id: int, attrs: dict[str, Any], is_root: bool = False) -> None:
         definitions = tool_definitions(attrs, self._definitions)

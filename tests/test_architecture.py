@@ -155,6 +155,7 @@ def test_importing_a_check_loads_only_what_it_needs() -> None:
 _SDK_PRIVATE = frozenset(
     {
         "_attributes",
+        "_dict",
         "_parent",
         "_events",
         "_links",

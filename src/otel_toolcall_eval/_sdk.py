@@ -41,6 +41,20 @@ SDK_SPANS: frozenset[type] = (
 )
 
 
+def _bounded_items() -> type | None:
+    """``BoundedAttributes`` if it keeps its items in a plain dict ``_dict`` (what its ``__iter__`` returns an
+    iterator of once immutable), else None (checked once: then the gate iterates the mapping itself)."""
+    try:
+        probe = BoundedAttributes(attributes={"a": 1}, immutable=True)
+        items = probe._dict
+        return BoundedAttributes if type(items) is dict and items == {"a": 1} and list(probe) == ["a"] else None
+    except Exception:  # noqa: BLE001 - any surprise means: the public iteration
+        return None
+
+
+_BOUNDED_ITEMS = _bounded_items()
+
+
 def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool:
     """Whether ``span`` has a local parent and none of the ``gate`` keys (no convention or LLM check needs it):
     then it is forwarded untouched. ``gate`` None (a convention without detect keys) lets every span through."""
@@ -49,6 +63,8 @@ def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool:
         if parent is None or parent[2]:  # a root, or a remote parent (``is_remote``, see ``SDK_SPANS``)
             return False
         raw = span._attributes
+        if type(raw) is _BOUNDED_ITEMS:  # its keys without the mapping's Python ``__iter__`` (a frame per span);
+            raw = raw._dict  # type: ignore[union-attr]  # the span has ended: nothing writes to them any more
     else:
         parent = span.parent
         if parent is None or parent.is_remote:
@@ -97,11 +113,10 @@ def wants_on_ending(processor: SpanProcessor) -> bool:
     return type(processor)._on_ending not in _NOOP_ON_ENDING
 
 
-# Bound in place of a hook that no downstream processor wants: the SDK calls ``on_start(span, parent_context=...)``
-# and ``_on_ending(span)`` on every span, and a Python no-op (the fan-out's empty loop, or the SDK's own
-# ``SpanProcessor.on_start``) costs a frame each time. ``str.format`` of an empty template is a C callable that
-# accepts and ignores any arguments and returns at once: no Python frame, nothing that can raise.
-IGNORED_HOOK: Callable[..., Any] = "".format
+def own_on_ending(processor: SpanProcessor) -> Callable[[Span], None]:
+    """The processor's own ``_on_ending``: bound in place of the fan-out's when it is the SDK's no-op, so the
+    SDK's call per span costs what it costs without the processor (one frame, no loop)."""
+    return processor._on_ending
 
 
 def on_ending(processor: SpanProcessor, span: Span) -> None:

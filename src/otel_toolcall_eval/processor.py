@@ -225,10 +225,11 @@ class ToolCallEvalProcessor(SpanProcessor):
         self._forward = self._downstream.on_end
         self._only_on_end = processors[0].on_end if len(processors) == 1 else None
         # The SDK calls these two hooks for every span: bound straight to the fan-out (no frame of ours between),
-        # or, when no downstream processor overrides the SDK's no-op (a BatchSpanProcessor), to a C no-op
-        fan = self._downstream
-        self.on_start = fan.on_start if fan.on_start_to else _sdk.IGNORED_HOOK  # type: ignore[method-assign]
-        self._on_ending = fan.on_ending if fan.on_ending_to else _sdk.IGNORED_HOOK  # type: ignore[method-assign]
+        # or, when no downstream processor overrides the SDK's no-op (a BatchSpanProcessor), to that no-op itself
+        # (what the SDK calls without the processor; the fan-out's empty loop is a frame and an iteration more)
+        fan, first = self._downstream, processors[0]
+        self.on_start = fan.on_start if fan.on_start_to else first.on_start  # type: ignore[method-assign]
+        self._on_ending = fan.on_ending if fan.on_ending_to else _sdk.own_on_ending(first)  # type: ignore[method-assign,assignment]
         self._gate_of: frozenset[str] | None = None
         self._gate: frozenset[str] | None = None  # the keys that make a span worth a look (session keys included)
         self._work_gate: frozenset[str] | None = None  # the keys a convention or an LLM check reads

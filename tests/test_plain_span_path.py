@@ -93,3 +93,16 @@ def test_hooks_still_reach_the_downstream_processors_that_want_them() -> None:
         pass
     provider.shutdown()
     assert hooks.calls == ["on_start", "_on_ending", "on_end"]
+
+
+def test_a_plain_root_is_queued_with_three_frames_on_the_application_thread() -> None:
+    """Background mode: ``on_end``, its gate and the queue's ``submit``; the conversation check, which only a
+    child span can pass, is not run for a root."""
+    provider = TracerProvider()
+    provider.add_span_processor(ToolCallEvalProcessor(BatchSpanProcessor(_Noop())))
+    tracer = provider.get_tracer("t")
+    attributes = {"http.route": "/api/records", "http.request.method": "GET"}
+    tracer.start_span("request", attributes=attributes).end()  # warm: the gate and the worker
+    root = tracer.start_span("request", attributes=attributes)
+    assert _project_frames(root.end) == ["on_end", "is_plain_child", "submit"]
+    provider.shutdown()

@@ -55,20 +55,22 @@ def _bounded_items() -> type | None:
 _BOUNDED_ITEMS = _bounded_items()
 
 
-def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool:
+def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool | None:
     """Whether ``span`` has a local parent and none of the ``gate`` keys (no convention or LLM check needs it):
-    then it is forwarded untouched. ``gate`` None (a convention without detect keys) lets every span through."""
+    then it is forwarded untouched. ``gate`` None (a convention without detect keys) lets every span through.
+    None (falsy too) for a root or a span with a remote parent, which is always evaluated: the caller then skips
+    what only a child needs (two frames a trace)."""
     if type(span) in SDK_SPANS:
         parent = span._parent
         if parent is None or parent[2]:  # a root, or a remote parent (``is_remote``, see ``SDK_SPANS``)
-            return False
+            return None
         raw = span._attributes
         if type(raw) is _BOUNDED_ITEMS:  # its keys without the mapping's Python ``__iter__`` (a frame per span);
             raw = raw._dict  # type: ignore[union-attr]  # the span has ended: nothing writes to them any more
     else:
         parent = span.parent
         if parent is None or parent.is_remote:
-            return False
+            return None
         raw = span.attributes
     return gate is not None and (raw is None or gate.isdisjoint(raw))
 

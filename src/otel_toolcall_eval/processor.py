@@ -297,7 +297,8 @@ class ToolCallEvalProcessor(SpanProcessor):
                 sessions = self._session_gate
                 self._gate_of, self._work_gate = keys, work
                 self._gate = work if work is None or sessions is None else work | sessions
-            if _sdk.is_plain_child(span, self._gate) or self._conversation_noted(span):
+            plain = _sdk.is_plain_child(span, self._gate)  # None: a root or a remote parent, never a noted one
+            if plain or (plain is not None and self._conversation_noted(span)):
                 # neither a tool nor an LLM span, nor a root, nor the first conversation id of its trace: as is
                 only = self._only_on_end
                 if only is None:

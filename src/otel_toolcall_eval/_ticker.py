@@ -90,6 +90,9 @@ class Ticker:
         return not thread.is_alive()
 
     def _owner_gone(self, _: object) -> None:
+        """Run by the garbage collector once the owner is collected: wakes a parked thread, which then ends. (A
+        collection on the timer thread inside ``_poke``'s own lock would block here; only that orphaned thread,
+        which nothing else waits for, would stay parked: what it would do without this callback.)"""
         self._poke.set()
 
     def _run(self) -> None:

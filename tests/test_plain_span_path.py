@@ -106,3 +106,33 @@ def test_a_plain_root_is_queued_with_three_frames_on_the_application_thread() ->
     root = tracer.start_span("request", attributes=attributes)
     assert _project_frames(root.end) == ["on_end", "is_plain_child", "submit"]
     provider.shutdown()
+
+
+def test_a_plain_root_of_a_trace_with_no_state_is_forwarded_after_the_gate() -> None:
+    """Where the plain root is scored (the worker, or inline here): the gate and the store's lookup, no attribute
+    copy, registry, LLM-span checks or trace finish; a root of a trace whose tool spans were seen still gets its
+    verdict (the lookup says the trace is known)."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_toolcall_eval import attributes as A
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter)))  # inline
+    tracer = provider.get_tracer("t")
+    attributes = {"http.route": "/api/records", "http.request.method": "GET"}
+    tracer.start_span("request", attributes=attributes).end()  # warm
+    root = tracer.start_span("request", attributes=attributes)
+    frames = _project_frames(root.end)
+    assert frames[:3] == ["on_end", "is_plain_child", "_evaluate_and_forward"]
+    assert "_finish_trace" not in frames and "recognise" not in frames and "attributes_dict" not in frames
+    with tracer.start_as_current_span("request", attributes=attributes):  # a plain root around an agent's tool call
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}
+        with tracer.start_as_current_span("execute_tool search", attributes=tool):
+            pass
+    provider.shutdown()
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["request", "request", "execute_tool search", "request"]
+    assert all(A.TRACE_TOOL_CALLS not in (s.attributes or {}) for s in spans[:2])
+    assert (spans[3].attributes or {})[A.TRACE_TOOL_CALLS] == 1

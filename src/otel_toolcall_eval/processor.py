@@ -396,6 +396,12 @@ class ToolCallEvalProcessor(SpanProcessor):
         ctx = span.context
         if ctx is None:
             return span
+        trace_id = ctx.trace_id
+        gate = self._gate
+        if gate is not None and not _sdk.carries_any(span, gate) and not self._store.knows(trace_id):
+            # a root (or a remote-parented span) that no check reads, of a trace nothing here has seen: plain
+            # traffic's roots, which the gate cannot tell from an agent's until the trace's state is looked up
+            return span
         # One C-level copy read by every step (recognise, extract, the LLM checks, the enriched copy) instead of
         # one per step: the SDK's proxy copies, iterates and looks up keys in Python.
         attrs = _sdk.attributes_dict(span)
@@ -404,7 +410,6 @@ class ToolCallEvalProcessor(SpanProcessor):
         parent = span.parent
         remote = parent is not None and parent.is_remote
         is_root = parent is None or (remote and not self._segments)
-        trace_id = ctx.trace_id
         session_gate = self._session_gate  # the set test in C first: most spans carry no conversation id
         if session_gate is not None and not session_gate.isdisjoint(attrs) and trace_id not in self._conversation_known:
             self._note_conversation(trace_id, attrs)

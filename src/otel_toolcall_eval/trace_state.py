@@ -341,6 +341,10 @@ class TraceStore:
             self._on_drop(*item)
         return state
 
+    def knows(self, trace_id: int) -> bool:
+        """Whether the trace has state here, live or finished (dict lookups, no lock: see ``is_live``)."""
+        return trace_id in self._items or trace_id in self._finished
+
     def is_live(self, trace_id: int) -> bool:
         """Whether the trace's root has not ended here yet (a dict lookup, no lock: a racing change is as good
         as one just before or after)."""

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval.dataset.errors import DatasetError
+from otel_toolcall_eval.dataset.fast import SharedTools, case_from
 from otel_toolcall_eval.dataset.models import COLUMNS, JSON_COLUMNS, ColumnError, DatasetCase, ExpectedCall
 
 __all__ = [
@@ -161,7 +162,16 @@ def read_cases(path: str | Path, fmt: str | None = None) -> list[DatasetCase]:
 
 
 def parse_jsonl_line(path: str | Path, number: int, text: str | bytes) -> DatasetCase:
-    """One JSONL line to a case, errors mapped onto ``file:line: column``."""
+    """One JSONL line to a case, errors mapped onto ``file:line: column``.
+
+    A line of the common shape is read by plain code (``dataset.fast``: the same case, or None and the model
+    decides), and a tool list seen on a line before is not decoded again."""
+    if isinstance(text, bytes):
+        shared = _SHARED_TOOLS.split(text, _exact, _json.MAX_DEPTH)
+        if shared is not None:
+            case = case_from(*shared)
+            if case is not None:
+                return case
     try:
         data = loads_strict(text)
     except (ValueError, RecursionError) as exc:
@@ -170,10 +180,18 @@ def parse_jsonl_line(path: str | Path, number: int, text: str | bytes) -> Datase
         items = data.items() if isinstance(data, dict) else ()
         column = next((str(k) for k, v in items if _json.too_deep(v, _json.MAX_DEPTH - 1)), None)
         raise DatasetError(path, number, column, _TOO_DEEP)
-    try:
-        return DatasetCase.model_validate(data)
-    except ValidationError as exc:
-        raise _row_error(path, number, exc) from None
+    case = case_from(data)
+    if case is None:
+        try:
+            case = DatasetCase.model_validate(data)
+        except ValidationError as exc:
+            raise _row_error(path, number, exc) from None
+    if isinstance(text, bytes):
+        _SHARED_TOOLS.learn(text, data.get("available_tools"), _exact)
+    return case
+
+
+_SHARED_TOOLS = SharedTools()  # per process: keyed by the lists' text, so any file may use what another taught
 
 
 # Ground truth nested deeper than arguments may be could never match a call (and would exhaust the recursive
@@ -192,6 +210,11 @@ _DIGITS_BYTES = bytes.maketrans(b"0123456789", b"0000000000")
 _DIGITS_STR = str.maketrans("123456789", "000000000")
 _RUN_BYTES = b"0" * 19
 _RUN_STR = "0" * 19
+
+
+def _exact(text: bytes) -> bool:
+    """Whether orjson decodes ``text`` exactly (no digit run that could be an integer past 64 bits)."""
+    return _RUN_BYTES not in text.translate(_DIGITS_BYTES)
 
 
 def _long_digit_run(text: str | bytes) -> bool:

@@ -70,21 +70,26 @@ class ExpectedCall(_Model):
 
     @model_validator(mode="after")
     def _options_consistent(self) -> ExpectedCall:
-        if not self.arg_options and not self.optional_args and not self.exact_args:  # the usual call (per call)
-            return self
-        both = [k for k in self.arg_options if k in self.args]
-        if both:
-            raise ValueError(f"arg_options: {both[0]!r} is also in args (give its values in one place)")
-        empty = [k for k, values in self.arg_options.items() if not values]
-        if empty:
-            raise ValueError(f"arg_options: {empty[0]!r} lists no value")
-        stray = [k for k in self.optional_args if k not in self.args and k not in self.arg_options]
-        if stray:
-            raise ValueError(f"optional_args: {stray[0]!r} is neither in args nor in arg_options")
-        stray = [k for k in self.exact_args if k not in self.args and k not in self.arg_options]
-        if stray:
-            raise ValueError(f"exact_args: {stray[0]!r} is neither in args nor in arg_options")
+        check_call(self)
         return self
+
+
+def check_call(call: ExpectedCall) -> None:
+    """The rules across an expected call's fields (a plain function: ``dataset.fast`` applies the same ones)."""
+    if not call.arg_options and not call.optional_args and not call.exact_args:  # the usual call (per call)
+        return
+    both = [k for k in call.arg_options if k in call.args]
+    if both:
+        raise ValueError(f"arg_options: {both[0]!r} is also in args (give its values in one place)")
+    empty = [k for k, values in call.arg_options.items() if not values]
+    if empty:
+        raise ValueError(f"arg_options: {empty[0]!r} lists no value")
+    stray = [k for k in call.optional_args if k not in call.args and k not in call.arg_options]
+    if stray:
+        raise ValueError(f"optional_args: {stray[0]!r} is neither in args nor in arg_options")
+    stray = [k for k in call.exact_args if k not in call.args and k not in call.arg_options]
+    if stray:
+        raise ValueError(f"exact_args: {stray[0]!r} is neither in args nor in arg_options")
 
 
 class TrajectoryOptions(_Model):
@@ -163,7 +168,7 @@ class DatasetCase(_Model):
             data.get("source_trace_id") == "" or data.get("notes") == "" or data.get("session_id") == ""
         ):
             data = {**data}
-            for key in ("source_trace_id", "notes", "session_id"):
+            for key in EMPTY_IS_NONE:
                 if data[key] == "" if key in data else False:
                     data[key] = None
         return data
@@ -171,41 +176,7 @@ class DatasetCase(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> DatasetCase:
         """The rules across columns, in column order. One validator (not one per field): this runs per case."""
-        for i, message in enumerate(self.message_history):
-            if not isinstance(message.get("role"), str):
-                raise ColumnError("message_history", f"{i}: a message needs a 'role'")
-        known: set[str] = set()
-        for i, tool in enumerate(self.available_tools):
-            name = tool_name(tool)
-            if name is None:
-                raise ColumnError("available_tools", f"{i}: a tool needs a 'name' (or 'function.name')")
-            if name in known:
-                raise ColumnError("available_tools", f"{i}: duplicate name '{name}'")
-            known.add(name)
-        expected = self.expected_tool_calls
-        _check_offered(expected, known, "expected_tool_calls", "")
-        if self.expected_no_tool and expected:
-            raise ColumnError("expected_no_tool", "true, but expected_tool_calls is not empty")
-        if not self.expected_no_tool and not expected:
-            raise ColumnError(
-                "expected_no_tool",
-                "false, but expected_tool_calls is empty: list the expected calls or set this to true",
-            )
-        for i, alternative in enumerate(self.acceptable_alternatives):
-            _check_offered(alternative, known, "acceptable_alternatives", f"{i}.")
-        if self.must_not_call:
-            forbidden = set(self.must_not_call)
-            for where, calls in (
-                ("expected_tool_calls", expected),
-                *((f"acceptable_alternatives.{i}", alt) for i, alt in enumerate(self.acceptable_alternatives)),
-            ):
-                for i, call in enumerate(calls):
-                    if call.name in forbidden:
-                        raise ColumnError("must_not_call", f"'{call.name}' is also expected ({where}.{i})")
-        if self.slice is not None:
-            problem = _slice_problem(self.slice, len(expected), self.expected_no_tool, bool(self.must_not_call))
-            if problem:
-                raise ColumnError("slice", f"'{self.slice.value}' {problem}")
+        check_case(self)
         return self
 
     @property
@@ -229,6 +200,54 @@ class ColumnError(ValueError):
         super().__init__(f"{column}: {message}")
         self.column = column
         self.message = message
+
+
+def offered_names(tools: list[dict[str, Any]]) -> set[str]:
+    """The names of a case's ``available_tools``; a nameless or repeated tool is a ``ColumnError``."""
+    known: set[str] = set()
+    for i, tool in enumerate(tools):
+        name = tool_name(tool)
+        if name is None:
+            raise ColumnError("available_tools", f"{i}: a tool needs a 'name' (or 'function.name')")
+        if name in known:
+            raise ColumnError("available_tools", f"{i}: duplicate name '{name}'")
+        known.add(name)
+    return known
+
+
+def check_case(case: DatasetCase, known: set[str] | None = None) -> None:
+    """The rules across a case's columns, in column order (the first broken one is reported); a plain function,
+    so ``dataset.fast`` applies exactly these. ``known``: ``offered_names`` of the case's tools, when the caller
+    has them already (a tool list seen before)."""
+    for i, message in enumerate(case.message_history):
+        if not isinstance(message.get("role"), str):
+            raise ColumnError("message_history", f"{i}: a message needs a 'role'")
+    if known is None:
+        known = offered_names(case.available_tools)
+    expected = case.expected_tool_calls
+    _check_offered(expected, known, "expected_tool_calls", "")
+    if case.expected_no_tool and expected:
+        raise ColumnError("expected_no_tool", "true, but expected_tool_calls is not empty")
+    if not case.expected_no_tool and not expected:
+        raise ColumnError(
+            "expected_no_tool",
+            "false, but expected_tool_calls is empty: list the expected calls or set this to true",
+        )
+    for i, alternative in enumerate(case.acceptable_alternatives):
+        _check_offered(alternative, known, "acceptable_alternatives", f"{i}.")
+    if case.must_not_call:
+        forbidden = set(case.must_not_call)
+        for where, calls in (
+            ("expected_tool_calls", expected),
+            *((f"acceptable_alternatives.{i}", alt) for i, alt in enumerate(case.acceptable_alternatives)),
+        ):
+            for i, call in enumerate(calls):
+                if call.name in forbidden:
+                    raise ColumnError("must_not_call", f"'{call.name}' is also expected ({where}.{i})")
+    if case.slice is not None:
+        problem = _slice_problem(case.slice, len(expected), case.expected_no_tool, bool(case.must_not_call))
+        if problem:
+            raise ColumnError("slice", f"'{case.slice.value}' {problem}")
 
 
 def _check_offered(calls: list[ExpectedCall], known: set[str], column: str, prefix: str) -> None:
@@ -259,6 +278,8 @@ def tool_name(tool: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+# Columns where an empty string means "no value" (None), as an empty CSV cell does.
+EMPTY_IS_NONE: tuple[str, ...] = ("source_trace_id", "notes", "session_id")
 # Columns holding JSON values: a CSV cell carries them as JSON text.
 JSON_COLUMNS: tuple[str, ...] = (
     "message_history",

@@ -95,7 +95,9 @@ def _row(r: CaseResult) -> dict[str, Any]:
         "unknown_tools": r.unknown_tools,
         "duplicate_calls": r.duplicate_calls,
         "undeclared_arguments": r.undeclared_arguments,
-        "must_not_call_violations": list(dict.fromkeys(r.must_not_call_violations)),
+        "must_not_call_violations": list(dict.fromkeys(r.must_not_call_violations))
+        if r.must_not_call_violations
+        else [],
         "reasons": r.reasons,
         "expected": list(r.expected),
         "actual": r.actual,
@@ -238,4 +240,6 @@ def _call_recovery(r: CaseResult) -> list[str | None]:
 
 def _recovery(classes: Sequence[str]) -> dict[str, int]:
     """Failed calls by recovery class (``checks.recovery``), the classes that occurred only (all samples)."""
+    if not classes:  # most cases: no call failed
+        return {}
     return {c: n for c, n in count_classes(classes).items() if n}

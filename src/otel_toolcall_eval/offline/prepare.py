@@ -98,6 +98,7 @@ class Preparer:
         # reports show policy figures only then; undeclared arguments that fail are violations like the others
         self.has_policies = policy.has_trajectory_rules or policy.undeclared_arguments_fail
         self._tool_sets: dict[bytes, ToolSet] = {}
+        self._last: tuple[list[dict[str, Any]] | None, ToolSet] = (None, _NO_TOOLS)
         self._max_tool_sets = max_tool_sets
         self._free_text: dict[str, frozenset[str]] = {}
         self.any_free_text = bool(config.arguments.free_text) or any(
@@ -205,6 +206,8 @@ class Preparer:
     def _tools(self, available: list[dict[str, Any]]) -> ToolSet:
         if not available:
             return _NO_TOOLS
+        if available is self._last[0]:  # the one list the dataset reader shares between lines (dataset.fast)
+            return self._last[1]
         key = orjson.dumps(available)  # key order as written: a reordered copy only costs a rebuild
         tools = self._tool_sets.get(key)
         if tools is None:
@@ -215,4 +218,5 @@ class Preparer:
             if len(self._tool_sets) >= self._max_tool_sets:
                 self._tool_sets.clear()  # bounded: a dataset with ever-new tool lists just rebuilds them
             self._tool_sets[key] = tools
+        self._last = (available, tools)  # held, so the list's identity cannot pass to another
         return tools

@@ -275,7 +275,7 @@ class SharedTools:
 
     KEY = b'"available_tools":'
 
-    def __init__(self, size: int = 8, max_bytes: int = 1 << 20) -> None:
+    def __init__(self, size: int = 8, max_bytes: int = 1 << 18) -> None:
         self._entries: list[_Entry] = []  # replaced, never changed in place: a reader needs no lock
         self._size = size
         self._max_bytes = max_bytes

@@ -18,12 +18,15 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from otel_toolcall_eval import _fork
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 
+@mypyc_attr(native_class=False)
 class BytesBoundedCache(Generic[K, V]):
     def __init__(self, max_bytes: int, max_entries: int | None = None) -> None:
         self.max_bytes = max_bytes

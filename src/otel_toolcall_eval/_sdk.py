@@ -191,11 +191,12 @@ def grpc_span_exporter(encode: Callable[[Sequence[ReadableSpan]], Any], **kwargs
     its private ``_translate_data``: the SDK has no public hook for the request it sends."""
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-    class _Exporter(OTLPSpanExporter):
-        def _translate_data(self, data: Sequence[ReadableSpan]) -> Any:
-            return encode(data)
+    def _translate_data(self: OTLPSpanExporter, data: Sequence[ReadableSpan]) -> Any:
+        return encode(data)
 
-    return _Exporter(**kwargs)
+    # built with type(), not a nested class statement, which mypyc (the compiled build, setup.py) rejects
+    exporter: type[OTLPSpanExporter] = type("_Exporter", (OTLPSpanExporter,), {"_translate_data": _translate_data})
+    return exporter(**kwargs)
 
 
 # --- the API's instrumentation suppression ----------------------------------------------------------------

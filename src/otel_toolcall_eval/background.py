@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _fork
@@ -35,6 +36,7 @@ class _Marker:
         self.done = threading.Event()
 
 
+@mypyc_attr(native_class=False)
 class BackgroundQueue:
     """Bounded FIFO of ended spans processed by one daemon thread (started on first use, restarted after fork).
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from mypy_extensions import mypyc_attr
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _sdk
@@ -32,6 +33,7 @@ def _copy_attributes(span: ReadableSpan) -> dict[str, Any]:
     return dict(attrs or {})
 
 
+@mypyc_attr(native_class=False)
 class EnrichedSpan(ReadableSpan):
     """``attributes``: the span's attributes as a plain dict when the caller already copied them (copied again
     here, a C-level dict copy, so the caller's dict stays what it read)."""

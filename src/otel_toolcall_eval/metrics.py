@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any, Final, NamedTuple
 
+from mypy_extensions import mypyc_attr
 from opentelemetry import metrics as metrics_api
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
@@ -295,6 +296,7 @@ _ABSENT: Final = ParseStatus.ABSENT  # module globals: no enum class attribute l
 _SUCCESS: Final = Outcome.SUCCESS
 
 
+@mypyc_attr(native_class=False)
 class _Tally:
     """Monotonic counts per label set; ``observe`` is the observable counter's callback (runs at collection)."""
 
@@ -319,6 +321,7 @@ class _Tally:
         return [Observation(n, dict(zip(self._labels, key, strict=True))) for key, n in items]
 
 
+@mypyc_attr(native_class=False)
 class _Calls(_Tally):
     """Scored calls keyed ``(tool, outcome, convention, no arguments, no schema, no result)``: the application thread
     pays one tally update per call, and the tool-call counter and both coverage counters are sums over it, taken when
@@ -401,6 +404,7 @@ class _Instruments:
 _SHARED: weakref.WeakKeyDictionary[Any, _Instruments] = weakref.WeakKeyDictionary()
 
 
+@mypyc_attr(native_class=False)
 class _SharedLock:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -424,6 +428,7 @@ def _instruments(meter: Meter) -> _Instruments:
         return found
 
 
+@mypyc_attr(native_class=False)
 class EvalMetrics:
     def __init__(self, meter_provider: MeterProvider | None = None) -> None:
         meter = (meter_provider or metrics_api.get_meter_provider()).get_meter("otel_toolcall_eval", __version__)
@@ -569,6 +574,7 @@ class EvalMetrics:
         self._instruments.stats.tool_list_changes.add((service,))
 
 
+@mypyc_attr(native_class=False)
 class SessionMetrics:
     """The session instruments: synchronous (a session ends rarely, so ``Counter.add`` costs nothing that matters);
     the SDK hands processors sharing a meter the same instruments."""

@@ -122,7 +122,7 @@ def new_tool_call_record(
 ) -> ToolCallRecord:
     """The hot path's constructor of a ``ToolCallRecord`` (every tool span, every run-file call): the slots set by
     name, at the cost of the generated ``__init__`` called positionally (see ``new_call_score``)."""
-    record: ToolCallRecord = _new_object(ToolCallRecord)
+    record = ToolCallRecord.__new__(ToolCallRecord)  # slots unset; not object.__new__, which mypyc's class refuses
     record.name = name
     record.raw_arguments = raw_arguments
     record.result = result
@@ -138,9 +138,6 @@ def new_tool_call_record(
     record.start_ns = start_ns
     record.end_ns = end_ns
     return record
-
-
-_new_object: Any = object.__new__  # an instance with its slots unset, for the factories that set them all
 
 
 @dataclass(slots=True)
@@ -216,7 +213,7 @@ def new_call_score(
     ``__init__`` costs called positionally (one frame): calling that with 22 keywords costs twice as much, and
     this runs for every tool call. ``tests/test_checks.py`` checks that it sets every field.
     """
-    score: CallScore = _new_object(CallScore)
+    score = CallScore.__new__(CallScore)
     score.name = name
     score.step = step
     score.outcome = outcome

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
 from opentelemetry import _logs as logs_api
 from opentelemetry import trace as trace_api
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
@@ -67,6 +68,7 @@ class _Open:
     span_id: int = 0
 
 
+@mypyc_attr(native_class=False)
 class SessionRollup:
     """Open sessions (LRU with an idle TTL), their verdicts emitted once finished. Thread-safe and fork-safe;
     ``clock`` is injectable so tests drive the idle time without sleeping."""

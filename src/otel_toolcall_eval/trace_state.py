@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
@@ -280,6 +282,7 @@ class TraceState:
         return True
 
 
+@mypyc_attr(native_class=False)
 class TraceStore:
     """Live traces (LRU, TTL) and a bounded record of finished ones; thread-safe and fork-safe."""
 

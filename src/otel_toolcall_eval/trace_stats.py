@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import BytesBoundedCache
@@ -266,6 +268,7 @@ def tool_list_source(root: Any, attrs: Mapping[str, Any] | None) -> tuple[str, s
     return service, agent[:128] if isinstance(agent, str) else ""
 
 
+@mypyc_attr(native_class=False)
 class ToolListChanges:
     """The last fingerprint seen per source (service, agent), an LRU of at most ``max_sources`` entries, so
     ``changed`` tells whether a trace's tool list differs from the previous trace's of the same source (the first

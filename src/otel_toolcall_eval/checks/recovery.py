@@ -20,7 +20,7 @@ then counts as a changed retry.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 CORRECTED_RETRY: Final = "corrected_retry"
 SWITCHED_TOOL: Final = "switched_tool"
@@ -35,7 +35,7 @@ class CallStep(NamedTuple):
     failed, its 1-based step and the model turn that issued it (None when unknown)."""
 
     name: str
-    key: object
+    key: Any  # not ``object``: mypyc's NamedTuple of an ``object`` field fails at import (KeyError)
     failed: bool
     step: int
     batch: int | None = None

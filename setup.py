@@ -1,0 +1,118 @@
+"""The opt-in compiled build: with ``OTEL_TOOLCALL_EVAL_COMPILE=1`` the hot path is compiled with mypyc.
+
+pyproject.toml stays the metadata source; this file only adds extension modules, and only when asked, the way
+black and mypy ship mypyc wheels: the same source, compiled where it pays, with the ``.py`` files installed beside
+the extensions (Python's importer prefers the extension; without one, the source runs). Without the variable the
+package builds pure Python exactly as before, and editable installs (``pip install -e``, ``make test``'s ``.venv``)
+stay pure. mypy (which ships mypyc) is a build requirement of the compiled build only, with the run-time
+dependencies and stubs the type check needs: setuptools' PEP 517 backend asks for ``setup_requires`` before it
+runs the build, so the first pass below names them without importing mypyc.
+
+Which modules, and why these: docs/performance.md, "A compiled hot path with mypyc". Left interpreted:
+``processor.py`` (mypyc stops with an internal error on its closures), ``conventions/base.py`` (a runtime-checkable
+Protocol and a dataclass users subclass) and the rest of ``conventions/``, everything off the per-span and per-case
+path (CLI, config, replay, serve, judge).
+"""
+
+from __future__ import annotations
+
+import os
+
+from setuptools import Extension, setup
+
+# The mypy release the compiled build is made and measured with (mypyc's generated C depends on it).
+MYPY = "mypy==2.4.1"
+# mypyc compiles from the types, so the build environment needs what the type check of the compiled modules reads:
+# the run-time dependencies (from pyproject.toml) and the stubs the dev environment type-checks with.
+STUBS = ("scipy-stubs", "types-PyYAML")
+
+# The per-span path of the processor (records, the per-call checks, the engine, the trace state and what the
+# processor calls on every span) and the per-case path of the offline scorer; paths under src/.
+COMPILED = (
+    "otel_toolcall_eval/records.py",
+    "otel_toolcall_eval/attributes.py",
+    "otel_toolcall_eval/_json.py",
+    "otel_toolcall_eval/_lru.py",
+    "otel_toolcall_eval/checks/normalize.py",
+    "otel_toolcall_eval/checks/outcome.py",
+    "otel_toolcall_eval/checks/parse.py",
+    "otel_toolcall_eval/checks/schema.py",
+    "otel_toolcall_eval/checks/unknown_tool.py",
+    "otel_toolcall_eval/checks/duplicate.py",
+    "otel_toolcall_eval/checks/repeated_failure.py",
+    "otel_toolcall_eval/checks/must_not_call.py",
+    "otel_toolcall_eval/checks/undeclared.py",
+    "otel_toolcall_eval/checks/step_budget.py",
+    "otel_toolcall_eval/checks/required_steps.py",
+    "otel_toolcall_eval/checks/destructive.py",
+    "otel_toolcall_eval/checks/argument_rules.py",
+    "otel_toolcall_eval/checks/same_call.py",
+    "otel_toolcall_eval/checks/cost.py",
+    "otel_toolcall_eval/checks/recovery.py",
+    "otel_toolcall_eval/checks/tool_list.py",
+    "otel_toolcall_eval/checks/verdict.py",
+    "otel_toolcall_eval/checks/selection.py",
+    "otel_toolcall_eval/checks/argument_match.py",
+    "otel_toolcall_eval/checks/order.py",
+    "otel_toolcall_eval/checks/pairing.py",
+    "otel_toolcall_eval/checks/necessity.py",
+    "otel_toolcall_eval/checks/trajectory.py",
+    "otel_toolcall_eval/engine/call.py",
+    "otel_toolcall_eval/conventions/llm_spans.py",
+    "otel_toolcall_eval/trace_state.py",
+    "otel_toolcall_eval/trace_stats.py",
+    "otel_toolcall_eval/enrich.py",
+    "otel_toolcall_eval/metrics.py",
+    "otel_toolcall_eval/sessions.py",
+    "otel_toolcall_eval/_sdk.py",
+    "otel_toolcall_eval/background.py",
+    "otel_toolcall_eval/offline/score.py",
+    "otel_toolcall_eval/offline/runs.py",
+    "otel_toolcall_eval/offline/prepare.py",
+)
+
+
+def _compile() -> bool:
+    return os.environ.get("OTEL_TOOLCALL_EVAL_COMPILE", "") not in ("", "0")
+
+
+def _build_requires() -> list[str]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: setuptools' own reader of pyproject.toml
+        from setuptools.config.pyprojecttoml import read_configuration
+
+        project = read_configuration("pyproject.toml")["project"]
+    else:
+        with open("pyproject.toml", "rb") as f:
+            project = tomllib.load(f)["project"]
+    return [MYPY, *STUBS, *project["dependencies"]]
+
+
+def _ext_modules() -> list[Extension]:
+    try:
+        from mypyc.build import mypycify
+    except ImportError:  # get_requires_for_build_*: setup_requires below names mypy, installed for the build
+        return []
+    # mypy's settings of pyproject.toml (strict, the per-module overrides): the build type-checks what it compiles;
+    # the modules it only imports are analysed for their types but not reported on (`make typecheck` does that),
+    # so an optional extra missing from the build environment (redis, pint) does not stop it.
+    return list(
+        mypycify(
+            [
+                "--config-file",
+                "pyproject.toml",
+                "--follow-imports",
+                "silent",
+                *(os.path.join("src", path) for path in COMPILED),
+            ],
+            opt_level=os.environ.get("MYPYC_OPT_LEVEL", "3"),
+            group_name="otel_toolcall_eval",
+        )
+    )
+
+
+if _compile():
+    setup(ext_modules=_ext_modules(), setup_requires=_build_requires())
+else:
+    setup()

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: debian-deps node-deps demo test test-frameworks test-strands test-autogen test-adk test-crewai test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,8 +17,8 @@ demo: $(STAMP)
 	$(BIN)/otel-toolcall-eval demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks setup.py
+	$(BIN)/ruff format --check src tests benchmarks setup.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -60,15 +60,45 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NOD
 
 test: lint typecheck unit
 
+# The opt-in compiled build (setup.py: OTEL_TOOLCALL_EVAL_COMPILE=1 compiles the hot path with mypyc): one wheel,
+# built again whenever a source file changes (a few minutes of mypyc and C compiler), installed as a user gets it
+# (not editable) into .venv-compiled, where the core suites run against it (tests/test_compiled_build.py checks
+# that the modules really are extensions), and into .venv-bench for `make bench`. The venvs themselves are kept.
+COMPILED_VENV := .venv-compiled
+COMPILED_STAMP := $(COMPILED_VENV)/.stamp-installed
+PACKAGE_SOURCES := setup.py pyproject.toml $(shell find src -name '*.py' -o -name '*.yaml' 2>/dev/null)
+WHEEL_DIR := dist/compiled
+WHEEL_STAMP := $(WHEEL_DIR)/.stamp-built
+
+$(WHEEL_STAMP): $(PACKAGE_SOURCES)
+	[ -x $(COMPILED_VENV)/bin/pip ] || $(PY) -m venv $(COMPILED_VENV)
+	rm -rf $(WHEEL_DIR)
+	OTEL_TOOLCALL_EVAL_COMPILE=1 $(COMPILED_VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(WHEEL_DIR) .
+	touch $@
+COMPILED_SUITES := tests/test_compiled_build.py tests/test_checks.py tests/test_processor.py tests/test_conventions.py \
+  tests/test_background.py tests/test_lifecycle.py tests/test_engine_parity.py tests/test_memory_bounds.py \
+  tests/test_sessions.py tests/test_replay_engine.py tests/test_fuzz_span_path.py tests/test_offline_eval.py \
+  tests/test_offline_fast_paths.py tests/test_public_api.py
+
+$(COMPILED_STAMP): $(WHEEL_STAMP)
+	$(COMPILED_VENV)/bin/pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
+	$(COMPILED_VENV)/bin/pip install --quiet $(WHEEL_DIR)/*.whl pytest hypothesis
+	touch $@
+
+test-compiled: $(COMPILED_STAMP)
+	OTEL_TOOLCALL_EVAL_EXPECT_COMPILED=1 $(COMPILED_VENV)/bin/pytest -p no:cacheprovider $(COMPILED_SUITES)
+
 # The peers (Ragas, DeepEval) are an optional extra in a venv of their own: their pins (openai<2, rich<14)
 # conflict with the test extras, so installing them into .venv would break `make test`.
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.stamp-installed
 
-$(BENCH_STAMP): pyproject.toml
-	$(PY) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/pip install --quiet -e '.[bench]'
+# The benchmarks measure the compiled build, as users get it from a wheel (the one above: not editable, built again
+# whenever a source file changes); the report's machine line says which build ran.
+$(BENCH_STAMP): $(WHEEL_STAMP)
+	[ -x $(BENCH_VENV)/bin/pip ] || $(PY) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
+	$(BENCH_VENV)/bin/pip install --quiet "$$(ls $(WHEEL_DIR)/*.whl)[bench]"
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
@@ -110,4 +140,4 @@ test-strands test-autogen test-adk test-crewai: test-%: .venv-%/.stamp-installed
 	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py $(ALSO_$*)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-semantic .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(COMPILED_VENV) build .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-semantic .mypy_cache .ruff_cache .pytest_cache

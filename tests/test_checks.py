@@ -28,7 +28,7 @@ from otel_toolcall_eval.records import (
     ToolDefinition,
 )
 
-from .helpers import WEATHER_SCHEMA
+from .helpers import COMPILED, WEATHER_SCHEMA
 
 WEATHER = ToolDefinition("get_weather", WEATHER_SCHEMA, None, json.dumps(WEATHER_SCHEMA, sort_keys=True))
 
@@ -320,6 +320,7 @@ def test_history_memory_is_bounded() -> None:
     assert h.calls == 100 and len(h.seen_calls) == 10
 
 
+@pytest.mark.skipif(COMPILED, reason="passes a string for every field: a compiled factory checks the types")
 def test_the_hot_path_factories_set_every_field_by_name() -> None:
     """``new_call_score`` and ``new_tool_call_record`` (the engine's and the conventions' constructors) set each
     slot by name: each field gets its own argument (or the fresh-call default), whatever the field order."""

@@ -1,0 +1,62 @@
+"""The opt-in compiled build (setup.py): what it lists exists, and each venv imports the build it was meant to have.
+
+`make test-compiled` installs the package with ``OTEL_TOOLCALL_EVAL_COMPILE=1`` into ``.venv-compiled`` and sets
+``OTEL_TOOLCALL_EVAL_EXPECT_COMPILED=1``: there every listed module must be a mypyc extension, or the compiled
+suites would silently test the pure source. Everywhere else (``.venv``, an editable install) none may be: an
+editable dev install stays pure, so a monkeypatch or a traceback in a test means what it says.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.machinery
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECT_COMPILED = os.environ.get("OTEL_TOOLCALL_EVAL_EXPECT_COMPILED") == "1"
+
+
+def compiled_paths() -> tuple[str, ...]:
+    """setup.py's ``COMPILED`` tuple, read without running setup.py."""
+    for node in ast.parse((ROOT / "setup.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "COMPILED" for t in node.targets):
+            paths: tuple[str, ...] = ast.literal_eval(node.value)
+            return paths
+    raise AssertionError("setup.py has no COMPILED tuple")
+
+
+def module_name(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
+
+
+def is_extension(module: str) -> bool:
+    origin = importlib.import_module(module).__file__ or ""
+    return origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+def test_every_listed_module_exists_and_the_processor_stays_interpreted() -> None:
+    paths = compiled_paths()
+    assert len(paths) == len(set(paths))
+    for path in paths:
+        assert (ROOT / "src" / path).is_file(), path
+    # mypyc stops on processor.py's closures, and conventions/base.py is a Protocol users subclass
+    assert "otel_toolcall_eval/processor.py" not in paths
+    assert "otel_toolcall_eval/conventions/base.py" not in paths
+
+
+@pytest.mark.parametrize("path", compiled_paths())
+def test_the_venv_imports_the_build_it_was_installed_with(path: str) -> None:
+    module = module_name(path)
+    assert is_extension(module) is EXPECT_COMPILED, (module, importlib.import_module(module).__file__)
+
+
+def test_the_interpreted_modules_still_run_from_source_and_use_the_compiled_ones() -> None:
+    """The processor (never compiled) imports the compiled records: a compiled build mixes both, in one package."""
+    from otel_toolcall_eval import processor, records
+
+    assert (processor.__file__ or "").endswith(".py")
+    assert is_extension(records.__name__) is EXPECT_COMPILED

@@ -83,7 +83,7 @@ def markdown(figures: Sequence[Figure], machine: dict[str, Any]) -> str:
     rows.append("")
     rows.append(
         f"Machine: {machine['cpu_model']}, {machine['nproc']} cores, {machine['implementation']} "
-        f"{machine['python']} on {machine['platform']}; {versions}."
+        f"{machine['python']} on {machine['platform']}; {versions}; otel-toolcall-eval build: {machine['build']}."
     )
     return "\n".join(rows) + "\n"
 
@@ -101,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_info()
     console.print(table(figures, f"otel-toolcall-eval benchmarks ({sizes.name} sizes, {duration:.0f} s)"))
     console.print(
-        f"[dim]{machine['cpu_model']}, {machine['nproc']} cores, Python {machine['python']}; results in {args.json}[/]"
+        f"[dim]{machine['cpu_model']}, {machine['nproc']} cores, Python {machine['python']}, "
+        f"otel-toolcall-eval {machine['build']}; results in {args.json}[/]"
     )
     report = {
         "sizes": asdict(sizes),

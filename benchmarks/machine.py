@@ -37,6 +37,19 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def package_build() -> str:
+    """Which build of the package ran: the opt-in compiled one (setup.py, mypyc extensions installed beside the
+    source) or pure Python (an editable or plain install), told by the files the package imports from."""
+    import importlib.machinery
+
+    import otel_toolcall_eval
+
+    root = Path(otel_toolcall_eval.__file__ or "").parent
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    extensions = [p for p in root.rglob("*") if p.name.endswith(suffixes)]
+    return f"compiled (mypyc, {len(extensions)} modules)" if extensions else "pure Python"
+
+
 def machine_info() -> dict[str, Any]:
     versions: dict[str, str | None] = {}
     for name in PACKAGES:
@@ -51,4 +64,5 @@ def machine_info() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "packages": versions,
+        "build": package_build(),
     }

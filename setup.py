@@ -37,7 +37,6 @@ COMPILED = (
     "otel_toolcall_eval/checks/outcome.py",
     "otel_toolcall_eval/checks/parse.py",
     "otel_toolcall_eval/checks/schema.py",
-    "otel_toolcall_eval/checks/schema_errors.py",
     "otel_toolcall_eval/checks/unknown_tool.py",
     "otel_toolcall_eval/checks/duplicate.py",
     "otel_toolcall_eval/checks/repeated_failure.py",

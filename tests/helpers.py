@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
@@ -162,3 +163,28 @@ def report_from_fork(work: Callable[[], Any]) -> Any:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the forked child failed"
     return report
+
+
+class Recorder(SpanProcessor):
+    """A downstream processor that records every hook call."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.ended: list[ReadableSpan] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.calls.append("on_start")
+
+    def _on_ending(self, span: Span) -> None:
+        self.calls.append("_on_ending")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.calls.append("on_end")
+        self.ended.append(span)
+
+    def shutdown(self) -> None:
+        self.calls.append("shutdown")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        self.calls.append("force_flush")
+        return True

@@ -14,12 +14,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 import otel_toolcall_eval
 from otel_toolcall_eval import ToolCallEvalProcessor
+
+from .helpers import Recorder
 
 PACKAGE = str(Path(otel_toolcall_eval.__file__).resolve().parent)
 
@@ -27,20 +28,6 @@ PACKAGE = str(Path(otel_toolcall_eval.__file__).resolve().parent)
 class _Noop(SpanExporter):
     def export(self, spans: Any) -> SpanExportResult:
         return SpanExportResult.SUCCESS
-
-
-class _Hooks(SpanProcessor):
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        self.calls.append("on_start")
-
-    def _on_ending(self, span: Span) -> None:
-        self.calls.append("_on_ending")
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.calls.append("on_end")
 
 
 def _project_frames(run: Callable[[], None]) -> list[str]:
@@ -86,13 +73,13 @@ def test_a_plain_child_span_enters_two_frames_of_the_project() -> None:
 
 
 def test_hooks_still_reach_the_downstream_processors_that_want_them() -> None:
-    hooks = _Hooks()
+    hooks = Recorder()
     provider = TracerProvider()
     provider.add_span_processor(ToolCallEvalProcessor([BatchSpanProcessor(_Noop()), hooks]))
     with provider.get_tracer("t").start_as_current_span("plain"):
         pass
     provider.shutdown()
-    assert hooks.calls == ["on_start", "_on_ending", "on_end"]
+    assert hooks.calls[:3] == ["on_start", "_on_ending", "on_end"]  # then the provider's shutdown
 
 
 def test_a_plain_root_is_queued_with_three_frames_on_the_application_thread() -> None:

@@ -8,7 +8,6 @@ import sys
 from typing import Any
 
 import pytest
-from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -18,35 +17,10 @@ from otel_toolcall_eval import ConventionRegistry, EvalConfig, ToolCallEvalProce
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions import AttributeConvention
 
-from .helpers import WEATHER_TOOL, chat_span, make_pipeline, scores, tool_span
+from .helpers import WEATHER_TOOL, Recorder, chat_span, make_pipeline, scores, tool_span
 
 # cost, latency, recovery and the tool list (tests/test_trace_stats.py checks those)
 STATS = {a.name for a in A.TRACE_STATS_ATTRIBUTES}
-
-
-class Recorder(SpanProcessor):
-    """A downstream processor that records every hook call."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-        self.ended: list[ReadableSpan] = []
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        self.calls.append("on_start")
-
-    def _on_ending(self, span: Span) -> None:
-        self.calls.append("_on_ending")
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.calls.append("on_end")
-        self.ended.append(span)
-
-    def shutdown(self) -> None:
-        self.calls.append("shutdown")
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        self.calls.append("force_flush")
-        return True
 
 
 def _provider(processor: SpanProcessor) -> TracerProvider:

@@ -69,6 +69,11 @@ COMPILED = (
     "otel_toolcall_eval/offline/score.py",
     "otel_toolcall_eval/offline/runs.py",
     "otel_toolcall_eval/offline/prepare.py",
+    # the offline run's per-case path outside scoring: the dataset line's reader, the case row, the aggregate
+    # (offline/reports/junit.py is not: mypyc rejects its surrogate code points in string literals)
+    "otel_toolcall_eval/dataset/fast.py",
+    "otel_toolcall_eval/offline/cases.py",
+    "otel_toolcall_eval/offline/aggregate.py",
 )
 
 

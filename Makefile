@@ -93,7 +93,7 @@ test-compiled: $(COMPILED_STAMP)
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.stamp-installed
 
-# The benchmarks measure the compiled build, as users get it from a wheel (the one above: not editable, built again
+# The benchmarks measure the compiled build, installed from its wheel as a user who opts in gets it (the one above: not editable, built again
 # whenever a source file changes); the report's machine line says which build ran.
 $(BENCH_STAMP): $(WHEEL_STAMP)
 	[ -x $(BENCH_VENV)/bin/pip ] || $(PY) -m venv $(BENCH_VENV)

@@ -93,8 +93,8 @@ test-compiled: $(COMPILED_STAMP)
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.stamp-installed
 
-# The benchmarks measure the compiled build, installed from its wheel as a user who opts in gets it (the one above: not editable, built again
-# whenever a source file changes); the report's machine line says which build ran.
+# The benchmarks measure the compiled build, installed from its wheel as a user who opts in gets it (the one above:
+# not editable, built again whenever a source file changes); the report's machine line says which build ran.
 $(BENCH_STAMP): $(WHEEL_STAMP)
 	[ -x $(BENCH_VENV)/bin/pip ] || $(PY) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl

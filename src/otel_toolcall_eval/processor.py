@@ -397,8 +397,15 @@ class ToolCallEvalProcessor(SpanProcessor):
         if ctx is None:
             return span
         trace_id = ctx.trace_id
+        parent = span.parent
+        remote = parent is not None and parent.is_remote
         gate = self._gate
-        if gate is not None and not _sdk.carries_any(span, gate) and not self._store.knows(trace_id):
+        if (
+            (parent is None or remote)  # only these pass ``on_end``'s gate without a key a check reads
+            and gate is not None
+            and not _sdk.carries_any(span, gate)
+            and not self._store.knows(trace_id)
+        ):
             # a root (or a remote-parented span) that no check reads, of a trace nothing here has seen: plain
             # traffic's roots, which the gate cannot tell from an agent's until the trace's state is looked up
             return span
@@ -407,8 +414,6 @@ class ToolCallEvalProcessor(SpanProcessor):
         attrs = _sdk.attributes_dict(span)
         if attrs is None:
             return span
-        parent = span.parent
-        remote = parent is not None and parent.is_remote
         is_root = parent is None or (remote and not self._segments)
         session_gate = self._session_gate  # the set test in C first: most spans carry no conversation id
         if session_gate is not None and not session_gate.isdisjoint(attrs) and trace_id not in self._conversation_known:

@@ -9,9 +9,10 @@ dependencies and stubs the type check needs: setuptools' PEP 517 backend asks fo
 runs the build, so the first pass below names them without importing mypyc.
 
 Which modules, and why these: docs/performance.md, "A compiled hot path with mypyc". Left interpreted:
-``processor.py`` (mypyc stops with an internal error on its closures), ``conventions/base.py`` (a runtime-checkable
-Protocol and a dataclass users subclass) and the rest of ``conventions/``, everything off the per-span and per-case
-path (CLI, config, replay, serve, judge).
+``conventions/base.py`` (a runtime-checkable Protocol and a dataclass users subclass) and the rest of
+``conventions/``, everything off the per-span and per-case path (CLI, config, replay, serve, judge). The processor
+is compiled too: it subclasses the SDK's ``SpanProcessor``, so mypyc makes it a non-native class (attributes in its
+``__dict__``, as before, methods compiled).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ COMPILED = (
     "otel_toolcall_eval/sessions.py",
     "otel_toolcall_eval/_sdk.py",
     "otel_toolcall_eval/background.py",
+    "otel_toolcall_eval/processor.py",
     "otel_toolcall_eval/offline/score.py",
     "otel_toolcall_eval/offline/runs.py",
     "otel_toolcall_eval/offline/prepare.py",

@@ -19,7 +19,7 @@ from otel_toolcall_eval import metrics as M
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, TurnSummary, session_verdict
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.records import call_digest
-from tests.helpers import WEATHER_TOOL, Pipeline, make_pipeline, tool_span
+from tests.helpers import COMPILED, WEATHER_TOOL, Pipeline, make_pipeline, tool_span
 
 # --- the pure rollup ---------------------------------------------------------------------------------
 
@@ -297,7 +297,9 @@ def test_tallies_merged_in_any_order_give_the_same_verdict() -> None:
 
 def test_only_the_first_plain_span_naming_the_conversation_is_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenInference's ``using_session`` puts ``session.id`` on every span: once the trace has noted it, the
-    other plain spans are forwarded untouched, as plain spans are."""
+    other plain spans are forwarded untouched, as plain spans are. (Which spans reach ``_evaluate`` is seen by
+    replacing it, which the compiled build's direct calls between the processor's methods do not see: there the
+    spans and the conversation's one record are checked.)"""
     p, logs, _ = _pipeline()
     evaluated: list[str] = []
     inner = p.processor._evaluate
@@ -313,7 +315,8 @@ def test_only_the_first_plain_span_naming_the_conversation_is_evaluated(monkeypa
                 pass
         with p.tracer.start_as_current_span("chat", attributes={"session.id": "s", "gen_ai.operation.name": "chat"}):
             pass
-    assert evaluated == ["step 0", "chat", "root"]
+    if not COMPILED:
+        assert evaluated == ["step 0", "chat", "root"]
     assert len(p.spans()) == 7
     p.provider.force_flush()
     assert [_attrs(r)[A.GEN_AI_CONVERSATION_ID] for r in _records(logs)] == ["s"]

@@ -24,6 +24,25 @@ from collections.abc import Callable
 from otel_toolcall_eval import _fork
 
 
+class _WeakBound:
+    """A bound method held weakly, called back when its owner goes: ``weakref.WeakMethod`` for any bound method,
+    compiled ones included (in the compiled build the owner's methods are built-in methods, which ``WeakMethod``
+    rejects); calling it gives the bound method again, or None once the owner is gone."""
+
+    __slots__ = ("_name", "_owner")
+
+    def __init__(self, method: Callable[[], bool | None], callback: Callable[[object], None]) -> None:
+        owner = getattr(method, "__self__", None)
+        if owner is None:
+            raise TypeError(f"argument should be a bound method, not {type(method).__name__}")
+        self._owner = weakref.ref(owner, callback)
+        self._name: str = method.__name__
+
+    def __call__(self) -> Callable[[], bool | None] | None:
+        owner = self._owner()
+        return None if owner is None else getattr(owner, self._name)
+
+
 class Ticker:
     """``tick`` (a bound method, held weakly) must not raise (what it calls is contained); if it does anyway, the
     thread goes on. It returns False when nothing is left to watch (None or True: keep ticking)."""
@@ -38,7 +57,7 @@ class Ticker:
     ) -> None:
         self.period = period
         # the callback wakes a parked thread once the owner is gone, so that it ends
-        self._tick = weakref.WeakMethod(tick, self._owner_gone)
+        self._tick = _WeakBound(tick, self._owner_gone)
         self._name = name
         self._wait = wait or _wall_clock_wait
         self._init_state()

@@ -9,10 +9,14 @@ dependencies and stubs the type check needs: setuptools' PEP 517 backend asks fo
 runs the build, so the first pass below names them without importing mypyc.
 
 Which modules, and why these: docs/performance.md, "A compiled hot path with mypyc". Left interpreted:
-``conventions/base.py`` (a runtime-checkable Protocol and a dataclass users subclass) and the rest of
-``conventions/``, everything off the per-span and per-case path (CLI, config, replay, serve, judge). The processor
-is compiled too: it subclasses the SDK's ``SpanProcessor``, so mypyc makes it a non-native class (attributes in its
-``__dict__``, as before, methods compiled).
+``conventions/protocol.py`` (the ``runtime_checkable`` ``Convention`` Protocol: compiled, it raises at import and
+rejects ``isinstance``), ``conventions/attribute.py`` (``AttributeConvention``, the frozen slots dataclass users
+subclass: a compiled dataclass loses the fields of an interpreted subclass that declares slots of its own; its
+methods are one line into the compiled ``conventions/spans.py``), ``conventions/builtin.py`` (subclasses of it, one
+by multiple inheritance, which mypyc rejects), ``conventions/base.py`` (the module they are imported from) and
+``conventions/frameworks.py`` (data, off the path); everything off the per-span and per-case path (CLI, config,
+replay, serve, judge). The processor is compiled too: it subclasses the SDK's ``SpanProcessor``, so mypyc makes it
+a non-native class (attributes in its ``__dict__``, as before, methods compiled).
 """
 
 from __future__ import annotations
@@ -60,6 +64,10 @@ COMPILED = (
     "otel_toolcall_eval/checks/trajectory.py",
     "otel_toolcall_eval/engine/call.py",
     "otel_toolcall_eval/conventions/llm_spans.py",
+    # the conventions' per-span work: reading a span into a record, and the registry that asks the conventions
+    # (the Protocol and the dataclass users subclass stay interpreted: conventions/protocol.py, attribute.py)
+    "otel_toolcall_eval/conventions/spans.py",
+    "otel_toolcall_eval/conventions/registry.py",
     "otel_toolcall_eval/trace_state.py",
     "otel_toolcall_eval/trace_stats.py",
     "otel_toolcall_eval/enrich.py",
@@ -68,6 +76,8 @@ COMPILED = (
     "otel_toolcall_eval/_sdk.py",
     "otel_toolcall_eval/background.py",
     "otel_toolcall_eval/processor.py",
+    "otel_toolcall_eval/held_spans.py",
+    "otel_toolcall_eval/_ticker.py",
     "otel_toolcall_eval/offline/score.py",
     "otel_toolcall_eval/offline/runs.py",
     "otel_toolcall_eval/offline/prepare.py",

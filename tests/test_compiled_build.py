@@ -43,8 +43,10 @@ def test_every_listed_module_exists_and_the_public_protocol_stays_interpreted() 
     assert len(paths) == len(set(paths))
     for path in paths:
         assert (ROOT / "src" / path).is_file(), path
-    # conventions/base.py is a Protocol users subclass
-    assert "otel_toolcall_eval/conventions/base.py" not in paths
+    # the runtime-checkable Protocol and the dataclass users subclass cannot be compiled (setup.py), and what
+    # re-exports them stays with them
+    for interpreted in ("conventions/protocol.py", "conventions/attribute.py", "conventions/base.py"):
+        assert f"otel_toolcall_eval/{interpreted}" not in paths
 
 
 @pytest.mark.parametrize("path", compiled_paths())
@@ -61,3 +63,15 @@ def test_the_interpreted_modules_still_run_from_source_and_use_the_compiled_ones
 
     assert (engine.__file__ or "").endswith(".py")
     assert is_extension(records.__name__) is EXPECT_COMPILED
+
+
+def test_the_public_convention_classes_keep_their_interpreted_home_and_use_the_compiled_parts() -> None:
+    """``AttributeConvention`` and ``Convention`` stay interpreted (users subclass the one and ``isinstance`` the
+    other) at their public paths; the registry they go into and the span reading under them are compiled."""
+    from otel_toolcall_eval import AttributeConvention, Convention, ConventionRegistry
+    from otel_toolcall_eval.conventions import attribute, base, protocol, registry, spans
+
+    assert base.AttributeConvention is AttributeConvention and AttributeConvention.__module__ == attribute.__name__
+    assert base.Convention is Convention and base.ConventionRegistry is ConventionRegistry
+    assert not is_extension(attribute.__name__) and not is_extension(protocol.__name__)
+    assert is_extension(registry.__name__) is EXPECT_COMPILED and is_extension(spans.__name__) is EXPECT_COMPILED

@@ -161,6 +161,72 @@ def test_a_record_carries_the_span_ids_as_zero_padded_hex(trace_id: int, span_id
     assert record.parent_span_id == (None if parent_id is None else f"{parent_id:016x}")
 
 
+def test_a_user_subclass_declaring_slots_and_fields_of_its_own_keeps_them_and_its_overrides() -> None:
+    """Users subclass ``AttributeConvention`` as the built-ins do (a frozen slots dataclass, fields of its own, an
+    overridden ``tool_name``): in both builds the registry recognises it, and ``extract`` reads every inherited
+    field and calls the subclass's ``tool_name`` (the compiled build reads the rest in compiled code)."""
+    from dataclasses import dataclass, fields
+
+    from otel_toolcall_eval import AttributeConvention, Convention, ConventionRegistry
+    from otel_toolcall_eval.conventions.builtin import GenAIConvention
+
+    @dataclass(frozen=True, slots=True)
+    class Acme(AttributeConvention):
+        tool_prefix: str = ""
+
+        def tool_name(self, span: Any, attrs: Any) -> Any:
+            return self.tool_prefix + str(attrs.get("acme.tool", ""))
+
+    @dataclass(frozen=True, slots=True)
+    class Shouting(GenAIConvention):
+        def tool_name(self, span: Any, attrs: Any) -> Any:
+            return str(GenAIConvention.tool_name(self, span, attrs)).upper()
+
+    acme = Acme("acme", "acme.kind", frozenset({"tool"}), argument_keys=("acme.args",), tool_prefix="x_")
+    shouting = Shouting(
+        "shouting", "gen_ai.operation.name", frozenset({"execute_tool"}), name_keys=("gen_ai.tool.name",)
+    )
+    assert [f.name for f in fields(acme)][-1] == "tool_prefix" and isinstance(acme, Convention)
+    registry = ConventionRegistry([acme, shouting])
+    for attrs, convention, name, raw in [
+        ({"acme.kind": "tool", "acme.tool": "get", "acme.args": "{}"}, acme, "x_get", "{}"),
+        ({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get"}, shouting, "GET", None),
+    ]:
+        span = _span("s", attrs)
+        assert registry.recognise(span, attrs) is convention
+        record = convention.extract(span, attrs)
+        assert record is not None
+        assert (record.name, record.raw_arguments, record.convention) == (name, raw, convention.name)
+    plain = AttributeConvention("plain", "acme.kind", frozenset({"tool"}), name_keys=("acme.tool",))
+    record = plain.extract(
+        _span("s", {"acme.kind": "tool", "acme.tool": "get"}), {"acme.kind": "tool", "acme.tool": "get"}
+    )
+    assert record is not None and record.name == "get"
+
+
+def test_a_convention_given_sets_and_lists_instead_of_frozensets_and_tuples_matches_as_its_match_does() -> None:
+    """The dataclass declares frozensets and tuples, but nothing checks them: a user's set of values and list of
+    keys work, and the registry's own detection test (it skips the ``match`` call of a class that keeps
+    ``AttributeConvention.match``) answers as ``match`` does, in both builds."""
+    from otel_toolcall_eval import AttributeConvention, ConventionRegistry
+
+    loose = AttributeConvention(
+        "loose",
+        "x.kind",
+        {"tool", "call"},  # type: ignore[arg-type]
+        name_keys=["x.name"],  # type: ignore[arg-type]
+        argument_keys=["x.args"],  # type: ignore[arg-type]
+        unwrap_args=1,  # type: ignore[arg-type]
+    )
+    registry = ConventionRegistry([loose])
+    for attrs in [{"x.kind": "tool"}, {"x.kind": "call", "x.name": "n"}, {"x.kind": "other"}, {"x.kind": ("tool",)}]:
+        span = _span("s", attrs)
+        assert (registry.recognise(span, attrs) is loose) is loose.match(span, attrs)
+    attrs = {"x.kind": "call", "x.name": "get", "x.args": '{"kwargs": {"a": 1}}'}
+    record = loose.extract(_span("s", attrs), attrs)
+    assert record is not None and (record.name, record.raw_arguments) == ("get", {"a": 1})
+
+
 def test_the_registry_asks_only_conventions_whose_detect_keys_the_span_carries_in_order() -> None:
     """First match wins in registry order, whichever detect keys a span carries; a convention without detect keys
     makes every span ask every convention; spans without any detect key match nothing."""

@@ -21,6 +21,8 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from mypy_extensions import mypyc_attr
+
 from otel_toolcall_eval import _fork
 
 
@@ -43,6 +45,7 @@ class _WeakBound:
         return None if owner is None else getattr(owner, self._name)
 
 
+@mypyc_attr(native_class=False)  # registered with ``_fork`` by weak reference: a native class has none
 class Ticker:
     """``tick`` (a bound method, held weakly) must not raise (what it calls is contained); if it does anyway, the
     thread goes on. It returns False when nothing is left to watch (None or True: keep ticking)."""

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _fork
@@ -55,6 +56,7 @@ class Slot:
         self.gone = False
 
 
+@mypyc_attr(native_class=False)  # registered with ``_fork`` by weak reference: a native class has none
 class HeldSpans:
     """The held failed spans, oldest first, keyed by (trace id, step). Thread-safe and fork-safe; ``clock`` is
     injectable so tests drive the hold time without sleeping."""

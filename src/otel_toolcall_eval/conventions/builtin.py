@@ -10,6 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions.base import AttributeConvention, Attrs, span_events
+from otel_toolcall_eval.conventions.spans import attribute_record
 from otel_toolcall_eval.records import ToolCallRecord
 
 # OpenInference: `input.value` is preferred over `gen_ai.tool.call.arguments`, which one release
@@ -38,7 +39,7 @@ class OpenInferenceConvention(AttributeConvention):
         # OpenAI Agents handoffs are TOOL spans named "handoff to <agent>" with no tool.name: not tool calls.
         if A.OPENINFERENCE_TOOL_NAME not in attrs and (span.name or "").startswith("handoff"):
             return None
-        record = AttributeConvention.extract(self, span, attrs)
+        record = attribute_record(self, span, attrs)  # ``AttributeConvention.extract``'s body, compiled
         if record is not None and record.raw_arguments == REDACTED:
             record.raw_arguments = None  # hidden inputs: no evidence, not an unparseable call
         if record is not None and record.result_recorded and record.result == REDACTED:
@@ -102,7 +103,7 @@ class GenAIConvention(AttributeConvention):
     """pydantic-ai records arguments it could not parse as ``{"INVALID_JSON": "<raw>"}``: a parse failure."""
 
     def extract(self, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord | None:
-        record = AttributeConvention.extract(self, span, attrs)
+        record = attribute_record(self, span, attrs)  # ``AttributeConvention.extract``'s body, compiled
         raw = record.raw_arguments if record is not None else None
         if record is not None and isinstance(raw, str) and raw.startswith('{"INVALID_JSON"'):
             value = _json.try_loads(raw)

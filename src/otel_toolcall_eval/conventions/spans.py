@@ -1,0 +1,250 @@
+"""Reading a span into a record: what every convention does on every tool span, compiled in the opt-in build.
+
+The free functions of ``base.py`` (which re-exports them) and the body of ``AttributeConvention``'s ``extract``
+and ``tool_name``, taking the convention as an argument: ``AttributeConvention`` itself stays an interpreted
+dataclass users subclass (``attribute.py``), while the work per span runs here, where mypyc turns it into C
+(``setup.py``'s ``COMPILED``). Without the compiled build the same source runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from otel_toolcall_eval import _json
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.conventions.protocol import Attrs
+from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, ToolCallRecord, new_tool_call_record
+
+# An exception message is kept up to this many characters: the judge shows at most 512 of them and redacts 4 KiB
+# past that cut first (judge.questions.REDACT_LOOKAHEAD), so a secret that straddles 512 is replaced whole.
+MAX_EXCEPTION_MESSAGE = 512 + 4096
+
+
+class AttributeFields(Protocol):
+    """Where an attribute convention reads each field from (``AttributeConvention``'s fields). Typed as what is
+    done with them (iterated, tested), not as the dataclass declares them: compiled code checks a declared
+    ``tuple`` or ``bool`` at run time, and a user's list of keys must work in both builds."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def name_keys(self) -> Sequence[str]: ...
+    @property
+    def argument_keys(self) -> Sequence[str]: ...
+    @property
+    def result_keys(self) -> Sequence[str]: ...
+    @property
+    def call_id_keys(self) -> Sequence[str]: ...
+    @property
+    def schema_keys(self) -> Sequence[str]: ...
+    @property
+    def unwrap_args(self) -> object: ...
+    @property
+    def span_name_prefixes(self) -> Sequence[str]: ...
+    @property
+    def _overrides_tool_name(self) -> bool: ...
+
+    def tool_name(self, span: ReadableSpan, attrs: Attrs) -> Any: ...
+
+
+def plain_attributes(attrs: Attrs | None) -> dict[str, Any]:
+    """The attributes as a plain dict, copied once.
+
+    ``ReadableSpan.attributes`` is a read-only proxy over the SDK's ``BoundedAttributes``, whose lookups run in
+    Python and raise ``KeyError`` for every absent key; convention checks probe many absent keys, so one C-level
+    copy (``BoundedAttributes.copy`` returns a dict) is cheaper than the probes it replaces.
+    """
+    if type(attrs) is dict:
+        return attrs
+    if attrs is None:
+        return {}
+    if type(attrs) is MappingProxyType:
+        copied = attrs.copy()
+        if type(copied) is dict:
+            return copied
+    return dict(attrs)
+
+
+def span_events(span: ReadableSpan) -> Sequence[Any]:
+    """The span's events without a copy.
+
+    ``ReadableSpan.events`` copies the SDK's ``BoundedList`` under its lock into a new tuple on every read
+    (~0.4 us, paid for every tool span even without events). Once a span has ended nothing appends to that
+    list, so reading it in place is safe; any other span type falls back to the public property.
+    """
+    events = getattr(span, "_events", None)
+    return span.events if events is None else events
+
+
+def span_links(span: ReadableSpan) -> Sequence[Any]:
+    """The span's links without a copy (see ``span_events``)."""
+    links = getattr(span, "_links", None)
+    return span.links if links is None else links
+
+
+def first(attrs: Attrs, keys: Sequence[str]) -> tuple[Any, bool]:
+    """The value of the first of ``keys`` the attributes carry, and whether one did."""
+    for key in keys:
+        if key in attrs:
+            return attrs[key], True
+    return None, False
+
+
+def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
+    """Status, the first exception event and ``error.type``: the ways every convention records a failure
+    (``NO_ERROR`` when there is none, the usual case)."""
+    status_error = False
+    description = exception_type = exception_message = None
+    status = span.status
+    if status is not None and status.status_code is StatusCode.ERROR:
+        status_error = True
+        description = status.description
+    events = span_events(span)
+    for event in events if events else ():
+        if event.name == "exception":
+            ev = event.attributes or {}
+            exception_type = str(ev.get("exception.type") or "Exception")
+            message = ev.get("exception.message")
+            # Bounded, and long enough that the judge redacts before it cuts to 512 (a cut secret leaks its start)
+            exception_message = None if message is None else str(message)[:MAX_EXCEPTION_MESSAGE]
+            break
+    error_type = attrs.get(A.ERROR_TYPE)
+    retry = attrs.get(A.PYDANTIC_AI_RETRY_CAUSE)
+    if not status_error and exception_type is None and error_type is None and retry is None:
+        return NO_ERROR
+    return ErrorEvidence(
+        status_error,
+        description,
+        exception_type,
+        exception_message,
+        None if error_type is None else str(error_type),
+        None if retry is None else str(retry),
+    )
+
+
+def base_record(span: ReadableSpan, name: Any, convention: str) -> ToolCallRecord:
+    """The record with the span's identity filled in (the start of a custom convention's ``extract``)."""
+    ctx = span.context
+    parent = span.parent
+    return ToolCallRecord(
+        name=name if isinstance(name, str) else ("" if name is None else str(name)),
+        convention=convention,
+        # the formats of format_trace_id / format_span_id, without two calls per id
+        trace_id=f"{ctx.trace_id:032x}" if ctx is not None else "",
+        span_id=f"{ctx.span_id:016x}" if ctx is not None else "",
+        parent_span_id=f"{parent.span_id:016x}" if parent is not None else None,
+        start_ns=span.start_time,
+        end_ns=span.end_time,
+    )
+
+
+def unwrap_args_kwargs(raw: Any) -> Any:
+    """Decorator-based SDKs (OpenLLMetry, Langfuse) record ``{"args": [...], "kwargs": {...}}``.
+
+    Keyword arguments become the call's arguments; positional ones are kept under ``args`` only when there
+    are no keyword arguments to speak for the call (a single positional value maps like a bare value).
+    """
+    value = _json.try_loads(raw)
+    if not isinstance(value, dict) or not value or not set(value) <= {"args", "kwargs"}:
+        return raw
+    kwargs = value.get("kwargs") or {}
+    args = value.get("args") or []
+    if not isinstance(kwargs, dict):
+        return raw
+    if args and not kwargs:
+        return args[0] if isinstance(args, list) and len(args) == 1 else args
+    return kwargs
+
+
+_SCHEMA_KEYWORDS = frozenset({"properties", "$schema", "$ref", "anyOf", "oneOf", "allOf"})
+
+
+def is_json_schema(value: Any) -> bool:
+    """A tool span's "schema" is used only when it is a JSON Schema of the arguments object: a ``type`` that is a
+    string (or list of them) or a schema keyword at the top. A parameter map such as smolagents' ``inputs``
+    (``{"city": {"type": ...}}``) validates every call as a schema (unknown keywords are annotations), and
+    must not stand in for the definitions the model saw."""
+    if not isinstance(value, dict) or not value:
+        return False
+    kind = value.get("type")
+    if isinstance(kind, str) or (isinstance(kind, list) and all(isinstance(k, str) for k in kind)):
+        return True
+    return any(key in value and isinstance(value[key], (dict, list, str)) for key in _SCHEMA_KEYWORDS) and not (
+        "properties" in value and not isinstance(value["properties"], dict)
+    )
+
+
+def tool_name(convention: AttributeFields, span: ReadableSpan, attrs: Attrs) -> Any:
+    """``AttributeConvention.tool_name``: the first non-empty name key, else the span name (less a prefix)."""
+    name = None
+    name_keys = convention.name_keys
+    for key in name_keys:  # ``first``, inlined: this runs for every tool span
+        if key in attrs:
+            name = attrs[key]
+            if name:
+                return name
+            break
+    span_name = span.name or ""
+    for prefix in convention.span_name_prefixes:
+        if span_name.startswith(prefix):
+            return span_name[len(prefix) :]
+    return span_name if not name_keys else name
+
+
+def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord:
+    """``AttributeConvention.extract``: every field read from where ``convention`` says, in one record."""
+    attrs = plain_attributes(attrs)
+    raw = result = call_id = None
+    recorded = False
+    # inline lookups (not ``first``): this runs for every tool span
+    for key in convention.argument_keys:
+        if key in attrs:
+            raw = attrs[key]
+            break
+    for key in convention.result_keys:
+        if key in attrs:
+            result, recorded = attrs[key], True
+            break
+    for key in convention.call_id_keys:
+        if key in attrs:
+            call_id = attrs[key]
+            break
+    schema = None
+    schema_keys = convention.schema_keys
+    if schema_keys:
+        schema = _json.try_loads(first(attrs, schema_keys)[0])
+    # a subclass's own ``tool_name`` (a method call), the shared body otherwise
+    name = convention.tool_name(span, attrs) if convention._overrides_tool_name else tool_name(convention, span, attrs)
+    ctx = span.context
+    parent = span.parent
+    trace_hex = span_hex = ""
+    parent_hex = None
+    try:  # ``int.to_bytes(...).hex()`` is the f-string's lowercase, zero-padded digits at half its cost
+        if ctx is not None:
+            trace_hex, span_hex = ctx.trace_id.to_bytes(16, "big").hex(), ctx.span_id.to_bytes(8, "big").hex()
+        if parent is not None:
+            parent_hex = parent.span_id.to_bytes(8, "big").hex()
+    except OverflowError:  # not an OTLP id (negative, or wider than its field): printed as it is
+        trace_hex, span_hex = (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}") if ctx is not None else ("", "")
+        parent_hex = f"{parent.span_id:016x}" if parent is not None else None
+    # every field in one call (what ``base_record`` fills, plus the rest): this runs per tool span
+    return new_tool_call_record(
+        name if isinstance(name, str) else ("" if name is None else str(name)),
+        unwrap_args_kwargs(raw) if convention.unwrap_args and raw is not None else raw,
+        result,
+        recorded,
+        error_evidence(span, attrs),
+        None if call_id is None else str(call_id),
+        convention.name,
+        schema if is_json_schema(schema) else None,
+        trace_hex,
+        span_hex,
+        parent_hex,
+        span.start_time,
+        span.end_time,
+    )

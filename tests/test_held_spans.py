@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor, held_spans
+from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.recovery import CARRIED_ON, CORRECTED_RETRY, HANDED_BACK, REPEATED, SWITCHED_TOOL
 from otel_toolcall_eval.config import ConfigError
@@ -217,7 +217,7 @@ def test_a_failure_while_releasing_forwards_the_span_unscored_once(monkeypatch: 
 
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
         _failed_weather(t, "c1")
-        monkeypatch.setattr(held_spans, "EnrichedSpan", broken)
+        monkeypatch.setattr(p.processor._held, "_build", broken)
         _failed_weather(t, "c2", "Oslo")  # decides c1: its copy cannot be built, the original goes instead
         monkeypatch.undo()
     spans = p.by_name(WEATHER)

@@ -59,7 +59,7 @@ class Slot:
 @mypyc_attr(native_class=False)  # registered with ``_fork`` by weak reference: a native class has none
 class HeldSpans:
     """The held failed spans, oldest first, keyed by (trace id, step). Thread-safe and fork-safe; ``clock`` is
-    injectable so tests drive the hold time without sleeping."""
+    injectable so tests drive the hold time without sleeping, ``build`` (the enriched copy) so they make it fail."""
 
     def __init__(
         self,
@@ -70,6 +70,7 @@ class HeldSpans:
         forward: Callable[[ReadableSpan], None],
         on_unclassified: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic,
+        build: Callable[[ReadableSpan, dict[str, Any], dict[str, Any] | None], ReadableSpan] = EnrichedSpan,
     ) -> None:
         self._max = max_spans
         self._max_per_trace = max_per_trace
@@ -77,6 +78,9 @@ class HeldSpans:
         self._forward = forward
         self._on_unclassified = on_unclassified
         self._clock = clock
+        # the enriched copy's constructor; an attribute (not the module's name, which compiled code binds at build
+        # time) so a test can make it fail in either build
+        self._build = build
         self._init_state()
         _fork.reinit_after_fork(self)
 
@@ -192,7 +196,7 @@ class HeldSpans:
                     extra[A.RECOVERY_CLASS] = cls
                 else:
                     self._on_unclassified(slot.reason)
-                out: ReadableSpan = EnrichedSpan(span, extra, slot.attrs)
+                out: ReadableSpan = self._build(span, extra, slot.attrs)
             except Exception:  # noqa: BLE001 - forwarded unscored rather than lost
                 out = span
             slot.span = slot.extra = slot.attrs = None

@@ -75,6 +75,47 @@ def is_plain_child(span: ReadableSpan, gate: frozenset[str] | None) -> bool | No
     return gate is not None and (raw is None or gate.isdisjoint(raw))
 
 
+# Span classes whose ``context`` is also the SDK's property over ``_context`` (and ``parent`` over ``_parent``, see
+# ``SDK_SPANS``), and whether ``SpanContext`` is the tuple its ``trace_id`` / ``span_id`` / ``is_remote`` properties
+# read items 0, 1 and 2 of: then ``span_ids`` and ``trace_id_of`` / ``span_id_of`` / ``is_remote`` read them
+# directly (each property is a Python-level call, about fifty a trace of eight spans). Probed once at import.
+def _context_items() -> bool:
+    try:
+        ctx = SpanContext(0x1234, 0x56, True)
+        return (
+            isinstance(ctx, tuple)
+            and (ctx[0], ctx[1], ctx[2]) == (ctx.trace_id, ctx.span_id, ctx.is_remote) == (0x1234, 0x56, True)
+            and SpanContext(1, 2, False)[2] is False
+        )
+    except Exception:  # noqa: BLE001 - any surprise means: the properties
+        return False
+
+
+CONTEXT_ITEMS = _context_items()
+CONTEXT_SPANS: frozenset[type] = frozenset(
+    cls for cls in SDK_SPANS if getattr(cls, "context", None) is ReadableSpan.__dict__.get("context")
+)
+
+
+def span_ids(span: ReadableSpan) -> tuple[SpanContext | None, SpanContext | None]:
+    """The span's context and its parent's (``span.context``, ``span.parent``)."""
+    if type(span) in CONTEXT_SPANS:
+        return span._context, span._parent
+    return span.context, span.parent
+
+
+def trace_id_of(ctx: SpanContext) -> int:
+    return ctx[0] if CONTEXT_ITEMS else ctx.trace_id
+
+
+def span_id_of(ctx: SpanContext) -> int:
+    return ctx[1] if CONTEXT_ITEMS else ctx.span_id
+
+
+def is_remote(ctx: SpanContext) -> bool:
+    return ctx[2] if CONTEXT_ITEMS else ctx.is_remote
+
+
 def carries_any(span: ReadableSpan, keys: frozenset[str]) -> bool:
     """Whether the span has any of ``keys`` (read without the ``attributes`` proxy where that is safe)."""
     raw = span._attributes if type(span) in SDK_SPANS else span.attributes
@@ -89,6 +130,8 @@ def attributes_dict(span: ReadableSpan) -> dict[str, Any] | None:
         raw = span._attributes
         if raw is None:
             return {}  # what the property's proxy reads as
+        if type(raw) is _BOUNDED_ITEMS:  # what ``BoundedAttributes.copy`` returns, without its Python-level call
+            return raw._dict.copy()  # type: ignore[attr-defined,no-any-return]  # ended: its items no longer change
         if type(raw) is BoundedAttributes:
             return raw.copy()  # type: ignore[return-value]  # a plain dict (``BoundedAttributes.copy``)
     attributes = span.attributes

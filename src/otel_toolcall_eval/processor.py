@@ -393,12 +393,12 @@ class ToolCallEvalProcessor(SpanProcessor):
 
     # --- evaluation ----------------------------------------------------------------------------
     def _evaluate(self, span: ReadableSpan) -> ReadableSpan | None:
-        ctx = span.context
+        ctx, parent = _sdk.span_ids(span)
         if ctx is None:
             return span
-        trace_id = ctx.trace_id
-        parent = span.parent
-        remote = parent is not None and parent.is_remote
+        trace_id = _sdk.trace_id_of(ctx)
+        remote = parent is not None and _sdk.is_remote(parent)
+        span_id = _sdk.span_id_of(ctx)
         gate = self._gate
         if (
             (parent is None or remote)  # only these pass ``on_end``'s gate without a key a check reads
@@ -437,13 +437,13 @@ class ToolCallEvalProcessor(SpanProcessor):
             if remote:
                 state.segment = True
             children = state.tool_children
-            inner = children.pop(ctx.span_id, None) if children else None
+            inner = children.pop(span_id, None) if children else None
             if inner is not None and wraps_same_call(
                 record.name, record.raw_arguments, inner.name, inner.arguments_key()
             ):
                 score = None  # a second instrumentation of the call its child span already carries the scores of
                 if parent is not None and inner is not None:  # a third layer around is the same call too (FastMCP)
-                    state.note_tool_child(parent.span_id, inner, self._max_calls)
+                    state.note_tool_child(_sdk.span_id_of(parent), inner, self._max_calls)
             else:
                 requested = state.call_arguments
                 if requested and record.call_id is not None:
@@ -462,12 +462,12 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if parent is not None:
                     known_key = score.arguments_key  # normalised already when the tool was called before
                     if known_key is not None:
-                        child = ScoredChild(record.name, ctx.span_id, key=same_call_key(known_key))
+                        child = ScoredChild(record.name, span_id, key=same_call_key(known_key))
                     elif score.arguments is not None:
-                        child = ScoredChild(record.name, ctx.span_id, score.arguments)
+                        child = ScoredChild(record.name, span_id, score.arguments)
                     else:
-                        child = ScoredChild(record.name, ctx.span_id, None, score.raw_arguments)
-                    state.note_tool_child(parent.span_id, child, self._max_calls)
+                        child = ScoredChild(record.name, span_id, None, score.raw_arguments)
+                    state.note_tool_child(_sdk.span_id_of(parent), child, self._max_calls)
                 seconds = tool_latency(record.start_ns, record.end_ns)
                 stats = state.stats
                 if stats is None:
@@ -663,13 +663,12 @@ class ToolCallEvalProcessor(SpanProcessor):
         known = self._conversation_known
         if self._session_gate is None or not known:
             return False
-        ctx = span.context  # a dict lookup first: most traces carry no conversation id (nothing else to check)
-        if ctx is None or ctx.trace_id not in known:
+        ctx, parent = _sdk.span_ids(span)  # a dict lookup first: most traces carry no conversation id
+        if ctx is None or _sdk.trace_id_of(ctx) not in known:
             return False
-        parent = span.parent
         work = self._work_gate
         # a root, or a span a convention or an LLM check reads: evaluated
-        return not (parent is None or parent.is_remote or work is None or _sdk.carries_any(span, work))
+        return not (parent is None or _sdk.is_remote(parent) or work is None or _sdk.carries_any(span, work))
 
     def _note_conversation(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """The first conversation id seen on a span of the trace is the trace's (``sessions.attributes``)."""

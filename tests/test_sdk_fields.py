@@ -1,0 +1,48 @@
+"""``_sdk``'s direct reads of span and span-context fields give what the public properties give, and any span type
+that is not the SDK's own (or overrides a property) takes the properties."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import SpanContext
+
+from otel_toolcall_eval import _sdk
+
+ids = st.integers(min_value=1, max_value=(1 << 64) - 1)
+
+
+@given(ids, ids, st.booleans(), st.one_of(st.none(), st.tuples(ids, st.booleans())))
+def test_span_ids_and_context_items_are_what_the_properties_return(
+    trace_id: int, span_id: int, remote: bool, parent: tuple[int, bool] | None
+) -> None:
+    ctx = SpanContext(trace_id, span_id, remote)
+    parent_ctx = None if parent is None else SpanContext(trace_id, parent[0], parent[1])
+    span = ReadableSpan(name="s", context=ctx, parent=parent_ctx)
+    assert _sdk.span_ids(span) == (span.context, span.parent)
+    assert (_sdk.trace_id_of(ctx), _sdk.span_id_of(ctx), _sdk.is_remote(ctx)) == (trace_id, span_id, remote)
+
+
+def test_the_sdk_spans_take_the_direct_reads_and_the_probes_hold() -> None:
+    assert _sdk.CONTEXT_ITEMS
+    assert ReadableSpan in _sdk.CONTEXT_SPANS
+    with TracerProvider().get_tracer("t").start_as_current_span("live") as live:
+        assert _sdk.span_ids(live) == (live.get_span_context(), None)
+
+
+class _Overriding(ReadableSpan):
+    """A span type of someone else's that computes its context: the direct read would bypass it."""
+
+    @property
+    def context(self) -> Any:
+        return SpanContext(7, 8, False)
+
+
+def test_a_span_type_overriding_the_properties_is_read_through_them() -> None:
+    span = _Overriding(name="o", context=SpanContext(1, 2, False))
+    assert _Overriding not in _sdk.CONTEXT_SPANS
+    ctx, parent = _sdk.span_ids(span)
+    assert ctx is not None and _sdk.trace_id_of(ctx) == 7 and parent is None

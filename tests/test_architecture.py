@@ -33,10 +33,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "metrics",
         "summary",
         "exporters",
-        "_sdk",
     ),  # processor parts
     ("config",),  # the file format (pydantic), compiled to policy objects
     ("conventions", "dataset"),  # reading spans and dataset rows into records
+    ("_sdk",),  # every private SDK access (probed at import): the readers' and the processor's span fields
     ("engine",),  # per-call scoring, once for every adapter
     ("checks",),  # pure checks
     ("records", "policy", "attributes", "_json", "_version"),  # plain records, policy objects, names
@@ -165,6 +165,8 @@ _SDK_PRIVATE = frozenset(
         "_status",
         "_start_time",
         "_end_time",
+        "_status_code",
+        "_dq",
         "_on_ending",
         "_translate_data",
         "_active_span_processor",

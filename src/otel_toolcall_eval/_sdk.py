@@ -10,7 +10,9 @@ SDK means reading this module, nothing else.
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -18,9 +20,8 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
-from opentelemetry.trace import SpanContext, SpanKind
-
-from otel_toolcall_eval.conventions.base import plain_attributes
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 # --- the gate: span parent and attributes without the properties ------------------------------------------
 
@@ -114,6 +115,102 @@ def span_id_of(ctx: SpanContext) -> int:
 
 def is_remote(ctx: SpanContext) -> bool:
     return ctx[2] if CONTEXT_ITEMS else ctx.is_remote
+
+
+# --- the fields a convention reads into a record (conventions/spans.py), without the properties -------------
+
+# Span classes whose ``start_time`` / ``end_time`` / ``status`` / ``events`` are the SDK's properties over the
+# fields of those names (``events`` over ``_events``, a ``BoundedList`` whose items are a ``deque`` ``_dq``), and
+# ``Status`` keeping its code in ``_status_code``: probed once at import, as above.
+FIELD_SPANS: frozenset[type] = frozenset(
+    cls
+    for cls in CONTEXT_SPANS
+    if all(getattr(cls, name, None) is ReadableSpan.__dict__.get(name) for name in ("start_time", "end_time", "status"))
+)
+
+
+def _status_fields() -> bool:
+    try:
+        status = Status(StatusCode.ERROR, "d")
+        return (
+            status._status_code is status.status_code is StatusCode.ERROR and Status()._status_code is StatusCode.UNSET
+        )
+    except Exception:  # noqa: BLE001 - any surprise means: the properties
+        return False
+
+
+def _events_deque() -> bool:
+    try:
+        events: BoundedList[int] = BoundedList(2)
+        events.append(1)
+        items = events._dq  # type: ignore[attr-defined]
+        return type(items) is deque and list(items) == [1] and len(events) == 1
+    except Exception:  # noqa: BLE001
+        return False
+
+
+STATUS_FIELDS = _status_fields()
+EVENTS_DEQUE = _events_deque()
+
+
+def span_times(span: ReadableSpan) -> tuple[int | None, int | None]:
+    """``span.start_time``, ``span.end_time``."""
+    if type(span) in FIELD_SPANS:
+        return span._start_time, span._end_time
+    return span.start_time, span.end_time
+
+
+def error_status(span: ReadableSpan) -> tuple[bool, str | None]:
+    """Whether the span's status is ERROR, and its description then."""
+    status = span._status if type(span) in FIELD_SPANS else span.status
+    if status is None:
+        return False, None
+    code = status._status_code if STATUS_FIELDS else status.status_code
+    return (True, status.description) if code is StatusCode.ERROR else (False, None)
+
+
+def span_events(span: ReadableSpan) -> Sequence[Any]:
+    """The span's events without a copy.
+
+    ``ReadableSpan.events`` copies the SDK's ``BoundedList`` under its lock into a new tuple on every read
+    (~0.4 us, paid for every tool span even without events). Once a span has ended nothing appends to that
+    list, so reading it in place is safe; any other span type falls back to the public property.
+    """
+    events = getattr(span, "_events", None)
+    return span.events if events is None else events
+
+
+def event_items(span: ReadableSpan) -> Sequence[Any]:
+    """What ``span_events`` gives, for reading only: a ``BoundedList``'s ``deque`` itself (its ``len`` and
+    iteration in C; the span has ended, nothing appends to it)."""
+    events = span_events(span)
+    if EVENTS_DEQUE and type(events) is BoundedList:
+        return events._dq  # type: ignore[attr-defined,no-any-return]
+    return events
+
+
+def span_links(span: ReadableSpan) -> Sequence[Any]:
+    """The span's links without a copy (see ``span_events``)."""
+    links = getattr(span, "_links", None)
+    return span.links if links is None else links
+
+
+def plain_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The attributes as a plain dict, copied once.
+
+    ``ReadableSpan.attributes`` is a read-only proxy over the SDK's ``BoundedAttributes``, whose lookups run in
+    Python and raise ``KeyError`` for every absent key; convention checks probe many absent keys, so one C-level
+    copy (``BoundedAttributes.copy`` returns a dict) is cheaper than the probes it replaces.
+    """
+    if type(attrs) is dict:
+        return attrs
+    if attrs is None:
+        return {}
+    if type(attrs) is MappingProxyType:
+        copied = attrs.copy()
+        if type(copied) is dict:
+            return copied
+    return dict(attrs)
 
 
 def carries_any(span: ReadableSpan, keys: frozenset[str]) -> bool:

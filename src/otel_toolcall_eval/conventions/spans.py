@@ -9,14 +9,15 @@ dataclass users subclass (``attribute.py``), while the work per span runs here, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import MappingProxyType
 from typing import Any, Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import StatusCode
 
-from otel_toolcall_eval import _json
+from otel_toolcall_eval import _json, _sdk
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._sdk import plain_attributes as plain_attributes  # re-exported (base.py)
+from otel_toolcall_eval._sdk import span_events as span_events
+from otel_toolcall_eval._sdk import span_links as span_links
 from otel_toolcall_eval.conventions.protocol import Attrs
 from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, ToolCallRecord, new_tool_call_record
 
@@ -52,41 +53,6 @@ class AttributeFields(Protocol):
     def tool_name(self, span: ReadableSpan, attrs: Attrs) -> Any: ...
 
 
-def plain_attributes(attrs: Attrs | None) -> dict[str, Any]:
-    """The attributes as a plain dict, copied once.
-
-    ``ReadableSpan.attributes`` is a read-only proxy over the SDK's ``BoundedAttributes``, whose lookups run in
-    Python and raise ``KeyError`` for every absent key; convention checks probe many absent keys, so one C-level
-    copy (``BoundedAttributes.copy`` returns a dict) is cheaper than the probes it replaces.
-    """
-    if type(attrs) is dict:
-        return attrs
-    if attrs is None:
-        return {}
-    if type(attrs) is MappingProxyType:
-        copied = attrs.copy()
-        if type(copied) is dict:
-            return copied
-    return dict(attrs)
-
-
-def span_events(span: ReadableSpan) -> Sequence[Any]:
-    """The span's events without a copy.
-
-    ``ReadableSpan.events`` copies the SDK's ``BoundedList`` under its lock into a new tuple on every read
-    (~0.4 us, paid for every tool span even without events). Once a span has ended nothing appends to that
-    list, so reading it in place is safe; any other span type falls back to the public property.
-    """
-    events = getattr(span, "_events", None)
-    return span.events if events is None else events
-
-
-def span_links(span: ReadableSpan) -> Sequence[Any]:
-    """The span's links without a copy (see ``span_events``)."""
-    links = getattr(span, "_links", None)
-    return span.links if links is None else links
-
-
 def first(attrs: Attrs, keys: Sequence[str]) -> tuple[Any, bool]:
     """The value of the first of ``keys`` the attributes carry, and whether one did."""
     for key in keys:
@@ -98,13 +64,9 @@ def first(attrs: Attrs, keys: Sequence[str]) -> tuple[Any, bool]:
 def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
     """Status, the first exception event and ``error.type``: the ways every convention records a failure
     (``NO_ERROR`` when there is none, the usual case)."""
-    status_error = False
-    description = exception_type = exception_message = None
-    status = span.status
-    if status is not None and status.status_code is StatusCode.ERROR:
-        status_error = True
-        description = status.description
-    events = span_events(span)
+    exception_type = exception_message = None
+    status_error, description = _sdk.error_status(span)
+    events = _sdk.event_items(span)
     for event in events if events else ():
         if event.name == "exception":
             ev = event.attributes or {}
@@ -129,8 +91,8 @@ def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
 
 def base_record(span: ReadableSpan, name: Any, convention: str) -> ToolCallRecord:
     """The record with the span's identity filled in (the start of a custom convention's ``extract``)."""
-    ctx = span.context
-    parent = span.parent
+    ctx, parent = _sdk.span_ids(span)
+    start, end = _sdk.span_times(span)
     return ToolCallRecord(
         name=name if isinstance(name, str) else ("" if name is None else str(name)),
         convention=convention,
@@ -138,8 +100,8 @@ def base_record(span: ReadableSpan, name: Any, convention: str) -> ToolCallRecor
         trace_id=f"{ctx.trace_id:032x}" if ctx is not None else "",
         span_id=f"{ctx.span_id:016x}" if ctx is not None else "",
         parent_span_id=f"{parent.span_id:016x}" if parent is not None else None,
-        start_ns=span.start_time,
-        end_ns=span.end_time,
+        start_ns=start,
+        end_ns=end,
     )
 
 
@@ -220,18 +182,19 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
         schema = _json.try_loads(first(attrs, schema_keys)[0])
     # a subclass's own ``tool_name`` (a method call), the shared body otherwise
     name = convention.tool_name(span, attrs) if convention._overrides_tool_name else tool_name(convention, span, attrs)
-    ctx = span.context
-    parent = span.parent
+    ctx, parent = _sdk.span_ids(span)
     trace_hex = span_hex = ""
     parent_hex = None
     try:  # ``int.to_bytes(...).hex()`` is the f-string's lowercase, zero-padded digits at half its cost
         if ctx is not None:
-            trace_hex, span_hex = ctx.trace_id.to_bytes(16, "big").hex(), ctx.span_id.to_bytes(8, "big").hex()
+            trace_hex = _sdk.trace_id_of(ctx).to_bytes(16, "big").hex()
+            span_hex = _sdk.span_id_of(ctx).to_bytes(8, "big").hex()
         if parent is not None:
-            parent_hex = parent.span_id.to_bytes(8, "big").hex()
+            parent_hex = _sdk.span_id_of(parent).to_bytes(8, "big").hex()
     except OverflowError:  # not an OTLP id (negative, or wider than its field): printed as it is
         trace_hex, span_hex = (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}") if ctx is not None else ("", "")
         parent_hex = f"{parent.span_id:016x}" if parent is not None else None
+    start, end = _sdk.span_times(span)
     # every field in one call (what ``base_record`` fills, plus the rest): this runs per tool span
     return new_tool_call_record(
         name if isinstance(name, str) else ("" if name is None else str(name)),
@@ -245,6 +208,6 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
         trace_hex,
         span_hex,
         parent_hex,
-        span.start_time,
-        span.end_time,
+        start,
+        end,
     )

@@ -398,7 +398,6 @@ class ToolCallEvalProcessor(SpanProcessor):
             return span
         trace_id = _sdk.trace_id_of(ctx)
         remote = parent is not None and _sdk.is_remote(parent)
-        span_id = _sdk.span_id_of(ctx)
         gate = self._gate
         if (
             (parent is None or remote)  # only these pass ``on_end``'s gate without a key a check reads
@@ -429,6 +428,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 self._note_segment(trace_id)
             return span
 
+        span_id = _sdk.span_id_of(ctx)
         state = self._store.get(trace_id)
         assert state is not None
         decided: Decisions | None = None

@@ -89,17 +89,35 @@ def error_evidence(span: ReadableSpan, attrs: Attrs) -> ErrorEvidence:
     )
 
 
+def hex_ids(span: ReadableSpan) -> tuple[str, str, str | None]:
+    """The span's trace id, span id and parent span id in the formats of ``format_trace_id`` / ``format_span_id``
+    (``""`` without a context, None without a parent), without two calls per id."""
+    ctx, parent = _sdk.span_ids(span)
+    trace_hex = span_hex = ""
+    parent_hex = None
+    try:  # ``int.to_bytes(...).hex()`` is the f-string's lowercase, zero-padded digits at half its cost
+        if ctx is not None:
+            trace_hex = _sdk.trace_id_of(ctx).to_bytes(16, "big").hex()
+            span_hex = _sdk.span_id_of(ctx).to_bytes(8, "big").hex()
+        if parent is not None:
+            parent_hex = _sdk.span_id_of(parent).to_bytes(8, "big").hex()
+    except OverflowError:  # not an OTLP id (negative, or wider than its field): printed as it is
+        if ctx is not None:
+            trace_hex, span_hex = f"{_sdk.trace_id_of(ctx):032x}", f"{_sdk.span_id_of(ctx):016x}"
+        parent_hex = f"{_sdk.span_id_of(parent):016x}" if parent is not None else None
+    return trace_hex, span_hex, parent_hex
+
+
 def base_record(span: ReadableSpan, name: Any, convention: str) -> ToolCallRecord:
     """The record with the span's identity filled in (the start of a custom convention's ``extract``)."""
-    ctx, parent = _sdk.span_ids(span)
+    trace_hex, span_hex, parent_hex = hex_ids(span)
     start, end = _sdk.span_times(span)
     return ToolCallRecord(
         name=name if isinstance(name, str) else ("" if name is None else str(name)),
         convention=convention,
-        # the formats of format_trace_id / format_span_id, without two calls per id
-        trace_id=f"{ctx.trace_id:032x}" if ctx is not None else "",
-        span_id=f"{ctx.span_id:016x}" if ctx is not None else "",
-        parent_span_id=f"{parent.span_id:016x}" if parent is not None else None,
+        trace_id=trace_hex,
+        span_id=span_hex,
+        parent_span_id=parent_hex,
         start_ns=start,
         end_ns=end,
     )
@@ -182,18 +200,7 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
         schema = _json.try_loads(first(attrs, schema_keys)[0])
     # a subclass's own ``tool_name`` (a method call), the shared body otherwise
     name = convention.tool_name(span, attrs) if convention._overrides_tool_name else tool_name(convention, span, attrs)
-    ctx, parent = _sdk.span_ids(span)
-    trace_hex = span_hex = ""
-    parent_hex = None
-    try:  # ``int.to_bytes(...).hex()`` is the f-string's lowercase, zero-padded digits at half its cost
-        if ctx is not None:
-            trace_hex = _sdk.trace_id_of(ctx).to_bytes(16, "big").hex()
-            span_hex = _sdk.span_id_of(ctx).to_bytes(8, "big").hex()
-        if parent is not None:
-            parent_hex = _sdk.span_id_of(parent).to_bytes(8, "big").hex()
-    except OverflowError:  # not an OTLP id (negative, or wider than its field): printed as it is
-        trace_hex, span_hex = (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}") if ctx is not None else ("", "")
-        parent_hex = f"{parent.span_id:016x}" if parent is not None else None
+    trace_hex, span_hex, parent_hex = hex_ids(span)
     start, end = _sdk.span_times(span)
     # every field in one call (what ``base_record`` fills, plus the rest): this runs per tool span
     return new_tool_call_record(

@@ -322,17 +322,27 @@ def test_history_memory_is_bounded() -> None:
 
 @pytest.mark.skipif(COMPILED, reason="passes a string for every field: a compiled factory checks the types")
 def test_the_hot_path_factories_set_every_field_by_name() -> None:
-    """``new_call_score`` and ``new_tool_call_record`` (the engine's and the conventions' constructors) set each
-    slot by name: each field gets its own argument (or the fresh-call default), whatever the field order."""
+    """``new_call_score``, ``new_tool_call_record``, ``new_trace_verdict`` and ``new_scored_child`` (the hot path's
+    constructors) set each slot by name: each field gets its own argument (or the fresh-call default), whatever
+    the field order."""
     import inspect
     from dataclasses import fields
 
-    from otel_toolcall_eval.records import CallScore, new_call_score, new_tool_call_record
+    from otel_toolcall_eval.records import (
+        CallScore,
+        TraceVerdict,
+        new_call_score,
+        new_tool_call_record,
+        new_trace_verdict,
+    )
+    from otel_toolcall_eval.trace_state import ScoredChild, new_scored_child
 
-    fresh = {"duplicate": False, "repeated_failure": False, "arguments_key": None}
+    fresh = {"duplicate": False, "repeated_failure": False, "arguments_key": None, "digest": None}
     for factory, cls, defaults in (
         (new_call_score, CallScore, fresh),
         (new_tool_call_record, ToolCallRecord, {"arguments_unparseable": False}),
+        (new_trace_verdict, TraceVerdict, {}),
+        (new_scored_child, ScoredChild, {}),
     ):
         params = list(inspect.signature(factory).parameters)
         names = [f.name for f in fields(cls)]
@@ -483,3 +493,48 @@ def test_a_span_without_a_failure_shares_the_no_error_evidence() -> None:
     evidence = error_evidence(failed, {})  # type: ignore[arg-type]
     assert evidence is not NO_ERROR and evidence.status_error and evidence.status_description == "boom"
     assert error_evidence(ok, {"error.type": "timeout"}).error_type == "timeout"  # type: ignore[arg-type]
+
+
+def test_the_tuple_built_records_equal_their_public_constructors() -> None:
+    """``ModelUsage`` and ``CallStep`` are built with ``tuple.__new__`` on the hot path, the invalid
+    ``SchemaVerdict`` with ``object.__setattr__``: each equals (and hashes as) what its own constructor builds."""
+    from otel_toolcall_eval.checks.cost import ModelUsage, model_usage
+    from otel_toolcall_eval.checks.schema import SchemaVerdict, compile_schema, validate_with
+
+    usage = model_usage({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 3})
+    assert type(usage) is ModelUsage and usage == ModelUsage("m", 3, None) and usage.model == "m"
+    verdict = validate_with(compile_schema({"type": "object", "required": ["a"]}), {})
+    assert type(verdict) is SchemaVerdict and not verdict.valid and len(verdict.errors) == 1
+    assert verdict == SchemaVerdict(False, verdict.errors) and hash(verdict) == hash(
+        SchemaVerdict(False, verdict.errors)
+    )
+    with pytest.raises(AttributeError):  # still frozen
+        verdict.valid = True  # type: ignore[misc]
+
+
+def test_the_per_trace_factories_build_what_the_dataclasses_build() -> None:
+    """``new_call_history``, ``new_trace_state``, ``new_trace_stats`` and ``new_trace_cost`` set every field to the
+    dataclass's own default (a field added to the dataclass and not to its factory fails here)."""
+    from dataclasses import fields
+
+    from otel_toolcall_eval.checks.cost import TraceCost, new_trace_cost
+    from otel_toolcall_eval.records import CallHistory, new_call_history
+    from otel_toolcall_eval.trace_state import TraceState, new_trace_state
+    from otel_toolcall_eval.trace_stats import TraceStats, new_trace_stats
+
+    for made, want in (
+        (new_call_history(), CallHistory()),
+        (new_trace_state(12.5), TraceState(last_seen=12.5)),
+        (new_trace_stats(), TraceStats()),
+        (new_trace_cost(), TraceCost()),
+    ):
+        for f in fields(want):
+            got, expected = getattr(made, f.name), getattr(want, f.name)
+            if f.name == "lock":  # a lock of its own, not a shared one
+                assert type(got) is type(expected) and got is not expected
+            elif f.name == "history":
+                assert got == expected and got is not expected
+            else:
+                assert got == expected and type(got) is type(expected), (type(want).__name__, f.name)
+    a, b = new_trace_state(0.0), new_trace_state(0.0)
+    assert a.history is not b.history and a.call_batches is not b.call_batches  # nothing mutable shared

@@ -39,19 +39,19 @@ from otel_toolcall_eval.conventions.llm_spans import (
     tool_definitions,
     unknown_tool_replies,
 )
-from otel_toolcall_eval.engine import Scorer, call_key
+from otel_toolcall_eval.engine import Scorer, call_digest_of
 from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
 from otel_toolcall_eval.held_spans import FLUSH, SHUTDOWN, HeldSpans, Slot
 from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.metrics import EvalMetrics
-from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict, call_digest
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict
 from otel_toolcall_eval.sessions import SessionRollup, conversation_id, turn_summary
-from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore
+from otel_toolcall_eval.trace_state import TraceState, TraceStore, new_scored_child
 from otel_toolcall_eval.trace_stats import (
     Decisions,
     Fingerprints,
     ToolListChanges,
-    TraceStats,
+    new_trace_stats,
     root_attributes,
     tool_list_source,
 )
@@ -462,21 +462,21 @@ class ToolCallEvalProcessor(SpanProcessor):
                 if parent is not None:
                     known_key = score.arguments_key  # normalised already when the tool was called before
                     if known_key is not None:
-                        child = ScoredChild(record.name, span_id, key=same_call_key(known_key))
+                        child = new_scored_child(record.name, span_id, None, None, same_call_key(known_key))
                     elif score.arguments is not None:
-                        child = ScoredChild(record.name, span_id, score.arguments)
+                        child = new_scored_child(record.name, span_id, score.arguments, None, None)
                     else:
-                        child = ScoredChild(record.name, span_id, None, score.raw_arguments)
+                        child = new_scored_child(record.name, span_id, None, score.raw_arguments, None)
                     state.note_tool_child(_sdk.span_id_of(parent), child, self._max_calls)
                 seconds = tool_latency(record.start_ns, record.end_ns)
                 stats = state.stats
                 if stats is None:
-                    stats = state.stats = TraceStats()
+                    stats = state.stats = new_trace_stats()
                 decided = stats.on_call(score, seconds, self._max_calls)
                 if score.outcome is not Outcome.SUCCESS:
                     if self._session_keys:  # for failures repeated across turns (the recovery check's digest)
                         digest = stats.failed_key(score.step)
-                        state.note_failed_call(digest if type(digest) is bytes else call_digest(call_key(score)))
+                        state.note_failed_call(digest if type(digest) is bytes else call_digest_of(score))
                     held = self._held
                     # held until its recovery class is known: reserved now, before a later step can decide it
                     if (
@@ -573,7 +573,7 @@ class ToolCallEvalProcessor(SpanProcessor):
             if not not_turn:  # a model call: its tokens, cost, and a reaction to a failed call (issue 18)
                 stats = state.stats
                 if stats is None:
-                    stats = state.stats = TraceStats()
+                    stats = state.stats = new_trace_stats()
                 decided = stats.on_model_call(attrs, calls, self._prices)
             if calls:
                 limits = self.config.limits

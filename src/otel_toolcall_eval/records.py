@@ -166,6 +166,7 @@ class CallScore:
     violation_weight: int = 0
     arguments: dict[str, Any] | None = None
     arguments_key: str | None = None  # the normalised call (``checks.normalize``); None until asked (``engine``)
+    digest: bytes | None = None  # ``call_digest`` of ``arguments_key``; None until asked (``engine.call_digest_of``)
     raw_arguments: Any = None  # as recorded: the normalised call of arguments that did not parse
     error_name: str | None = None  # the exception or error type, part of what makes two failures the same
     undeclared_arguments: tuple[str, ...] = ()  # argument names the schema does not declare (checks.undeclared)
@@ -233,6 +234,7 @@ def new_call_score(
     score.violation_weight = violation_weight
     score.arguments = arguments
     score.arguments_key = None
+    score.digest = None
     score.raw_arguments = raw_arguments
     score.error_name = error_name
     score.undeclared_arguments = undeclared_arguments
@@ -342,6 +344,22 @@ class CallHistory:
             failures.add(failure)
 
 
+def new_call_history() -> CallHistory:
+    """``CallHistory()`` for the processor's per-trace state, without the Python frame of the dataclass's generated
+    ``__init__`` (``new_trace_verdict`` says why). ``tests/test_checks.py`` checks it equals ``CallHistory()``."""
+    history = CallHistory.__new__(CallHistory)
+    history.calls = 0
+    history.errors = 0
+    history.violations = 0
+    history.violation_weight = 0
+    history.all_correct = True
+    history.seen_calls = set()
+    history.failures = None
+    history.succeeded = {}
+    history.pending = {}
+    return history
+
+
 @dataclass(slots=True, frozen=True)
 class TraceVerdict:
     tool_calls: int
@@ -358,3 +376,36 @@ class TraceVerdict:
     def composite_ok(self) -> bool:
         """Correct AND under the step budget AND zero tool errors."""
         return self.correct and not self.over_budget and self.errors == 0
+
+
+_set: Any = object.__setattr__  # how a frozen dataclass's own ``__init__`` sets its fields
+
+
+def new_trace_verdict(
+    tool_calls: int,
+    errors: int,
+    over_budget: bool,
+    violations: int,
+    violation_weight: int,
+    correct: bool,
+    unknown_tool_requests: int,
+    unexecuted_calls: int | None,
+    unlisted_calls: int | None,
+) -> TraceVerdict:
+    """``checks.verdict``'s constructor of a ``TraceVerdict`` (once per trace): the slots set by name.
+
+    Why: in the compiled build a dataclass keeps the ``__init__`` that ``dataclasses`` generates, a Python frame,
+    and a frozen one sets each field through ``object.__setattr__`` there (~15 k instructions for these nine);
+    here the same calls run from compiled code. ``tests/test_checks.py`` checks that it sets every field.
+    """
+    verdict = TraceVerdict.__new__(TraceVerdict)
+    _set(verdict, "tool_calls", tool_calls)
+    _set(verdict, "errors", errors)
+    _set(verdict, "over_budget", over_budget)
+    _set(verdict, "violations", violations)
+    _set(verdict, "violation_weight", violation_weight)
+    _set(verdict, "correct", correct)
+    _set(verdict, "unknown_tool_requests", unknown_tool_requests)
+    _set(verdict, "unexecuted_calls", unexecuted_calls)
+    _set(verdict, "unlisted_calls", unlisted_calls)
+    return verdict

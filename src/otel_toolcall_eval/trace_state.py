@@ -20,7 +20,7 @@ from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS
-from otel_toolcall_eval.records import CallHistory, ToolDefinition
+from otel_toolcall_eval.records import CallHistory, ToolDefinition, new_call_history
 from otel_toolcall_eval.trace_stats import TraceStats
 
 FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
@@ -60,6 +60,21 @@ class ScoredChild:
             key = self.key = same_call_key(arguments_key(self.name, self.arguments, self.raw_arguments))
             self.arguments = self.raw_arguments = None
         return key
+
+
+def new_scored_child(
+    name: str, span_id: int, arguments: dict[str, Any] | None, raw_arguments: Any, key: str | bytes | None
+) -> ScoredChild:
+    """The processor's constructor of a ``ScoredChild`` (one per scored tool span under a parent): the slots set
+    by name, without the Python frame of the dataclass's generated ``__init__`` (``records.new_call_score``).
+    ``tests/test_checks.py`` checks that it sets every field."""
+    child = ScoredChild.__new__(ScoredChild)
+    child.name = name
+    child.span_id = span_id
+    child.arguments = arguments
+    child.raw_arguments = raw_arguments
+    child.key = key
+    return child
 
 
 @dataclass(slots=True)
@@ -282,6 +297,37 @@ class TraceState:
         return True
 
 
+def new_trace_state(now: float) -> TraceState:
+    """``TraceState(last_seen=now)``, once per trace, without the Python frame of the dataclass's generated
+    ``__init__`` (``records.new_trace_verdict`` says why). ``tests/test_checks.py`` checks it equals the dataclass's
+    own construction, field by field."""
+    state = TraceState.__new__(TraceState)
+    state.history = new_call_history()
+    state.tools = None
+    state.turns = 0
+    state.call_batches = {}
+    state.pending_names = {}
+    state.call_names = {}
+    state.call_arguments = None
+    state.unknown_replies = None
+    state.answered_early = None
+    state.early_names = None
+    state.identified = False
+    state.genai = False
+    state.segment = False
+    state.offered = False
+    state.requested = False
+    state.unlisted = None
+    state.listed_late = False
+    state.tool_children = None
+    state.last_seen = now
+    state.lock = threading.Lock()
+    state.stats = None
+    state.conversation_id = None
+    state.failed_calls = None
+    return state
+
+
 @mypyc_attr(native_class=False)
 class TraceStore:
     """Live traces (LRU, TTL) and a bounded record of finished ones; thread-safe and fork-safe."""
@@ -336,7 +382,7 @@ class TraceStore:
                 while len(items) >= self._max:
                     tid, old = items.popitem(last=False)
                     dropped.append((tid, old, "evicted"))
-                state = TraceState(last_seen=now)
+                state = new_trace_state(now)
                 items[trace_id] = state
             if state is not None:
                 state.last_seen = now

@@ -23,11 +23,15 @@ from mypy_extensions import mypyc_attr
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import BytesBoundedCache
-from otel_toolcall_eval.checks.cost import Price, TraceCost, error_rate, model_usage
+from otel_toolcall_eval.checks.cost import Price, TraceCost, error_rate, model_usage, new_trace_cost
 from otel_toolcall_eval.checks.recovery import CallStep, TurnStep, classify_reaction, count_classes, reacts_to
 from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
-from otel_toolcall_eval.engine import call_key
-from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolDefinition, call_digest
+from otel_toolcall_eval.engine import call_digest_of
+from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolDefinition
+
+# A ``CallStep`` from a tuple of its fields, without the Python frame of the NamedTuple's own ``__new__`` (one per
+# failed call and per call of a tool with a failure waiting; ``records._new_pending`` does the same)
+_new_step: Any = tuple.__new__
 
 # An LLM span recorded its output messages (so "no tool call requested" means it answered): one of these keys, or
 # a key under one of these prefixes. Not ``output.value``: OpenInference writes it for non-calls too (LlamaIndex's
@@ -71,7 +75,7 @@ class TraceStats:
             return None
         cost = self.cost
         if cost is None:
-            cost = self.cost = TraceCost()
+            cost = self.cost = new_trace_cost()
         cost.add_model_call(usage, prices)
         if self.pending and (requested or records_output(attrs)):
             return self._react(TurnStep(tuple(name for _, name in requested)))
@@ -94,7 +98,7 @@ class TraceStats:
         if not failed and not pending:
             return None
         needs_key = failed or any(p.name == score.name for p in pending or ())
-        step = CallStep(score.name, _digest(score) if needs_key else None, failed, score.step, score.batch)
+        step = _new_step(CallStep, (score.name, _digest(score) if needs_key else None, failed, score.step, score.batch))
         decided = self._react(step) if pending else None
         if failed:
             pending = self.pending
@@ -164,12 +168,28 @@ class TraceStats:
         return self.recoveries or []
 
 
+def new_trace_stats() -> TraceStats:
+    """``TraceStats()``, once per trace with a tool call, without the Python frame of the dataclass's generated
+    ``__init__`` (``records.new_trace_verdict`` says why); ``tests/test_checks.py`` checks it equals
+    ``TraceStats()``."""
+    stats = TraceStats.__new__(TraceStats)
+    stats.cost = None
+    stats.tool_latency_total = 0.0
+    stats.tool_latency_max = 0.0
+    stats.timed_calls = 0
+    stats.pending = None
+    stats.recoveries = None
+    stats.first_failure = None
+    stats.unknown_steps = None
+    return stats
+
+
 def _digest(score: CallScore) -> bytes | None:
     """The call's normalised form as a digest; None when its arguments were not recorded (never "the same")."""
     if score.parse_status is ParseStatus.ABSENT:
         return None
     try:
-        return call_digest(call_key(score))
+        return call_digest_of(score)
     except RecursionError:  # a raw (unparsed) value nested too deeply to print: cannot be compared
         return None
 

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from otel_toolcall_eval.records import CallHistory, Outcome, call_digest
+from hashlib import blake2b
+
+from otel_toolcall_eval.records import CallHistory, Outcome
+
+_OUTCOME_TEXT: dict[Outcome, str] = {o: o.value for o in Outcome}  # ``Enum.value`` is a Python-level property
 
 
-def failure_key(args_key: str, outcome: Outcome, error_source: str | None, error_name: str | None) -> str | None:
-    """What makes two failures the same: the normalised call, the outcome, its evidence and the error's name."""
+def failure_digest(call: bytes, outcome: Outcome, error_source: str | None, error_name: str | None) -> bytes | None:
+    """What makes two failures the same: the normalised call (``call``: its ``records.call_digest``), the outcome,
+    its evidence and the error's name, as 16 bytes; None for a success. Built on the call's digest, not its
+    normalised text, so a failed call is hashed over a few dozen bytes whatever the size of its arguments."""
     if outcome is Outcome.SUCCESS:
         return None
-    return f"{args_key}\x00{outcome.value}\x00{error_source}\x00{error_name}"
-
-
-def failure_digest(args_key: str, outcome: Outcome, error_source: str | None, error_name: str | None) -> bytes | None:
-    key = failure_key(args_key, outcome, error_source, error_name)
-    return None if key is None else call_digest(key)
+    rest = f"\x00{_OUTCOME_TEXT[outcome]}\x00{error_source}\x00{error_name}".encode("utf-8", "surrogatepass")
+    return blake2b(call + rest, digest_size=16).digest()
 
 
 def is_repeated_failure(history: CallHistory, failure: bytes | None) -> bool:

@@ -29,6 +29,16 @@ class SchemaVerdict:
 
 
 _VALID = SchemaVerdict(True)  # immutable, so every valid call shares one
+_set: Any = object.__setattr__
+
+
+def _invalid(errors: tuple[str, ...]) -> SchemaVerdict:
+    """``SchemaVerdict(False, errors)`` without the Python frame of the frozen dataclass's generated ``__init__``
+    (``records.new_trace_verdict`` says why): one per invalid call."""
+    verdict = SchemaVerdict.__new__(SchemaVerdict)
+    _set(verdict, "valid", False)
+    _set(verdict, "errors", errors)
+    return verdict
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,11 +142,21 @@ def validate_with(
         return _VALID
     errors = []
     for err in validator.iter_errors(arguments):
-        path = "/" + "/".join(map(str, err.instance_path))  # no generator frame per error
-        errors.append(f"{path}: {err.message}"[:max_length])
+        errors.append(f"{_pointer(err.instance_path)}: {err.message}"[:max_length])
         if len(errors) >= max_errors:
             break
-    return SchemaVerdict(False, tuple(errors))
+    return _invalid(tuple(errors))
+
+
+def _pointer(path: list[str | int]) -> str:
+    """The instance path as a JSON-Pointer-like ``/a/0/b``. Most argument errors sit at the top (``/``) or one
+    key down: those skip the ``join`` over a ``map`` (a list and a call per part)."""
+    if not path:
+        return "/"
+    if len(path) == 1:
+        first = path[0]
+        return "/" + (first if type(first) is str else str(first))
+    return "/" + "/".join(map(str, path))
 
 
 def resolve_schema(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_toolcall_eval.records import CallHistory, TraceVerdict
+from otel_toolcall_eval.records import CallHistory, TraceVerdict, new_trace_verdict
 
 
 def trace_verdict(
@@ -21,14 +21,14 @@ def trace_verdict(
     ``unlisted_calls``: calls scored before the trace's tool list arrived (on a span that ended after them) whose
     tool is not on it: the tool spans are gone downstream by then, so the root carries the finding; None when no
     list arrived late."""
-    return TraceVerdict(
-        tool_calls=history.calls,
-        errors=history.errors,
-        over_budget=step_budget is not None and history.calls > step_budget,
-        violations=history.violations,
-        violation_weight=history.violation_weight,
-        correct=history.all_correct and not unknown_tool_requests and not unlisted_calls,
-        unknown_tool_requests=unknown_tool_requests,
-        unexecuted_calls=unexecuted_calls,
-        unlisted_calls=unlisted_calls,
+    return new_trace_verdict(  # positional: once per trace (``records.new_trace_verdict``)
+        history.calls,
+        history.errors,
+        step_budget is not None and history.calls > step_budget,
+        history.violations,
+        history.violation_weight,
+        history.all_correct and not unknown_tool_requests and not unlisted_calls,
+        unknown_tool_requests,
+        unexecuted_calls,
+        unlisted_calls,
     )

@@ -4,6 +4,6 @@ Layers, one way (enforced by import-linter in ``make test``): records and policy
 adapters (processor, judge, offline, replay, harvest) <- CLI.
 """
 
-from otel_toolcall_eval.engine.call import PolicyIndex, Scorer, call_key, policy_violations
+from otel_toolcall_eval.engine.call import PolicyIndex, Scorer, call_digest_of, call_key, policy_violations
 
-__all__ = ["PolicyIndex", "Scorer", "call_key", "policy_violations"]
+__all__ = ["PolicyIndex", "Scorer", "call_digest_of", "call_key", "policy_violations"]

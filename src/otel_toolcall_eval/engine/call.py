@@ -258,18 +258,23 @@ class Scorer:
         # ``CallScore.correct`` from the parts at hand: parse, unknown-tool and schema failures are all outcome
         # MALFORMED_CALL (``checks.outcome``); duplicate and repeated failure are added below
         correct = outcome is not _MALFORMED and not violations
-        if name not in history.pending:  # ``first_call_of``: nothing to repeat; its normalised form waits
-            history.add(score, None, None, self._max_calls, correct)
+        if name not in history.pending:  # ``first_call_of``: nothing to repeat
+            if outcome is _SUCCESS or status is ParseStatus.ABSENT:  # its normalised form waits
+                history.add(score, None, None, self._max_calls, correct)
+            else:  # a failure: the recovery class and the session compare it by its digest now, so it is kept now
+                call = call_digest_of(score)
+                history.pending[name] = None
+                history.add(score, call, failure_digest(call, outcome, score.error_source, score.error_name),
+                            self._max_calls, correct)  # fmt: skip
             return score
         first = history.take_pending(name)
         if first is not None:
-            first_key = arguments_key(name, first.arguments, first.raw_arguments)
+            first_call = call_digest(arguments_key(name, first.arguments, first.raw_arguments))
             history.remember(
-                call_digest(first_key), failure_digest(first_key, first.outcome, first.error_source, first.error_name)
+                first_call, failure_digest(first_call, first.outcome, first.error_source, first.error_name)
             )
-        args_key = call_key(score)
-        call = call_digest(args_key)
-        failure = failure_digest(args_key, score.outcome, score.error_source, score.error_name)
+        call = call_digest_of(score)
+        failure = failure_digest(call, score.outcome, score.error_source, score.error_name)
         # arguments not recorded (GenAI content capture is opt-in): two such calls cannot be told apart,
         # so neither is called a repeat of the other
         if status is not ParseStatus.ABSENT:
@@ -315,6 +320,7 @@ class Scorer:
 
 _PARSE_OK = {status: status.parsed for status in ParseStatus}  # a dict lookup instead of a property call
 _MALFORMED = Outcome.MALFORMED_CALL
+_SUCCESS = Outcome.SUCCESS
 
 
 def call_key(score: CallScore) -> str:
@@ -324,3 +330,12 @@ def call_key(score: CallScore) -> str:
     if key is None:
         key = score.arguments_key = arguments_key(score.name, score.arguments, score.raw_arguments)
     return key
+
+
+def call_digest_of(score: CallScore) -> bytes:
+    """``records.call_digest`` of the call's normalised form, computed once and kept on the score: the duplicate
+    check, the recovery class and the session's repeated failures all compare calls by it."""
+    digest = score.digest
+    if digest is None:
+        digest = score.digest = call_digest(call_key(score))
+    return digest

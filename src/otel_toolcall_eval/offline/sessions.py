@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from otel_toolcall_eval.checks.session import SessionTally, TurnSummary
-from otel_toolcall_eval.engine import call_key
+from otel_toolcall_eval.engine import call_digest_of
 from otel_toolcall_eval.offline.score import CaseResult
-from otel_toolcall_eval.records import Outcome, call_digest
+from otel_toolcall_eval.records import Outcome
 
 MAX_SESSIONS: Final = 10_000  # sessions tracked per run; cases of further sessions are counted, not rolled up
 MAX_ROWS: Final = 1_000  # per-session rows in the JSON report (the summary counts them all)
@@ -23,7 +23,7 @@ MAX_ROWS: Final = 1_000  # per-session rows in the JSON report (the summary coun
 
 def case_turn(r: CaseResult) -> TurnSummary:
     """A scored case as a turn of its session."""
-    failed = frozenset(call_digest(call_key(c)) for c in r.checks if c.outcome is not Outcome.SUCCESS)
+    failed = frozenset(call_digest_of(c) for c in r.checks if c.outcome is not Outcome.SUCCESS)
     return TurnSummary(
         tool_calls=len(r.actual),
         errors=sum(c.outcome is not Outcome.SUCCESS for c in r.checks),

@@ -237,6 +237,26 @@ def test_repeated_failure_only_when_same_call_fails_same_way() -> None:
     assert s2.duplicate is True
 
 
+def test_calls_whose_raw_arguments_are_too_deep_to_print_are_scored_and_never_the_same() -> None:
+    """A run file's arguments can be a JSON value a thousand levels deep (untrusted): ``repr`` of it raises
+    RecursionError. Two such failed calls of one tool are scored (the first one's digest is taken at once, for its
+    recovery class), neither a duplicate nor a repeated failure of the other: they cannot be compared."""
+    deep: object = []
+    for _ in range(5000):
+        deep = [deep]
+    assert arguments_key("t", None, deep) != arguments_key("t", None, deep)  # a key of its own, no exception
+    scorer = _policy_scorer()
+    h = CallHistory()
+    boom = ErrorEvidence(status_error=True, exception_type="TimeoutError")
+    scores = [scorer.score(ToolCallRecord(name="fetch", raw_arguments=deep, error=boom), h) for _ in range(3)]
+    assert [(s.step, s.duplicate, s.repeated_failure) for s in scores] == [
+        (1, False, False),
+        (2, False, False),
+        (3, False, False),
+    ]
+    assert h.errors == 3
+
+
 def test_step_budget() -> None:
     scorer = _policy_scorer(step_budget=2)
     h = CallHistory()

@@ -519,13 +519,16 @@ class ToolCallEvalProcessor(SpanProcessor):
     def _hold(self, slot: Slot, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any]) -> None:
         held = self._held
         assert held is not None
-        held.fill(slot, span, extra, attrs)  # never raises; forwards it now if it was decided meanwhile
         ticker = self._ticker
-        if ticker is not None:  # the max hold time holds when no span comes to trigger it
-            try:  # the span is the held table's now: nothing may raise past here (it would be forwarded twice)
+        timed = False
+        if ticker is not None:  # the max hold time holds when no span comes to trigger it: the timer expires
+            try:
                 ticker.ensure_started()
-            except Exception:  # noqa: BLE001 - no thread (the interpreter is exiting): flush and shutdown still release
+                timed = True
+            except Exception:  # noqa: BLE001 - no thread (the interpreter is exiting): each fill expires, as do flush and shutdown
                 self._judge_failed("timer.start")
+        # the span is the held table's from here: nothing may raise past this (it would be forwarded twice)
+        held.fill(slot, span, extra, attrs, not timed)  # never raises; forwards it now if it was decided meanwhile
 
     def _decide(self, trace_id: int, decided: Decisions) -> None:
         held = self._held

@@ -6,6 +6,7 @@ comparison (two peer libraries crash hashing exactly that).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
@@ -52,11 +53,20 @@ def _fold_general(value: Any) -> Any:
 
 
 def arguments_key(name: str, arguments: dict[str, Any] | None, raw: Any = None) -> str:
-    """One string that is equal for two calls exactly when they are the same call after normalisation."""
-    if arguments is None:
-        body = raw if isinstance(raw, str) else repr(raw)
-        return name + "\x00raw\x00" + body
+    """One string that is equal for two calls exactly when they are the same call after normalisation.
+
+    Never raises: a value nested too deeply even to ``repr`` (untrusted input: a run file's arguments as a JSON
+    value a thousand levels deep) gets a key of its own, so it is never "the same" as another call."""
     try:
-        return name + "\x00" + orjson.dumps(_fold(arguments), option=orjson.OPT_SORT_KEYS, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError, RecursionError):  # mixed key types, or nesting too deep
-        return name + "\x00repr\x00" + repr(arguments)
+        if arguments is None:
+            body = raw if isinstance(raw, str) else repr(raw)
+            return name + "\x00raw\x00" + body
+        try:
+            return name + "\x00" + orjson.dumps(_fold(arguments), option=orjson.OPT_SORT_KEYS, default=str).decode()
+        except (TypeError, orjson.JSONEncodeError, RecursionError):  # mixed key types, or nesting too deep
+            return name + "\x00repr\x00" + repr(arguments)
+    except RecursionError:
+        return f"{name}\x00deep\x00{next(_UNCOMPARABLE)}"
+
+
+_UNCOMPARABLE = itertools.count()  # ``next`` on it is atomic (one C call under the GIL)

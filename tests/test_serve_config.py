@@ -125,3 +125,117 @@ def test_tls_flags_override_the_section_and_bad_files_exit_2(pki: Pki, capsys: p
     assert main([*base, "--tls-cert-file", "/no/such/cert.pem", "--tls-key-file", str(pki.key)]) == 2
     err = capsys.readouterr().err
     assert "serve.tls.cert_file: cannot read /no/such/cert.pem" in err and "Traceback" not in err
+
+
+# --- serve.export: TLS to the next hop, headers; contradictions and bad files name the field ---------------
+
+
+@pytest.mark.parametrize(
+    ("export", "field"),
+    [
+        ({"endpoint": "http://collector:4317", "tls": {"ca_file": "ca.pem"}}, r"serve\.export\.tls: .*plaintext"),
+        ({"endpoint": "https://collector:4317", "tls": {"insecure": True}}, r"serve\.export\.tls: .*contradicts"),
+        ({"tls": {"insecure": True, "ca_file": "ca.pem"}}, r"serve\.export\.tls\.insecure: .*ca_file needs TLS"),
+        ({"tls": {"cert_file": "c.pem"}}, r"serve\.export\.tls\.key_file: .*go together"),
+        ({"tls": {"key_file": "k.pem"}}, r"serve\.export\.tls\.key_file: .*go together"),
+        ({"tls": {"insecure_skip_verify": True}}, r"serve\.export\.tls\.insecure_skip_verify: unknown key"),
+        ({"protocol": "http", "endpoint": "collector:4318"}, r"serve\.export\.endpoint: .*http:// or https://"),
+        ({"headers": {"bad name": "x"}}, r"serve\.export\.headers: .*not a header name"),
+        ({"headers": {"x-a": "line\nbreak"}}, r"serve\.export\.headers: .*cannot carry"),
+        ({"headers": {"X-A": "1"}, "headers_env": {"x-a": "V"}}, r"serve\.export\.headers_env: .*set twice"),
+        ({"timeout_seconds": 0}, r"serve\.export\.timeout_seconds"),
+    ],
+)
+def test_export_settings_that_contradict_name_the_field(export: dict[str, object], field: str) -> None:
+    with pytest.raises(ConfigError, match=field):
+        EvalConfig.from_dict({"serve": {"export": export}})
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "tls", "secure"),
+    [
+        ("http://collector:4317", None, False),
+        ("http://collector:4317", {"insecure": True}, False),  # the Collector's tls: {insecure: true}
+        ("https://collector:4317", None, True),  # the exporter's default roots
+        ("collector:4317", None, False),  # a bare gRPC target: plaintext, as before
+        ("collector:4317", {}, True),  # ... TLS with a tls block (the Collector's otlp exporter form)
+        ("collector:4317", {"insecure": True}, False),
+    ],
+)
+def test_the_scheme_and_the_tls_block_decide_tls_as_the_otlp_exporters_do(
+    endpoint: str, tls: dict[str, object] | None, secure: bool
+) -> None:
+    from otel_toolcall_eval.serve.export import next_hop
+
+    export: dict[str, object] = {"endpoint": endpoint} if tls is None else {"endpoint": endpoint, "tls": tls}
+    hop = next_hop(EvalConfig.from_dict({"serve": {"export": export}}).serve.export)
+    assert hop.secure is secure and hop.mode == ("on" if secure else "off")
+
+
+def _export_service(**tls: str) -> None:
+    from otel_toolcall_eval.serve import Service
+
+    export = {"endpoint": "https://127.0.0.1:1", "tls": tls}
+    service = Service(EvalConfig.from_dict({"serve": {"http_port": 0, "grpc_port": 0, "export": export}}))
+    service.start()  # files accepted: nothing is exported, the service starts and stops
+    service.stop(timeout=1)
+
+
+def test_export_tls_files_that_cannot_be_used_name_the_field(pki: Pki, tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope.pem")
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("hello\n")
+    ca, cert, key = str(pki.ca), str(pki.client_cert), str(pki.client_key)
+    cases = [
+        ({"ca_file": missing}, r"serve\.export\.tls\.ca_file: cannot read .*nope\.pem"),
+        ({"ca_file": str(not_pem)}, r"serve\.export\.tls\.ca_file: .* is not a PEM file"),
+        ({"ca_file": key}, r"serve\.export\.tls\.ca_file: .* no CA certificate"),
+        ({"cert_file": missing, "key_file": key}, r"serve\.export\.tls\.cert_file: cannot read"),
+        ({"cert_file": cert, "key_file": missing}, r"serve\.export\.tls\.key_file: cannot read"),
+        ({"cert_file": cert, "key_file": str(pki.key)}, r"serve\.export\.tls\.key_file: .* not the unencrypted"),
+    ]
+    for tls, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            _export_service(**tls)
+    _export_service(ca_file=ca, cert_file=cert, key_file=key)  # the right files: no error
+
+
+def test_a_missing_export_header_variable_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_toolcall_eval.serve import Service
+
+    monkeypatch.delenv("NO_SUCH_API_KEY_VAR", raising=False)
+    export = {"endpoint": "http://127.0.0.1:1", "headers_env": {"x-api-key": "NO_SUCH_API_KEY_VAR"}}
+    config = EvalConfig.from_dict({"serve": {"export": export}})
+    with pytest.raises(ConfigError, match=r"serve\.export\.headers_env\.x-api-key: .*NO_SUCH_API_KEY_VAR"):
+        Service(config)
+    monkeypatch.setenv("NO_SUCH_API_KEY_VAR", "two\nlines")
+    with pytest.raises(ConfigError, match=r"serve\.export\.headers_env\.x-api-key: .*cannot carry"):
+        Service(config)
+
+
+def test_export_tls_flags_override_the_section_and_bad_files_exit_2(
+    pki: Pki, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from otel_toolcall_eval.cli import build_parser
+    from otel_toolcall_eval.commands.serve import settings
+
+    flags = ["--export-ca-file", str(pki.ca), "--export-cert-file", str(pki.client_cert)]
+    args = build_parser().parse_args(
+        ["serve", "--export-endpoint", "https://x:4317", *flags, "--export-key-file", str(pki.client_key)]
+    )
+    tls = settings(args).serve.export.tls
+    assert tls is not None and (tls.ca_file, tls.cert_file, tls.key_file) == (
+        str(pki.ca),
+        str(pki.client_cert),
+        str(pki.client_key),
+    )
+    base = ["serve", "--http-port", "0", "--grpc-port", "0"]
+    assert main([*base, "--export-endpoint", "https://127.0.0.1:1", *flags]) == 2  # a certificate without its key
+    err = capsys.readouterr().err
+    assert "serve.export.tls.key_file" in err and "Traceback" not in err
+    assert main([*base, "--export-endpoint", "http://127.0.0.1:1", "--export-ca-file", str(pki.ca)]) == 2
+    err = capsys.readouterr().err
+    assert "serve.export.tls" in err and "plaintext" in err and "Traceback" not in err
+    assert main([*base, "--export-endpoint", "https://127.0.0.1:1", "--export-ca-file", "/no/such/ca.pem"]) == 2
+    err = capsys.readouterr().err
+    assert "serve.export.tls.ca_file: cannot read /no/such/ca.pem" in err and "Traceback" not in err

@@ -157,3 +157,30 @@ def test_events_links_status_kinds_remote_parents_and_several_resources() -> Non
     assert_same_as_sdk(copies, scope_attributes=True)
     sent = encode_spans(finished).resource_spans[0].scope_spans[0].scope
     assert request.resource_spans[0].scope_spans[0].scope == sent  # the scope as received, attributes included
+
+
+def test_the_http_exporters_body_is_the_sdks_request_decoded_and_compared(slow_path: list[int]) -> None:
+    """``export.protocol: http``: the SDK's OTLP/HTTP exporter with the received-message encoder in place of its
+    ``encode_spans``; what reaches a real HTTP receiver on 127.0.0.1 decodes to what the SDK's encoder makes of the
+    same scored spans. The SDK's own exporter, in the same process, keeps its encoder."""
+    from opentelemetry.exporter.otlp.proto.http import trace_exporter as sdk_http
+
+    from .integration.otlp_receiver import HttpTraceReceiver
+
+    spans = scored(received(agent_spans(traces=12, seed=6)))
+    receiver = HttpTraceReceiver()
+    exporter = E.http_exporter(endpoint=receiver.endpoint, timeout=5)
+    try:
+        assert isinstance(exporter, sdk_http.OTLPSpanExporter)
+        assert type(exporter).export is not sdk_http.OTLPSpanExporter.export  # the hook, not the fallback
+        assert sdk_http.encode_spans is encode_spans  # nothing patched for anyone else
+        assert exporter.export(spans).name == "SUCCESS"
+        (request,) = receiver.requests
+    finally:
+        exporter.shutdown()
+        receiver.close()
+    sent, sdk = by_span(request), by_span(encode_spans(spans))
+    assert sent.keys() == sdk.keys() and len(sent) == len(spans)
+    for span_id, (resource, scope, span) in sdk.items():
+        assert sent[span_id] == (resource, scope, span), span.name
+    assert slow_path == []  # every span went out as the message it arrived in

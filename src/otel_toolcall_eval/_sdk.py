@@ -307,7 +307,7 @@ def _state_is_dict() -> bool:
 STATE_IS_DICT = _state_is_dict()
 
 
-# --- the scoring service's export: what a decoded span arrived as, and the gRPC exporter's encoding -------
+# --- the scoring service's export: what a decoded span arrived as, and the OTLP exporters' encoding -------
 
 
 def own_attributes(span: ReadableSpan) -> Any:
@@ -336,6 +336,30 @@ def grpc_span_exporter(encode: Callable[[Sequence[ReadableSpan]], Any], **kwargs
 
     # built with type(), not a nested class statement, which mypyc (the compiled build, setup.py) rejects
     exporter: type[OTLPSpanExporter] = type("_Exporter", (OTLPSpanExporter,), {"_translate_data": _translate_data})
+    return exporter(**kwargs)
+
+
+def http_span_exporter(encode: Callable[[Sequence[ReadableSpan]], Any], **kwargs: Any) -> SpanExporter:
+    """The SDK's OTLP/HTTP span exporter (retries, compression, headers, timeouts, its request size limit and its
+    own metrics) with ``encode`` in place of the module-level ``encode_spans`` its ``export`` calls. The HTTP
+    exporter has no method to override (gRPC's has ``_translate_data``), so the subclass's ``export`` is the
+    SDK's own code object run over a copy of its module's namespace in which ``encode_spans`` is ``encode``:
+    nothing else changes, and no other exporter in the process is touched. When that code no longer calls
+    ``encode_spans`` (a later SDK), the SDK's exporter is returned as it is: the same bytes, encoded field by field."""
+    import types
+
+    from opentelemetry.exporter.otlp.proto.http import trace_exporter as module
+
+    sdk_export = module.OTLPSpanExporter.export
+    code = getattr(sdk_export, "__code__", None)
+    if code is None or "encode_spans" not in code.co_names or code.co_freevars:
+        return module.OTLPSpanExporter(**kwargs)
+    namespace = {**vars(module), "encode_spans": encode}
+    export = types.FunctionType(code, namespace, sdk_export.__name__, sdk_export.__defaults__)
+    export.__kwdefaults__ = sdk_export.__kwdefaults__
+    export.__qualname__ = sdk_export.__qualname__
+    # built with type(), not a nested class statement, which mypyc (the compiled build, setup.py) rejects
+    exporter: type[SpanExporter] = type("_HttpExporter", (module.OTLPSpanExporter,), {"export": export})
     return exporter(**kwargs)
 
 

@@ -1,4 +1,5 @@
-"""Minimal OTLP trace receivers on 127.0.0.1 for wire tests: a real gRPC server and a real HTTP server.
+"""Minimal OTLP trace receivers on 127.0.0.1 for wire tests: a real gRPC server and a real HTTP server, each
+plaintext or, given server credentials / an ``ssl.SSLContext``, TLS only (the next hop of the service's TLS export).
 
 Both decode what the real exporters send into ``ExportTraceServiceRequest`` messages and keep them, also
 while answering with a failure (``fail = True``: gRPC ``UNAVAILABLE`` / HTTP 500), so a test can tell
@@ -8,6 +9,7 @@ that a failed export really reached the wire.
 from __future__ import annotations
 
 import gzip
+import ssl
 import threading
 import time
 import zlib
@@ -76,6 +78,7 @@ class _Collector:
         self._lock = threading.Lock()
         self._requests: list[ExportTraceServiceRequest] = []
         self._metadata: list[dict[str, str]] = []
+        self._log_requests: list[ExportLogsServiceRequest] = []
         self.fail = False
 
     def _record(self, request: ExportTraceServiceRequest, metadata: dict[str, str]) -> None:
@@ -93,6 +96,12 @@ class _Collector:
         """Per request: HTTP headers (lower-cased names) or gRPC invocation metadata."""
         with self._lock:
             return list(self._metadata)
+
+    def log_records(self) -> list[Any]:
+        """Every OTLP ``LogRecord`` received so far (session verdicts, judge events)."""
+        with self._lock:
+            requests = list(self._log_requests)
+        return [r for req in requests for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records]
 
     def clear(self) -> None:
         with self._lock:
@@ -150,28 +159,25 @@ class _LogsServicer(LogsServiceServicer):
 
 class GrpcTraceReceiver(_Collector):
     """A real ``grpc.server`` serving ``TraceService/Export`` (and ``LogsService/Export``, for the session
-    verdicts' log records) on an ephemeral 127.0.0.1 port."""
+    verdicts' log records) on an ephemeral 127.0.0.1 port; TLS only with ``credentials``."""
 
-    def __init__(self) -> None:
+    def __init__(self, credentials: grpc.ServerCredentials | None = None) -> None:
         super().__init__()
-        self._log_requests: list[ExportLogsServiceRequest] = []
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="otlp-grpc-rx"))
         add_TraceServiceServicer_to_server(_Servicer(self), self._server)
         add_LogsServiceServicer_to_server(_LogsServicer(self), self._server)
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        if credentials is None:
+            self.port = self._server.add_insecure_port("127.0.0.1:0")
+        else:
+            self.port = self._server.add_secure_port("127.0.0.1:0", credentials)
+        self.scheme = "http" if credentials is None else "https"
         if self.port == 0:
             raise RuntimeError("could not bind a gRPC port on 127.0.0.1")
         self._server.start()
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def log_records(self) -> list[Any]:
-        """Every OTLP ``LogRecord`` received so far."""
-        with self._lock:
-            requests = list(self._log_requests)
-        return [r for req in requests for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def close(self) -> None:
         self._server.stop(grace=None).wait(timeout=5)
@@ -181,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
 
     def do_POST(self) -> None:
-        if self.path != "/v1/traces":
+        if self.path not in ("/v1/traces", "/v1/logs"):
             self._reply(HTTPStatus.NOT_FOUND)
             return
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -193,6 +199,13 @@ class _Handler(BaseHTTPRequestHandler):
                 body = zlib.decompress(body)
             elif encoding != "identity":
                 self._reply(HTTPStatus.UNSUPPORTED_MEDIA_TYPE)
+                return
+            if self.path == "/v1/logs":
+                logs = ExportLogsServiceRequest()
+                logs.ParseFromString(body)
+                with self.server.collector._lock:
+                    self.server.collector._log_requests.append(logs)
+                self._reply(HTTPStatus.OK, ExportLogsServiceResponse().SerializeToString())
                 return
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)
@@ -223,11 +236,15 @@ class _HttpServer(ThreadingHTTPServer):
 
 
 class HttpTraceReceiver(_Collector):
-    """A ``ThreadingHTTPServer`` answering ``POST /v1/traces`` on an ephemeral 127.0.0.1 port."""
+    """A ``ThreadingHTTPServer`` answering ``POST /v1/traces`` on an ephemeral 127.0.0.1 port; TLS only with
+    ``ssl_context`` (a failed handshake is dropped by ``socketserver`` on the accepting thread, never answered)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
         super().__init__()
         self._server = _HttpServer(("127.0.0.1", 0), _Handler)
+        if ssl_context is not None:
+            self._server.socket = ssl_context.wrap_socket(self._server.socket, server_side=True)
+        self.scheme = "http" if ssl_context is None else "https"
         self._server.collector = self
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(
@@ -236,8 +253,13 @@ class HttpTraceReceiver(_Collector):
         self._thread.start()
 
     @property
+    def base(self) -> str:
+        """The endpoint without the signal path (what ``serve.export.endpoint`` takes for ``protocol: http``)."""
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1/traces"
+        return f"{self.base}/v1/traces"
 
     def close(self) -> None:
         self._server.shutdown()

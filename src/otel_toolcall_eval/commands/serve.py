@@ -44,6 +44,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--tls-cert-file", help="PEM certificate chain: both receivers speak TLS only")
     parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
     parser.add_argument("--tls-client-ca-file", help="PEM CA bundle: require client certificates it signed (mTLS)")
+    parser.add_argument("--export-ca-file", help="PEM CA bundle to trust for the next hop's certificate (TLS)")
+    parser.add_argument("--export-cert-file", help="PEM client certificate for the next hop (mTLS)")
+    parser.add_argument("--export-key-file", help="PEM private key of --export-cert-file")
     parser.set_defaults(func=run)
 
 
@@ -62,6 +65,9 @@ def settings(args: argparse.Namespace) -> EvalConfig:
     tls = {field: value for field, value in _tls_flags(args).items() if value is not None}
     if tls:
         data["tls"] = {**(data.get("tls") or {}), **tls}
+    export_tls = {field: value for field, value in _export_tls_flags(args).items() if value is not None}
+    if export_tls:
+        data["export"]["tls"] = {**(data["export"].get("tls") or {}), **export_tls}
     try:
         serve = ServeConfig.model_validate(data)
     except ValidationError as exc:
@@ -75,6 +81,14 @@ def _tls_flags(args: argparse.Namespace) -> dict[str, str | None]:
         "cert_file": args.tls_cert_file,
         "key_file": args.tls_key_file,
         "client_ca_file": args.tls_client_ca_file,
+    }
+
+
+def _export_tls_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    return {
+        "ca_file": args.export_ca_file,
+        "cert_file": args.export_cert_file,
+        "key_file": args.export_key_file,
     }
 
 
@@ -95,7 +109,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.print(
         f"listening http={service.http_port} grpc={service.grpc_port} host={config.serve.host} "
         f"tls={'off' if tls is None else 'mtls' if tls.client_ca_file else 'on'} "
-        f"export={config.serve.export.endpoint} ({config.serve.export.protocol})",
+        f"export={config.serve.export.endpoint} ({config.serve.export.protocol}) "
+        f"export_tls={'off' if service.next_hop is None else service.next_hop.mode}",
         highlight=False,
         soft_wrap=True,
     )

@@ -8,9 +8,11 @@ concurrent requests and a deadline for the drain at shutdown. This module must n
 
 from __future__ import annotations
 
+import re
 from typing import Literal, get_args
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 # How a span whose parent is remote (another service's span, through traceparent) is treated: "root", the local
 # root of this process's part, finishes the trace (what the in-process processor does: nothing above it comes
@@ -24,13 +26,81 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no option means nan or inf
 
 
+# an HTTP header name (RFC 9110 token); gRPC metadata keys are its lower-case form, so names are compared that way
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# a header value the next hop can take: printable ASCII and spaces (gRPC metadata allows no more), no CR or LF
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]*")
+
+
+def endpoint_scheme(endpoint: str) -> Literal["http", "https", ""]:
+    """``http`` / ``https`` from the endpoint's URL, or ``""`` for a bare ``host:port`` (a gRPC target)."""
+    scheme = urlsplit(endpoint).scheme.lower() if "://" in endpoint else ""
+    return "https" if scheme == "https" else "http" if scheme == "http" else ""
+
+
+class ServeExportTls(_Strict):
+    """TLS to the next hop, named as the Collector's ``tls:`` client settings are. The endpoint's scheme decides
+    first (``https://`` is TLS, ``http://`` plaintext, as for the OTLP exporters); this block says whom to trust and
+    which certificate to show, and turns TLS on for a bare ``host:port`` gRPC endpoint. ``insecure: true`` is the
+    Collector's plaintext switch, so it may not be combined with a file or an ``https://`` endpoint (a contradiction
+    is a config error, never a silent choice). The files are read and checked at start-up
+    (``serve.tls.load_export_tls``)."""
+
+    ca_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="PEM CA bundle to trust for the next hop's certificate (none: the exporters' default roots)",
+    )
+    cert_file: str | None = Field(
+        default=None, min_length=1, description="PEM client certificate chain (mutual TLS; with key_file)"
+    )
+    key_file: str | None = Field(
+        default=None,
+        min_length=1,
+        validate_default=True,
+        description="PEM private key of cert_file (not encrypted; with cert_file)",
+    )
+    insecure: bool = Field(default=False, description="true: plaintext to the next hop (the Collector's tls.insecure)")
+
+    @field_validator("key_file")
+    @classmethod
+    def _pair(cls, value: str | None, info: ValidationInfo) -> str | None:
+        cert = info.data.get("cert_file")
+        if (value is None) != (cert is None) and "cert_file" in info.data:
+            raise ValueError("cert_file and key_file go together (both: mutual TLS, neither: no client certificate)")
+        return value
+
+    @field_validator("insecure")
+    @classmethod
+    def _plaintext_has_no_files(cls, value: bool, info: ValidationInfo) -> bool:
+        files = [name for name in ("ca_file", "cert_file", "key_file") if info.data.get(name)]
+        if value and files:
+            need = "needs" if len(files) == 1 else "need"
+            raise ValueError(f"true means plaintext, but {' and '.join(files)} {need} TLS: drop one or the other")
+        return value
+
+
 class ServeExport(_Strict):
     """The next hop of the scored spans (a Collector, Jaeger, Tempo) and the export queue in front of it."""
 
-    endpoint: str | None = Field(
-        default=None, description="OTLP endpoint, e.g. http://127.0.0.1:4317 (gRPC) or http://127.0.0.1:4318 (HTTP)"
-    )
     protocol: Literal["grpc", "http"] = "grpc"
+    endpoint: str | None = Field(
+        default=None,
+        description="OTLP endpoint, e.g. http://127.0.0.1:4317 (gRPC) or https://collector:4318 (HTTP); https: TLS",
+    )
+    tls: ServeExportTls | None = Field(
+        default=None, description="TLS to the next hop: CA to trust, client certificate (none: the scheme decides)"
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="headers sent with every export (not secrets: see headers_env)"
+    )
+    headers_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="header name -> environment variable holding its value (an API key), read at start-up",
+    )
+    timeout_seconds: float = Field(
+        default=10.0, gt=0, le=600, description="per export request, its retries included (the OTLP exporters')"
+    )
     max_queue_spans: int = Field(
         default=8_192,
         ge=1,
@@ -39,6 +109,45 @@ class ServeExport(_Strict):
     )
     max_batch_spans: int = Field(default=512, ge=1, le=100_000, description="spans per export request")
     schedule_delay_millis: int = Field(default=1_000, ge=1, le=60_000, description="longest wait to fill a batch")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_needs_a_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("protocol") == "http" and not endpoint_scheme(value):
+            raise ValueError(f"protocol http needs an http:// or https:// URL, got {value!r}")
+        return value
+
+    @field_validator("tls")
+    @classmethod
+    def _tls_fits_the_scheme(cls, value: ServeExportTls | None, info: ValidationInfo) -> ServeExportTls | None:
+        endpoint = info.data.get("endpoint")
+        if value is None or endpoint is None:
+            return value
+        scheme = endpoint_scheme(endpoint)
+        if scheme == "http" and not value.insecure:
+            raise ValueError(
+                f"the endpoint {endpoint} is plaintext (http://): use https:// for TLS, or drop tls "
+                "(tls.insecure: true says plaintext)"
+            )
+        if scheme == "https" and value.insecure:
+            raise ValueError(f"insecure: true (plaintext) contradicts the https:// endpoint {endpoint}")
+        return value
+
+    @field_validator("headers", "headers_env")
+    @classmethod
+    def _header_names(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        seen = {k.lower() for k in info.data.get("headers", {})} if info.field_name == "headers_env" else set()
+        for name, text in value.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a header name")
+            if name.lower() in seen:
+                raise ValueError(f"{name!r} is set twice (header names are case-insensitive)")
+            seen.add(name.lower())
+            if info.field_name == "headers" and not _HEADER_VALUE.fullmatch(text):
+                raise ValueError(f"the value of {name!r} has a character a header cannot carry (printable ASCII)")
+            if info.field_name == "headers_env" and not text:
+                raise ValueError(f"{name!r}: no environment variable named")
+        return value
 
     @model_validator(mode="after")
     def _batch_fits(self) -> ServeExport:

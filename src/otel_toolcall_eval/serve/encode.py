@@ -10,7 +10,8 @@ entry (its state is a copy of the span's). At export, a span whose original attr
 objects, in the same order, is the original message copied in C with its added attributes appended (their
 ``KeyValue`` bytes cached per key and value, since most scores repeat); every other span (nothing remembered, an
 attribute replaced or removed, a value type not handled here) goes through the SDK's ``encode_spans`` as before.
-So the next hop receives exactly what the sender sent (its flags and dropped counts too) with the scores added.
+So the next hop receives exactly what the sender sent (its flags and dropped counts too) with the scores added,
+over either protocol (``grpc_exporter``, ``http_exporter``: the SDK's exporters with this encoder in place of theirs).
 
 The received request stays alive until its last span is exported: memory stays bounded by the queue and the
 export window, as the decoded spans are.
@@ -29,7 +30,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from otel_toolcall_eval._sdk import grpc_span_exporter, own_attributes, stash, stashed
+from otel_toolcall_eval._sdk import grpc_span_exporter, http_span_exporter, own_attributes, stash, stashed
 
 ORIGINAL: Final = "_toolcall_eval_received"  # the ReadableSpan attribute holding (message, block, attributes)
 _ATTRIBUTES_TAG: Final = b"\x4a"  # Span.attributes: field 9, length-delimited
@@ -168,3 +169,9 @@ class ReceivedSpanEncoder:
 def grpc_exporter(**kwargs: Any) -> SpanExporter:
     """The SDK's OTLP/gRPC span exporter (retries, compression, headers, timeouts) with the encoding above."""
     return grpc_span_exporter(ReceivedSpanEncoder().encode, **kwargs)
+
+
+def http_exporter(**kwargs: Any) -> SpanExporter:
+    """The SDK's OTLP/HTTP span exporter with the encoding above: its body is the same serialized
+    ``ExportTraceServiceRequest`` the gRPC exporter sends."""
+    return http_span_exporter(ReceivedSpanEncoder().encode, **kwargs)

@@ -28,9 +28,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import TracerProvider
 
 from otel_toolcall_eval.config import ConfigError, EvalConfig
-from otel_toolcall_eval.exporters import otlp_exporters, otlp_log_exporter
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
-from otel_toolcall_eval.serve.encode import grpc_exporter
+from otel_toolcall_eval.serve.export import next_hop
 from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
 from otel_toolcall_eval.serve.http_receiver import HttpReceiver
 from otel_toolcall_eval.serve.intake import Intake
@@ -81,27 +80,23 @@ class Service:
         serve = config.serve
         self.settings = serve
         self._own_logger_provider: SdkLoggerProvider | None = None
-        own_logs = False
-        if span_exporter is None:
-            if not serve.export.endpoint:
-                raise ConfigError("serve.export.endpoint: required (or --export-endpoint)")
-            if serve.export.protocol == "grpc":  # re-sends the received messages with the scores added
-                span_exporter = grpc_exporter(endpoint=serve.export.endpoint, insecure=True)
-            else:
-                span_exporter, _ = otlp_exporters(serve.export.endpoint, serve.export.protocol)
-            # session verdicts and judge events go where the spans go
-            own_logs = logger_provider is None and (config.sessions.enabled or config.judge is not None)
+        # the next hop's TLS files and header variables, checked before anything connects: errors name the field
+        self.next_hop = None if span_exporter is not None else next_hop(serve.export)
         token = None
         if serve.bearer_token_env is not None:
             token = os.environ.get(serve.bearer_token_env)
             if not token:
                 raise ConfigError(f"serve.bearer_token_env: environment variable {serve.bearer_token_env} is not set")
         self._tls = None if serve.tls is None else load_tls(serve.tls)  # before anything listens: errors name the field
-        if own_logs and serve.export.endpoint:  # after every check that can refuse the config: no thread leaks
-            logger_provider = self._own_logger_provider = SdkLoggerProvider()
-            self._own_logger_provider.add_log_record_processor(
-                BatchLogRecordProcessor(otlp_log_exporter(serve.export.endpoint, serve.export.protocol))
-            )
+        if self.next_hop is not None:  # after every check that can refuse the config: no channel or thread leaks
+            span_exporter = self.next_hop.span_exporter()  # re-sends the received messages with the scores added
+            # session verdicts and judge events go where the spans go
+            if logger_provider is None and (config.sessions.enabled or config.judge is not None):
+                logger_provider = self._own_logger_provider = SdkLoggerProvider()
+                self._own_logger_provider.add_log_record_processor(
+                    BatchLogRecordProcessor(self.next_hop.log_exporter())
+                )
+        assert span_exporter is not None  # given, or built from the next hop just above
         self._queue = SpanQueue(serve.max_queue_spans)
         self.metrics = ServeMetrics(meter_provider, queue_size=self._queue.__len__)
         window = _ExportWindow(serve.export.max_queue_spans)

@@ -11,7 +11,6 @@ Only 127.0.0.1 is contacted.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 

@@ -39,6 +39,7 @@ VIOLATIONS: Final = PREFIX + "violations"
 EVAL_ERROR: Final = PREFIX + "eval_error"
 SAME_CALL_AS: Final = PREFIX + "same_call_as"
 RECOVERY_CLASS: Final = PREFIX + "recovery.class"  # on a failed call's span (held_spans)
+LATE: Final = PREFIX + "late"  # on a tool span that arrived after its trace's verdict (trace_state)
 JUDGE_SAMPLED: Final = PREFIX + "judge.sampled"
 
 # --- the trace verdict on the local root span ---------------------------------------------------
@@ -290,6 +291,13 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "string",
         "tool span",
         "this span wraps a tool span of the same call (same tool, same normalised arguments) from a second instrumentation, e.g. an MCP client span around the in-process server span: the call is scored and counted once, on that child (its span id, hex); this span carries only this and `convention`",
+    ),
+    AttributeDoc(
+        LATE,
+        "bool",
+        "tool span",
+        "the span arrived after its trace's verdict was written (after the root and its grace window, "
+        "`serve.root_grace_seconds`): scored per call, not in the verdict (counted in `toolcall_eval.late_spans`)",
     ),
     AttributeDoc(TRACE_TOOL_CALLS, "int", "local root span", "tool calls in the trace"),
     AttributeDoc(TRACE_ERRORS, "int", "local root span", "calls whose outcome is not `success`"),

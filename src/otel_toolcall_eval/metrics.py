@@ -49,6 +49,7 @@ QUEUE_SIZE: Final = "toolcall_eval.queue.size"
 COVERAGE_CALLS: Final = "toolcall_eval.coverage.calls"
 COVERAGE_MISSING: Final = "toolcall_eval.coverage.missing"
 MISSING_PARTS: Final = ("arguments", "schema", "result")  # the ``missing`` label's values
+LATE_SPANS: Final = "toolcall_eval.late_spans"
 # sessions (``otel_toolcall_eval.sessions``)
 SESSIONS: Final = "toolcall_eval.sessions"
 SESSION_TURNS: Final = "toolcall_eval.session.turns"
@@ -262,6 +263,16 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "`result` (a successful "
         "call with no recorded result); `otel-toolcall-eval doctor` names the setting that records it",
     ),
+    MetricDoc(
+        LATE_SPANS,
+        "counter",
+        "{span}",
+        "-",
+        "toolcall_eval_late_spans_total",
+        "tool and LLM spans that arrived after their trace's verdict was written (after its root and its "
+        "`serve.root_grace_seconds`): scored per call (tool spans carry `toolcall_eval.late`), not in the verdict, "
+        "no second trace; a steady count says the window is shorter than the exporters' delay",
+    ),
     *TRACE_STATS_METRICS,
     # sessions
     MetricDoc(
@@ -369,6 +380,7 @@ class _Instruments:
         self.errors = _Tally(("stage",))
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
+        self.late = _Tally(())
         self.queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the background queues of processors on this meter
         self.stats = _StatsInstruments(meter)  # issue 18: cost, latency, recovery, tool list
         for doc, tally in (
@@ -378,6 +390,7 @@ class _Instruments:
             (METRICS[4], self.errors),
             (METRICS[5], self.dropped),
             (METRICS[6], self.queue_waits),
+            (METRICS[10], self.late),
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
         meter.create_observable_counter(
@@ -509,6 +522,10 @@ class EvalMetrics:
 
     def record_queue_wait(self) -> None:
         self._instruments.queue_waits.add(())
+
+    def record_late(self) -> None:
+        """A span of a trace whose verdict was written already (``toolcall_eval.late_spans``)."""
+        self._instruments.late.add(())
 
     def watch_queue(self, queue: Any) -> None:
         """Report ``len(queue)`` as ``toolcall_eval.queue.size`` (summed over the processors on this meter)."""

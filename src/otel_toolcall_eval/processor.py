@@ -17,7 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import TracerProvider
+from opentelemetry.trace import SpanKind, TracerProvider
 
 from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
@@ -28,7 +28,7 @@ from otel_toolcall_eval.checks.cost import tool_latency
 from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.config import EvalConfig
-from otel_toolcall_eval.config.serve import REMOTE_PARENTS
+from otel_toolcall_eval.config.serve import MAX_ROOT_GRACE_SECONDS, REMOTE_PARENTS
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.conventions.llm_spans import (
@@ -61,12 +61,13 @@ logger = logging.getLogger("otel_toolcall_eval")
 _NOT_TURNS = frozenset({"invoke_agent", "create_agent"})
 
 
-def timer_period(idle_seconds: float | None, hold_seconds: float | None) -> float:
-    """How often the timer wakes: a quarter of the idle time (sessions) and of the hold time (held failed spans),
-    the shorter, but at least every 60 s and at most every second. An idle session is emitted between
-    ``session_idle_seconds`` and that plus the period after its last turn; a held span goes at most a period
-    after ``max_hold_seconds``."""
-    quarters = [t / 4 for t in (idle_seconds, hold_seconds) if t is not None]
+def timer_period(idle_seconds: float | None, hold_seconds: float | None, grace_seconds: float | None = None) -> float:
+    """How often the timer wakes: a quarter of the idle time (sessions), of the hold time (held failed spans) and
+    of the root grace window, the shortest, but at least every 60 s and at most every second. An idle session is
+    emitted between ``session_idle_seconds`` and that plus the period after its last turn; a held span goes at most
+    a period after ``max_hold_seconds``, a held root a period after its window (sooner with traffic: every new
+    trace ends the windows that are over)."""
+    quarters = [t / 4 for t in (idle_seconds, hold_seconds, grace_seconds) if t is not None]
     return min(max(min(quarters, default=60.0), 1.0), 60.0)
 
 
@@ -152,6 +153,10 @@ class ToolCallEvalProcessor(SpanProcessor):
         remote_parents: ``"root"`` (the default): a span whose parent is remote is the local root of this process's
             part and finishes the trace here; ``"segment"`` (what ``serve`` uses, ``serve.remote_parents``): it
             finishes nothing, the span with no parent does, else the trace's TTL (``finalized_by="segment"``).
+        root_grace_seconds: how long a finished trace's root is held before its verdict is written, so that spans of
+            the trace arriving meanwhile count in it (``serve.root_grace_seconds``; 0, the default: at once). The
+            root goes out once, with the verdict, when the window ends, or sooner when its state is evicted, at a
+            flush or at shutdown; a span arriving after that is scored per call and counted late.
 
     Where scoring runs is ``config.evaluation.mode``: on the thread that ends the span (``inline``), or on one
     worker thread behind a bounded queue (``background``: ``on_end`` costs the application an append);
@@ -172,9 +177,15 @@ class ToolCallEvalProcessor(SpanProcessor):
         tracer_provider: TracerProvider | None = None,
         logger_provider: LoggerProvider | None = None,
         remote_parents: str = "root",
+        root_grace_seconds: float = 0.0,
     ) -> None:
         if remote_parents not in REMOTE_PARENTS:
             raise ValueError(f"remote_parents: expected one of {', '.join(REMOTE_PARENTS)}, got {remote_parents!r}")
+        if not 0 <= root_grace_seconds <= MAX_ROOT_GRACE_SECONDS:  # nan too
+            raise ValueError(
+                f"root_grace_seconds: expected a number of seconds from 0 to {MAX_ROOT_GRACE_SECONDS:g}, "
+                f"got {root_grace_seconds!r}"
+            )
         if isinstance(downstream, SpanProcessor):
             processors: tuple[SpanProcessor, ...] = (downstream,)
         else:
@@ -210,8 +221,14 @@ class ToolCallEvalProcessor(SpanProcessor):
         # receiving both): it finishes nothing; the true root does, else the TTL (``finalized_by="segment"``)
         self._segments = remote_parents == "segment"
         self._config_tools = self.config.tool_definitions()
+        # the root grace window (0: off; then the root's path pays one attribute test)
+        self._grace = float(root_grace_seconds)
         self._store = TraceStore(
-            limits.max_traces, limits.trace_ttl_seconds, self._on_drop, max_finished_bytes=limits.max_cache_bytes
+            limits.max_traces,
+            limits.trace_ttl_seconds,
+            self._on_drop,
+            max_finished_bytes=limits.max_cache_bytes,
+            grace_seconds=self._grace,
         )
         self._log = _RateLimitedLog()
         # cost, latency, recovery and the tool list (issue 18)
@@ -261,11 +278,12 @@ class ToolCallEvalProcessor(SpanProcessor):
                 forward=self._forward,
                 on_unclassified=self.metrics.record_unclassified,
             )
-        if self._sessions is not None or self._held is not None:  # the thread itself starts on first use
+        if self._sessions is not None or self._held is not None or self._grace:  # the thread starts on first use
             self._ticker = Ticker(
                 timer_period(
                     limits.session_idle_seconds if self._sessions is not None else None,
                     limits.max_hold_seconds if self._held is not None else None,
+                    self._grace or None,
                 ),
                 self._tick,
             )
@@ -358,6 +376,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         if ticker is not None:
             self._safe(lambda: ticker.stop(deadline.remaining()), "timer.stop")
         for trace_id, state in self._store.drain():
+            if state.root is not None:  # a held root: out now, with its verdict
+                self._release_root(trace_id, state)
+                continue
             if judge is not None:
                 self._safe(lambda t=trace_id: judge.trace_done(t), "judge.trace_done")
             self._record_unfinished(trace_id, state, "shutdown")  # their held failed spans go, classified
@@ -380,6 +401,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         if background is not None:  # spans queued before the flush reach the downstream before it flushes
             ok = bool(self._safe(lambda: background.flush(deadline.remaining()), "background.flush"))
         self._store.expire()
+        if self._grace:  # held roots go now, with their verdicts (whose end decides their failed calls' classes)
+            self._safe(self._store.release_held, "store.release_held")
         held = self._held
         if held is not None:  # the exporter must get every span: held ones go, without a class still undecided
             self._safe(lambda: held.release_all(FLUSH), "held.flush")
@@ -434,13 +457,18 @@ class ToolCallEvalProcessor(SpanProcessor):
         decided: Decisions | None = None
         slot: Slot | None = None
         with state.lock:
+            after_verdict = state.finished  # its verdict is written: scored per call, counted late (under the lock)
             if remote:
                 state.segment = True
             children = state.tool_children
             inner = children.pop(span_id, None) if children else None
-            if inner is not None and wraps_same_call(
+            if inner is not None and not wraps_same_call(
                 record.name, record.raw_arguments, inner.name, inner.arguments_key()
             ):
+                inner = None
+            if inner is None and remote and state.client_spans:  # its client's span came first (another export)
+                inner = _scored_client(state.client_spans, parent, record)
+            if inner is not None:
                 score = None  # a second instrumentation of the call its child span already carries the scores of
                 if parent is not None and inner is not None:  # a third layer around is the same call too (FastMCP)
                     state.note_tool_child(_sdk.span_id_of(parent), inner, self._max_calls)
@@ -468,6 +496,8 @@ class ToolCallEvalProcessor(SpanProcessor):
                     else:
                         child = new_scored_child(record.name, span_id, None, score.raw_arguments, None)
                     state.note_tool_child(_sdk.span_id_of(parent), child, self._max_calls)
+                    if self._segments and span.kind is SpanKind.CLIENT:  # its server's span may come later
+                        state.note_client_span(span_id, child, self._max_calls)
                 seconds = tool_latency(record.start_ns, record.end_ns)
                 stats = state.stats
                 if stats is None:
@@ -491,12 +521,19 @@ class ToolCallEvalProcessor(SpanProcessor):
             self._decide(trace_id, decided)
         if score is None:
             assert inner is not None
-            same = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
+            same: dict[str, Any] = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
+            if after_verdict:
+                self.metrics.record_late()
+                same[A.LATE] = True
             return self._finish_trace(trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
+        if after_verdict:
+            self.metrics.record_late()
         self.metrics.record_call(score, record.convention, record.result_recorded)
         if seconds is not None and self._histograms:
             self.metrics.record_tool_latency(score, seconds)
         extra = call_attributes(score, record.convention)
+        if after_verdict:
+            extra[A.LATE] = True
         if self.judge is not None:
             extra[A.JUDGE_SAMPLED] = self._offer(trace_id, record, score, tools)
         if is_root:
@@ -565,6 +602,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         assert state is not None
         decided: Decisions | None = None
         with state.lock:
+            if state.finished:
+                self.metrics.record_late()
             state.genai = True
             if definitions:
                 state.add_tools(definitions)
@@ -600,10 +639,53 @@ class ToolCallEvalProcessor(SpanProcessor):
         extra: dict[str, Any],
         attrs: dict[str, Any] | None = None,
         failed_step: int | None = None,
-    ) -> ReadableSpan:
+    ) -> ReadableSpan | None:
         """The root ended: the verdict and the trace's numbers on it (``failed_step``: the root is itself a failed
-        call, whose recovery class the trace's end decides)."""
+        call, whose recovery class the trace's end decides); None: the root is held for its grace window (it goes
+        out through ``_release_root``)."""
+        if self._grace and self._store.hold_root(trace_id, (span, extra, attrs, failed_step)):
+            ticker = self._ticker
+            if ticker is not None:  # the window ends when no span comes to end it
+                try:  # the root is the store's now: nothing may raise past here (it would be forwarded twice)
+                    ticker.ensure_started()
+                except Exception:  # noqa: BLE001 - no thread (the interpreter is exiting): flush and shutdown release
+                    self._judge_failed("timer.start")
+            return None
         state, first = self._store.finish(trace_id)
+        return self._root_verdict(trace_id, state, first, span, extra, attrs, failed_step)
+
+    def _release_root(self, trace_id: int, state: TraceState) -> None:
+        """A held root's window is over (or cut short): it goes out with the verdict of everything that arrived
+        until now, exactly once (whoever takes ``state.root`` forwards it; never raises)."""
+        with state.lock:  # a span being scored into the state is in the verdict; one scored after it is late
+            root = state.root
+            state.root = None
+            state.finished = True
+        if root is None:
+            return
+        span, extra, attrs, failed_step = root
+        out: ReadableSpan = span
+        try:
+            out = self._root_verdict(trace_id, state, True, span, extra, attrs, failed_step)
+        except Exception:  # noqa: BLE001 - forwarded with its own scores rather than lost
+            self._judge_failed("root.release")
+            try:
+                out = EnrichedSpan(span, extra, attrs) if extra else span
+            except Exception:  # noqa: BLE001
+                out = span
+        self._forward(out)
+
+    def _root_verdict(
+        self,
+        trace_id: int,
+        state: TraceState | None,
+        first: bool,
+        span: ReadableSpan,
+        extra: dict[str, Any],
+        attrs: dict[str, Any] | None,
+        failed_step: int | None,
+    ) -> ReadableSpan:
+        """The finished trace's verdict and numbers on its root, counted when ``first``."""
         judge = self.judge
         if state is not None and judge is not None:
             try:
@@ -729,6 +811,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         )
 
     def _on_drop(self, trace_id: int, state: TraceState, reason: str) -> None:
+        if state.root is not None:  # a held root: its window ended, or was cut short (evicted, expired, a flush)
+            self._release_root(trace_id, state)
+            return
         self.metrics.record_dropped(reason)
         judge = self.judge
         if judge is not None:
@@ -779,6 +864,17 @@ class ToolCallEvalProcessor(SpanProcessor):
         """Score a record outside any trace (used by tests and the offline runner's sanity checks)."""
         state = TraceState()
         return self._scorer.score(record, state.history, trace_tools=state.tools)
+
+
+def _scored_client(clients: dict[int, ScoredChild], parent: Any, record: ToolCallRecord) -> ScoredChild | None:
+    """A remote-parented tool span whose parent is a client tool span of the same call scored already (the agent's
+    export came first): the call was counted on that span, this one points at it (``same_call_as``)."""
+    if parent is None:
+        return None
+    client = clients.get(_sdk.span_id_of(parent))
+    if client is None or not wraps_same_call(record.name, record.raw_arguments, client.name, client.arguments_key()):
+        return None
+    return client
 
 
 def _safe_name(span: Any) -> str:

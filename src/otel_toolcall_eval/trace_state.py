@@ -2,7 +2,16 @@
 
 Expired and evicted traces are handed back to the caller (outside the lock) so their verdict still reaches
 the metrics. A small record of recently finished traces lets a span that ends after its root (a tool call the
-agent did not wait for) be scored against its trace's history instead of starting a second trace.
+agent did not wait for) be scored against its trace's history instead of starting a second trace; past it, a
+larger record of their ids alone (two generations of ``max_traces`` ids each) still keeps such a span from opening
+a new state that would expire and be counted a second time: it is scored against a state of its own, kept nowhere.
+
+A root grace window (``grace_seconds``, ``serve.root_grace_seconds``): a root that ends is *held* with its live
+state (``hold_root``) for that long, so that spans of the trace arriving meanwhile (another service's, exported on
+its own schedule) are counted in its verdict. The held root leaves with its state, exactly once, through
+``on_drop``: when its window ends (``expire``: each new trace, the timer, a flush), when the LRU evicts or the TTL
+expires its state, at ``release_held`` (a flush) or ``drain`` (shutdown). Roots end in order, so the windows end in
+the order they were opened: one ordered dict of deadlines, no second timer.
 """
 
 from __future__ import annotations
@@ -24,6 +33,12 @@ from otel_toolcall_eval.records import CallHistory, ToolDefinition, new_call_his
 from otel_toolcall_eval.trace_stats import TraceStats
 
 FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
+WINDOW: Final = "window"  # ``on_drop``'s reason for a held root whose grace window ended
+FLUSH: Final = "flush"  # ... released by ``release_held`` (a flush: the exporter must get it now)
+
+# A held root (``TraceStore.hold_root``): the span, the attributes to add, its attribute copy, and its failed step
+# when the root is itself a failed call (``processor._finish_trace``); the span is typed loosely (no SDK import here)
+HeldRoot = tuple[Any, dict[str, Any], dict[str, Any] | None, int | None]
 _KEY_BYTES: Final = 128  # a remembered call: a compact key (at most 64 characters) in a set
 _DEFINITION_FACTOR: Final = 8  # a parsed tool definition, per character of its canonical schema
 
@@ -31,7 +46,7 @@ _DEFINITION_FACTOR: Final = 8  # a parsed tool definition, per character of its 
 def state_bytes(state: TraceState) -> int:
     """An estimate of what a finished trace's state keeps alive: its remembered calls and its tool definitions
     (shared with the definition cache while that holds them; counted here as if not, an overestimate)."""
-    size = 512 + _KEY_BYTES * state.history.remembered
+    size = 512 + _KEY_BYTES * (state.history.remembered + len(state.client_spans or ()))
     for d in (state.tools or {}).values():
         size += 256 + _DEFINITION_FACTOR * len(d.schema_key or "")
     return size
@@ -110,12 +125,18 @@ class TraceState:
     listed_late: bool = False  # a tool list arrived after such calls
     # parent span id -> the latest scored tool span under it (bounded by ``max_calls_per_trace``)
     tool_children: dict[int, ScoredChild] | None = None
+    # ``remote_parents="segment"``: span id -> a scored client tool span (an MCP client's), its key compacted, for a
+    # server span of the same call that arrives after it (another service's export; bounded like the above)
+    client_spans: dict[int, ScoredChild] | None = None
     last_seen: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     stats: TraceStats | None = None  # cost, latency, recovery, first failure (issue 18), made on first use
     # sessions: the trace's conversation id (first seen) and digests of its failing calls (None until one)
     conversation_id: str | None = None
     failed_calls: list[bytes] | None = None  # a list: a set is 216 bytes for the usual one or two digests
+    # the root grace window: the root held until it ends (``TraceStore.hold_root``), taken by whoever releases it
+    root: HeldRoot | None = None
+    finished: bool = False  # the verdict was written: a span scored into this state now is late
 
     def note_failed_call(self, digest: bytes) -> None:
         failed = self.failed_calls
@@ -182,6 +203,14 @@ class TraceState:
                     self.call_names[call_id] = name
             if name is not None:
                 self.pending_names.setdefault(name, []).append(self.turns)
+
+    def note_client_span(self, span_id: int, child: ScoredChild, max_entries: int) -> None:
+        clients = self.client_spans
+        if clients is None:
+            clients = self.client_spans = {}
+        if len(clients) < max_entries:
+            child.arguments_key()  # compacted now: the state never keeps argument text
+            clients[span_id] = child
 
     def note_tool_child(self, parent_span_id: int, child: ScoredChild, max_entries: int) -> None:
         children = self.tool_children
@@ -330,7 +359,8 @@ def new_trace_state(now: float) -> TraceState:
 
 @mypyc_attr(native_class=False)
 class TraceStore:
-    """Live traces (LRU, TTL) and a bounded record of finished ones; thread-safe and fork-safe."""
+    """Live traces (LRU, TTL), roots held for their grace window, and bounded records of finished traces (their
+    states, and more of their ids); thread-safe and fork-safe."""
 
     def __init__(
         self,
@@ -339,10 +369,12 @@ class TraceStore:
         on_drop: Callable[[int, TraceState, str], None],
         clock: Callable[[], float] = time.monotonic,
         max_finished_bytes: int = 16 * 1024 * 1024,
+        grace_seconds: float = 0.0,
     ) -> None:
         self._max = max_traces
         self._max_finished_bytes = max_finished_bytes
         self._ttl = ttl_seconds
+        self._grace = grace_seconds
         self._on_drop = on_drop
         self._clock = clock
         self._init_state()
@@ -352,18 +384,33 @@ class TraceStore:
         self._items: OrderedDict[int, TraceState] = OrderedDict()
         self._finished: OrderedDict[int, tuple[TraceState, int]] = OrderedDict()
         self._finished_bytes = 0
+        # trace id -> when its held root's window ends, in that order (every entry's state is in ``_items``)
+        self._closing: OrderedDict[int, float] = OrderedDict()
+        # ids of finished traces, two generations of at most ``max_traces`` each: the older is dropped whole when the
+        # newer is full (sets of ints: a fixed ~100 bytes per id, no per-entry order to keep)
+        self._recent: set[int] = set()
+        self._older: set[int] = set()
         self._lock = threading.Lock()
 
     def _after_fork_in_child(self) -> None:
-        """The parent's traces are the parent's to finish (its spans are not forwarded twice): start empty,
-        with a lock no thread of the parent can be holding."""
+        """The parent's traces are the parent's to finish (its spans are not forwarded twice, held roots neither):
+        start empty, with a lock no thread of the parent can be holding."""
         self._init_state()
 
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def held_roots(self) -> int:
+        return len(self._closing)
+
+    @property
+    def finished_ids(self) -> int:
+        return len(self._recent) + len(self._older)
+
     def get(self, trace_id: int, create: bool = True) -> TraceState | None:
-        """The trace's live state, else its finished one (a span that ended after its root), else a new one."""
+        """The trace's live state, else its finished one (a span that ended after its root), else, for a trace
+        remembered as finished only by its id, a state of its own (``finished``, kept nowhere), else a new one."""
         now = self._clock()
         items = self._items
         with self._lock:
@@ -376,11 +423,14 @@ class TraceStore:
             finished = self._finished.get(trace_id)
             state = None if finished is None else finished[0]
             if state is None and create:
+                if trace_id in self._recent or trace_id in self._older:
+                    return TraceState(last_seen=now, finished=True)
                 self._expire(now, dropped)
                 # make room first: a reader of ``len`` on another thread (the background worker fills the
                 # store) never sees more than the limit, not even between two statements
                 while len(items) >= self._max:
                     tid, old = items.popitem(last=False)
+                    self._leave(tid, old)
                     dropped.append((tid, old, "evicted"))
                 state = new_trace_state(now)
                 items[trace_id] = state
@@ -395,23 +445,54 @@ class TraceStore:
         return trace_id in self._items or trace_id in self._finished
 
     def is_live(self, trace_id: int) -> bool:
-        """Whether the trace's root has not ended here yet (a dict lookup, no lock: a racing change is as good
-        as one just before or after)."""
+        """Whether the trace's root has not ended here yet, or is held for its window (a dict lookup, no lock: a
+        racing change is as good as one just before or after)."""
         return trace_id in self._items
 
     def finish(self, trace_id: int) -> tuple[TraceState | None, bool]:
         """The trace's root ended: its state, and whether this is the first time (False: a trace that finished
-        here before, whose state late spans kept adding to). The state is remembered as finished."""
+        here before, whose state late spans kept adding to, or whose root is held: a second root of the trace).
+        The state is remembered as finished."""
         with self._lock:
-            state = self._items.pop(trace_id, None)
+            items = self._items
+            state = items.get(trace_id)
             if state is None:
                 finished = self._finished.get(trace_id)
                 return (None, False) if finished is None else (finished[0], False)
+            if state.root is not None:  # its first root is held for its window: that one writes the verdict
+                return state, False
+            del items[trace_id]
             self._remember_finished(trace_id, state)
             return state, True
 
+    def hold_root(self, trace_id: int, root: HeldRoot) -> bool:
+        """Hold the trace's root for the grace window; False when there is no live state to hold it with (or one
+        root is held already): the caller finishes the trace at once."""
+        with self._lock:
+            state = self._items.get(trace_id)
+            if state is None or state.root is not None:
+                return False
+            state.root = root
+            self._closing[trace_id] = self._clock() + self._grace
+            return True
+
+    def _leave(self, trace_id: int, state: TraceState) -> None:
+        """``state`` left ``_items`` (evicted, expired, its window ended): a held root's trace is finished."""
+        if state.root is not None:
+            self._closing.pop(trace_id, None)
+            self._remember_finished(trace_id, state)
+
     def _remember_finished(self, trace_id: int, state: TraceState) -> None:
-        """Bounded in traces and in bytes (``state_bytes`` when it finished; late spans add a few calls)."""
+        """Bounded in traces and in bytes (``state_bytes`` when it finished; late spans add a few calls); the id
+        is remembered longer. A state whose root is held is marked finished by whoever takes the root (under the
+        state's lock, so a span scored meanwhile is either in the verdict or counted late)."""
+        if state.root is None:
+            state.finished = True
+        recent = self._recent
+        if len(recent) >= self._max:
+            self._older = recent
+            recent = self._recent = set()
+        recent.add(trace_id)
         size = state_bytes(state)
         if size > self._max_finished_bytes:
             return
@@ -429,20 +510,46 @@ class TraceStore:
         for item in dropped:
             self._on_drop(*item)
 
+    def release_held(self) -> None:
+        """Every held root now, its window cut short (a flush: the exporter must get every span)."""
+        dropped: list[tuple[int, TraceState, str]] = []
+        with self._lock:
+            closing, items = self._closing, self._items
+            while closing:
+                tid, _ = closing.popitem(last=False)
+                state = items.pop(tid)
+                self._remember_finished(tid, state)
+                dropped.append((tid, state, FLUSH))
+        for item in dropped:
+            self._on_drop(*item)
+
     def drain(self) -> list[tuple[int, TraceState]]:
+        """Every live state (held roots' too: the caller releases them), the records of finished ones cleared."""
         with self._lock:
             items = list(self._items.items())
             self._items.clear()
+            self._closing.clear()
             self._finished.clear()
             self._finished_bytes = 0
+            self._recent, self._older = set(), set()
         return items
 
     def _expire(self, now: float, dropped: list[tuple[int, TraceState, str]]) -> None:
+        closing, items = self._closing, self._items
+        while closing:  # windows end in the order they opened (one grace time, a monotonic clock)
+            tid, due = next(iter(closing.items()))
+            if due > now:
+                break
+            del closing[tid]
+            state = items.pop(tid)
+            self._remember_finished(tid, state)
+            dropped.append((tid, state, WINDOW))
         # Entries are in order of last access, so expired ones sit at the front.
         deadline = now - self._ttl
-        while self._items:
-            tid, state = next(iter(self._items.items()))
+        while items:
+            tid, state = next(iter(items.items()))
             if state.last_seen > deadline:
                 break
-            del self._items[tid]
+            del items[tid]
+            self._leave(tid, state)
             dropped.append((tid, state, "expired"))

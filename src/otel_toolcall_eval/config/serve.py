@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 # when the service receives every service's spans (docs/serve.md, "Traces across services").
 RemoteParents = Literal["segment", "root"]
 REMOTE_PARENTS: tuple[str, ...] = get_args(RemoteParents)
+# The longest root grace window (``root_grace_seconds``; the processor's argument of that name checks it too): the
+# root's export is delayed that long, and the trace's state and its root stay in memory meanwhile.
+MAX_ROOT_GRACE_SECONDS = 300.0
 
 
 class _Strict(BaseModel):
@@ -198,6 +201,15 @@ class ServeConfig(_Strict):
     remote_parents: RemoteParents = Field(
         default="segment",
         description="segment: a remote-parented span waits for its trace's true root (else the TTL); root: it is one",
+    )
+    root_grace_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=MAX_ROOT_GRACE_SECONDS,
+        description=(
+            "a finished trace's root waits this long for the trace's late spans (other services' exports) before "
+            "its verdict is written and it is exported; 0: at once"
+        ),
     )
     export: ServeExport = Field(default_factory=ServeExport)
 

@@ -132,6 +132,7 @@ class Service:
                 logger_provider=logger_provider,
                 tracer_provider=tracer_provider,
                 remote_parents=serve.remote_parents,
+                root_grace_seconds=serve.root_grace_seconds,
             )
         except BaseException:  # a judge config error (e.g. its key variable unset): no export thread left behind
             if self._own_tracer_provider is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -16,6 +17,8 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind
 
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.config import ConfigError
+from otel_toolcall_eval.processor import timer_period
 from tests.helpers import WEATHER_TOOL, Pipeline, chat_span
 
 
@@ -230,12 +233,8 @@ def test_a_failing_verdict_still_forwards_the_held_root_once() -> None:
 
 def test_the_grace_window_is_checked() -> None:
     for bad in (-1.0, float("nan"), 301.0):
-        try:
+        with pytest.raises(ValueError, match="root_grace_seconds: expected a number of seconds from 0 to 300"):
             ToolCallEvalProcessor(SimpleSpanProcessor(InMemorySpanExporter()), root_grace_seconds=bad)
-        except ValueError as exc:
-            assert str(exc).startswith("root_grace_seconds: expected a number of seconds from 0 to 300")
-        else:
-            raise AssertionError(bad)
 
 
 def test_a_server_span_after_its_scored_client_span_is_the_same_call_not_a_second() -> None:
@@ -253,3 +252,16 @@ def test_a_server_span_after_its_scored_client_span_is_the_same_call_not_a_secon
     assert (server_out.attributes or {})[A.SAME_CALL_AS] == f"{client.context.span_id:016x}"
     assert A.OUTCOME not in (server_out.attributes or {})
     assert once_each(p, agent, server)
+
+
+def test_the_services_window_is_a_checked_setting() -> None:
+    assert EvalConfig().serve.root_grace_seconds == 5.0  # the SDKs' default export delay (see docs/serve.md)
+    assert EvalConfig.from_dict({"serve": {"root_grace_seconds": 0}}).serve.root_grace_seconds == 0
+    for bad, message in ((-1, "greater than or equal to 0"), (301, "less than or equal to 300")):
+        with pytest.raises(ConfigError, match=rf"serve\.root_grace_seconds: Input should be {message}"):
+            EvalConfig.from_dict({"serve": {"root_grace_seconds": bad}})
+
+
+def test_the_timer_wakes_for_a_quarter_of_the_window() -> None:
+    assert timer_period(300, 10, 5) == 1.25
+    assert timer_period(None, None, 60) == 15.0

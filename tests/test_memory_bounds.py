@@ -113,3 +113,68 @@ def test_definition_validator_and_resolution_caches_are_bounded_in_bytes() -> No
 def test_a_cache_byte_limit_below_the_minimum_names_the_field() -> None:
     with pytest.raises(ConfigError, match=r"limits\.max_cache_bytes: Input should be greater than or equal to 4096"):
         EvalConfig.from_dict({"limits": {"max_cache_bytes": 10}})
+
+
+def _agent_trace(tracer: Any) -> None:
+    """An agent's trace: its root, a model turn, one tool call."""
+    with tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        tool = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "search",
+            "gen_ai.tool.call.arguments": '{"q": "x"}',
+        }
+        with tracer.start_as_current_span("execute_tool search", attributes=tool):
+            pass
+
+
+def test_the_record_of_finished_trace_ids_is_bounded() -> None:
+    """Finished traces' ids (a late span of one opens no new trace) are two generations of ``limits.max_traces``:
+    once both are full, more traces keep no more memory (what stays is the records' steady size)."""
+    provider, processor = provider_with({"limits": {"max_traces": 500}})
+    tracer = provider.get_tracer("t")
+
+    def traces(n: int) -> Callable[[], None]:
+        return lambda: [_agent_trace(tracer) for _ in range(n)] and None
+
+    traces(2_000)()  # both generations full
+    store = processor._store
+    assert 500 < store.finished_ids <= 1_000
+    kept_2k, _ = retained(traces(2_000))
+    kept_8k, _ = retained(traces(8_000))
+    assert store.finished_ids <= 1_000
+    # unbounded, 6,000 more ids would be ~900 KB more (a set slot and the id's int, ~150 bytes each)
+    assert kept_8k < kept_2k + 200 * 1024, (
+        f"{kept_2k / 1024:.0f} KiB after 2,000 traces, {kept_8k / 1024:.0f} after 8,000"
+    )
+    provider.shutdown()
+
+
+class Count(SpanProcessor):
+    """Counts what it is given per span id (nothing else kept)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, int] = {}
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.context
+        assert ctx is not None
+        self.seen[ctx.span_id] = self.seen.get(ctx.span_id, 0) + 1
+
+
+def test_held_roots_are_bounded_by_the_trace_lru() -> None:
+    """Roots held for their grace window live with their trace's state: at most ``limits.max_traces`` of them; an
+    evicted one goes out with its verdict, and every span is forwarded exactly once."""
+    downstream = Count()
+    config = EvalConfig.from_dict({"evaluation": {"mode": "inline"}, "limits": {"max_traces": 50}})
+    processor = ToolCallEvalProcessor(downstream, config, root_grace_seconds=300)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    most = 0
+    for _ in range(400):
+        _agent_trace(tracer)
+        most = max(most, processor._store.held_roots)
+    assert most == 50 and processor.traces_in_flight <= 50
+    assert len(downstream.seen) == 400 * 2 - 50  # the 50 newest roots are still held
+    provider.shutdown()
+    assert len(downstream.seen) == 400 * 2 and set(downstream.seen.values()) == {1}

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -113,3 +114,130 @@ def test_with_remote_parents_as_roots_each_service_gets_its_own_verdict() -> Non
     roots = roots_with_verdict([s for s in spans if s.context.trace_id == trace_id])
     assert len(roots) > 1
     assert {str(s.resource.attributes["service.name"]) for s in roots} == {"python-agent", "node-mcp-server"}
+
+
+# --- a downstream segment that reaches the service after the root ------------------------------------------------
+# Two Python processes' SDKs (one TracerProvider each, their own resource and OTLP exporter: the agent's over HTTP,
+# the tool server's over gRPC) against the real service; the context crosses as a W3C traceparent header, as it
+# does over HTTP. The tool server's BatchSpanProcessor is flushed only once the service has scored the agent's root:
+# the order each process's export schedule makes likely (docs/serve.md "Traces across services").
+
+
+def _late_segment(root_grace_seconds: float) -> tuple[list[ReadableSpan], Service, Any, int]:
+    """The agent's spans (root included) reach the service and are scored; then the tool server's span. The
+    service still runs (the caller stops it); returns what the next hop got before the server's span was sent,
+    the service, its metric reader and the server span's id."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    from otel_toolcall_eval.serve.metrics import SCORED
+    from tests.helpers import WEATHER_TOOL, chat_span
+
+    from .test_serve import wait_until
+
+    receiver = GrpcTraceReceiver()
+    reader = InMemoryMetricReader()
+    serve = {
+        "http_port": 0,
+        "grpc_port": 0,
+        "root_grace_seconds": root_grace_seconds,
+        "export": {"endpoint": receiver.endpoint, "schedule_delay_millis": 20},
+    }
+    base = EvalConfig()
+    service = Service(
+        base.model_copy(update={"serve": type(base.serve).model_validate(serve)}),
+        meter_provider=MeterProvider(metric_readers=[reader]),
+    )
+    service.start()
+    service.receiver = receiver  # type: ignore[attr-defined]  # closed by the caller
+    agent = TracerProvider(resource=Resource({"service.name": "python-agent"}))
+    agent.add_span_processor(
+        BatchSpanProcessor(HttpSpanExporter(endpoint=f"http://127.0.0.1:{service.http_port}/v1/traces"))
+    )
+    server = TracerProvider(resource=Resource({"service.name": "tool-server"}))
+    server.add_span_processor(
+        BatchSpanProcessor(GrpcSpanExporter(endpoint=f"127.0.0.1:{service.grpc_port}", insecure=True))
+    )
+    headers: dict[str, str] = {}
+    tracer = agent.get_tracer("agent")
+    with tracer.start_as_current_span("invoke_agent weather", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        chat_span(tracer, [WEATHER_TOOL], [("c1", "get_weather")])
+        with tracer.start_as_current_span("POST /tools/get_weather", kind=SpanKind.CLIENT):
+            TraceContextTextMapPropagator().inject(headers)
+    # the tool server answered that request: its span continues the agent's context from the header
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.call.arguments": json.dumps({"city": "Oslo"}),
+    }
+    context = TraceContextTextMapPropagator().extract(headers)
+    with server.get_tracer("server").start_as_current_span(
+        "execute_tool get_weather", context, SpanKind.SERVER, attrs
+    ) as span:
+        server_span_id = span.get_span_context().span_id
+    agent.force_flush()
+    wait_until(lambda: service.metrics.total(SCORED) >= 3, "the agent's three spans scored")
+    # at the next hop: the agent's chat and HTTP client spans, and without a window its root
+    exported = 2 if root_grace_seconds else 3
+    wait_until(lambda: len(scored_spans(receiver)) >= exported, f"{exported} spans at the next hop")
+    before = scored_spans(receiver)
+    server.force_flush()  # late: after the root
+    wait_until(lambda: service.metrics.total(SCORED) >= 4, "the tool server's span scored")
+    agent.shutdown()
+    server.shutdown()
+    return before, service, reader, server_span_id
+
+
+def _metric(reader: Any, name: str) -> float:
+    data = reader.get_metrics_data()
+    return sum(
+        point.value
+        for rm in (data.resource_metrics if data else ())
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+        if metric.name == name
+        for point in metric.data.data_points
+    )
+
+
+def test_a_segment_arriving_after_the_root_is_in_the_verdict_within_the_window() -> None:
+    before, service, reader, server_span_id = _late_segment(root_grace_seconds=60)
+    try:
+        assert not [s for s in before if s.parent is None]  # the root is held: its window is still open
+        service.stop(timeout=10)  # ends the window at once (a flush), every span exported
+        spans = scored_spans(service.receiver)  # type: ignore[attr-defined]
+    finally:
+        service.stop(timeout=10)
+        service.receiver.close()  # type: ignore[attr-defined]
+    (root,) = [s for s in spans if s.parent is None]
+    attributes = dict(root.attributes or {})
+    assert (attributes[A.TRACE_TOOL_CALLS], attributes[A.TRACE_UNEXECUTED_CALLS]) == (1, 0)
+    (tool,) = [s for s in spans if s.context.span_id == server_span_id]
+    assert str(tool.resource.attributes["service.name"]) == "tool-server"
+    assert (tool.attributes or {})[A.OUTCOME] == "success" and A.LATE not in (tool.attributes or {})
+    assert len(spans) == 4 and _metric(reader, "toolcall_eval.late_spans") == 0
+    assert _metric(reader, "toolcall_eval.traces") == 1
+
+
+def test_without_a_window_the_late_segment_is_counted_late_and_not_again() -> None:
+    before, service, reader, server_span_id = _late_segment(root_grace_seconds=0)
+    try:
+        service.stop(timeout=10)
+        spans = scored_spans(service.receiver)  # type: ignore[attr-defined]
+    finally:
+        service.receiver.close()  # type: ignore[attr-defined]
+    (root,) = [s for s in before if s.parent is None]  # exported before the server's span was sent
+    attributes = dict(root.attributes or {})
+    assert (attributes[A.TRACE_TOOL_CALLS], attributes[A.TRACE_UNEXECUTED_CALLS]) == (0, 1)
+    (tool,) = [s for s in spans if s.context.span_id == server_span_id]
+    assert (tool.attributes or {})[A.LATE] is True and (tool.attributes or {})[A.OUTCOME] == "success"
+    assert len(spans) == 4 and [s.name for s in spans if s.parent is None] == ["invoke_agent weather"]
+    assert _metric(reader, "toolcall_eval.late_spans") == 1
+    assert _metric(reader, "toolcall_eval.traces") == 1  # not a second time at shutdown
+    assert _metric(reader, "toolcall_eval.state.dropped") == 0

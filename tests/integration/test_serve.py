@@ -70,7 +70,8 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) 
 def config_for(receiver: GrpcTraceReceiver, **serve: Any) -> EvalConfig:
     base = EvalConfig.load(DEMO_CONFIG)
     export = {"endpoint": receiver.endpoint, "protocol": "grpc", "schedule_delay_millis": 20, **serve.pop("export", {})}
-    data = {"http_port": 0, "grpc_port": 0, "export": export, **serve}
+    # no root grace window: these tests wait for roots at the next hop (the window's: test_cross_service.py)
+    data = {"http_port": 0, "grpc_port": 0, "root_grace_seconds": 0, "export": export, **serve}
     return base.model_copy(update={"serve": type(base.serve).model_validate(data)})
 
 

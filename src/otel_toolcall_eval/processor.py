@@ -466,12 +466,16 @@ class ToolCallEvalProcessor(SpanProcessor):
                 record.name, record.raw_arguments, inner.name, inner.arguments_key()
             ):
                 inner = None
-            if inner is None and remote and state.client_spans:  # its client's span came first (another export)
-                inner = _scored_client(state.client_spans, parent, record)
             if inner is not None:
                 score = None  # a second instrumentation of the call its child span already carries the scores of
-                if parent is not None and inner is not None:  # a third layer around is the same call too (FastMCP)
+                if parent is not None:  # a third layer around is the same call too (FastMCP)
                     state.note_tool_child(_sdk.span_id_of(parent), inner, self._max_calls)
+            elif (
+                remote
+                and state.client_spans
+                and (inner := _scored_client(state.client_spans, parent, record)) is not None
+            ):
+                score = None  # the client's span of this call came first (the agent's export) and carries its scores
             else:
                 requested = state.call_arguments
                 if requested and record.call_id is not None:

@@ -78,7 +78,8 @@ $(WHEEL_STAMP): $(PACKAGE_SOURCES)
 COMPILED_SUITES := tests/test_compiled_build.py tests/test_checks.py tests/test_processor.py tests/test_conventions.py \
   tests/test_background.py tests/test_lifecycle.py tests/test_engine_parity.py tests/test_memory_bounds.py \
   tests/test_sessions.py tests/test_replay_engine.py tests/test_fuzz_span_path.py tests/test_offline_eval.py \
-  tests/test_offline_fast_paths.py tests/test_public_api.py tests/test_sdk_fields.py tests/test_held_spans.py tests/test_timer.py
+  tests/test_offline_fast_paths.py tests/test_public_api.py tests/test_sdk_fields.py tests/test_held_spans.py tests/test_timer.py \
+  tests/test_late_spans.py
 
 $(COMPILED_STAMP): $(WHEEL_STAMP)
 	$(COMPILED_VENV)/bin/pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl

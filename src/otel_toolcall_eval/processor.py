@@ -530,13 +530,12 @@ class ToolCallEvalProcessor(SpanProcessor):
                 self.metrics.record_late()
                 same[A.LATE] = True
             return self._finish_trace(trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
-        if after_verdict:
-            self.metrics.record_late()
         self.metrics.record_call(score, record.convention, record.result_recorded)
         if seconds is not None and self._histograms:
             self.metrics.record_tool_latency(score, seconds)
         extra = call_attributes(score, record.convention)
         if after_verdict:
+            self.metrics.record_late()
             extra[A.LATE] = True
         if self.judge is not None:
             extra[A.JUDGE_SAMPLED] = self._offer(trace_id, record, score, tools)

@@ -349,11 +349,14 @@ def new_trace_state(now: float) -> TraceState:
     state.unlisted = None
     state.listed_late = False
     state.tool_children = None
+    state.client_spans = None
     state.last_seen = now
     state.lock = threading.Lock()
     state.stats = None
     state.conversation_id = None
     state.failed_calls = None
+    state.root = None
+    state.finished = False
     return state
 
 

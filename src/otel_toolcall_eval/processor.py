@@ -46,7 +46,7 @@ from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.metrics import EvalMetrics
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict
 from otel_toolcall_eval.sessions import SessionRollup, conversation_id, turn_summary
-from otel_toolcall_eval.trace_state import TraceState, TraceStore, new_scored_child
+from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
 from otel_toolcall_eval.trace_stats import (
     Decisions,
     Fingerprints,

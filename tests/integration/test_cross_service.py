@@ -39,19 +39,24 @@ pytest.importorskip("fastmcp")
 pytest.importorskip("openinference.instrumentation.openai")
 
 
+def _serve_config(receiver: GrpcTraceReceiver, **serve: Any) -> EvalConfig:
+    """The default config with a ``serve:`` section on free ports exporting to ``receiver`` (and ``serve``'s fields)."""
+    base = EvalConfig()
+    section = {
+        "http_port": 0,
+        "grpc_port": 0,
+        "export": {"endpoint": receiver.endpoint, "schedule_delay_millis": 20},
+        **serve,
+    }
+    return base.model_copy(update={"serve": type(base.serve).model_validate(section)})
+
+
 def run(remote_parents: str) -> list[ReadableSpan]:
     """The agent process (which spawns the server) against a service with that ``serve.remote_parents``; every
     span the next hop received once the service drained."""
     _node_ready()
     receiver = GrpcTraceReceiver()
-    serve = {
-        "http_port": 0,
-        "grpc_port": 0,
-        "remote_parents": remote_parents,
-        "export": {"endpoint": receiver.endpoint, "schedule_delay_millis": 20},
-    }
-    base = EvalConfig()
-    service = Service(base.model_copy(update={"serve": type(base.serve).model_validate(serve)}))
+    service = Service(_serve_config(receiver, remote_parents=remote_parents))
     service.start()
     try:
         try:
@@ -143,15 +148,8 @@ def _late_segment(root_grace_seconds: float) -> tuple[list[ReadableSpan], Servic
 
     receiver = GrpcTraceReceiver()
     reader = InMemoryMetricReader()
-    serve = {
-        "http_port": 0,
-        "grpc_port": 0,
-        "root_grace_seconds": root_grace_seconds,
-        "export": {"endpoint": receiver.endpoint, "schedule_delay_millis": 20},
-    }
-    base = EvalConfig()
     service = Service(
-        base.model_copy(update={"serve": type(base.serve).model_validate(serve)}),
+        _serve_config(receiver, root_grace_seconds=root_grace_seconds),
         meter_provider=MeterProvider(metric_readers=[reader]),
     )
     service.start()

@@ -214,7 +214,7 @@ class ToolCallEvalProcessor(SpanProcessor):
                 max_traces=limits.max_traces,
             )
         self.judge: JudgeHook | None = None if judge is None or isinstance(judge, bool) else judge
-        self._scorer = Scorer(self.config.policy())
+        self._scorer = Scorer(self.config.policy(), key_failed_first_calls=True)  # trace_stats digests failed calls
         self._definitions = DefinitionCache(max_bytes=limits.max_cache_bytes)
         self._max_calls = limits.max_calls_per_trace
         # "segment": a span with a remote parent is part of a trace whose root is in another service (``serve``

@@ -125,6 +125,7 @@ class Scorer:
         "_empty_results",
         "_forbidden",
         "_input_errors",
+        "_key_failed_first",
         "_max_attribute",
         "_max_bytes",
         "_max_calls",
@@ -138,8 +139,15 @@ class Scorer:
         "policy",
     )
 
-    def __init__(self, policy: Policy | None = None, cache: ValidatorCache | None = None) -> None:
+    def __init__(
+        self, policy: Policy | None = None, cache: ValidatorCache | None = None, *, key_failed_first_calls: bool = False
+    ) -> None:
+        """``key_failed_first_calls``: digest a tool's failed first call at once rather than when a second call of
+        that tool arrives (the verdicts are the same either way). For a caller that digests every failed call
+        anyway, the processor (the recovery class and the session's repeated failures need it): the call is then
+        normalised once, not twice. The offline path leaves it off: most of its first calls are never keyed."""
         policy = policy if policy is not None else Policy()
+        self._key_failed_first = key_failed_first_calls
         self.policy = policy
         limits = policy.limits
         self.cache = cache if cache is not None else ValidatorCache(limits.validator_cache_size, limits.max_cache_bytes)
@@ -259,7 +267,7 @@ class Scorer:
         # MALFORMED_CALL (``checks.outcome``); duplicate and repeated failure are added below
         correct = outcome is not _MALFORMED and not violations
         if name not in history.pending:  # ``first_call_of``: nothing to repeat
-            if outcome is _SUCCESS or status is ParseStatus.ABSENT:  # its normalised form waits
+            if outcome is _SUCCESS or status is ParseStatus.ABSENT or not self._key_failed_first:  # it waits
                 history.add(score, None, None, self._max_calls, correct)
             else:  # a failure: the recovery class and the session compare it by its digest now, so it is kept now
                 call = call_digest_of(score)

@@ -48,7 +48,7 @@ debian-deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } || \
 	  echo "redis-server is missing (apt-get install redis-server): its tests skip"
 
-# The real JS agents of tests/integration/test_serve_node.py (Vercel AI SDK, LangGraph.js) and the MCP server of
+# The real JS agents of tests/integration/test_serve_node.py (Vercel AI SDK, LangGraph.js, OpenAI Agents SDK) and the MCP server of
 # test_cross_service.py: `npm ci` from the lock file, again
 # whenever it changes; without npm those tests skip locally (under CI=true they fail).
 NODE_DIR := tests/integration/node

@@ -325,4 +325,12 @@ EXPECTED: dict[str, Expected] = {
     # single-argument tool records its bare value (``Paris``). Hidden: no arguments, no definitions, no requests.
     "langgraph_js-content": Expected(_langgraph_js(True), correct=False, errors=1, unknown_tool_requests=1),
     "langgraph_js-hidden": Expected(_langgraph_js(None), correct=True, errors=1),
+    # The OpenAI Agents SDK for JS (@openai/agents 0.20, OpenInference's trace processor for it; Node, through
+    # serve; tests/integration/node/openai_agents.mjs): unlike the Python SDK it only JSON-parses the arguments of
+    # a JSON Schema tool, so the bad enum runs (the schema check flags it); the raising tool is answered "An error
+    # occurred" on a span with status ERROR and the exception event; with ``toolNotFoundBehavior:
+    # 'return_error_to_model'`` the unknown tool runs no span, its request (a tool not offered) is on the response
+    # span. Hidden: no arguments, definitions or requests, so the bad enum is a success.
+    "openai_agents_js-content": Expected(_content(True), correct=False, errors=2, unknown_tool_requests=1),
+    "openai_agents_js-hidden": Expected(_hidden(), correct=True, errors=1),
 }

@@ -23,7 +23,17 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve.decode import PROTOBUF, decode_spans
-from tests.framework_scenario import CALLS, EXPECTED, Expected, _content, call, check, record, roots_with_verdict
+from tests.framework_scenario import (
+    CALLS,
+    EXPECTED,
+    Expected,
+    _content,
+    call,
+    check,
+    record,
+    roots_with_verdict,
+    scored,
+)
 
 from .otlp_receiver import GrpcTraceReceiver
 from .scripted_openai import scripted_openai
@@ -170,3 +180,57 @@ def test_langgraph_js_agent_is_scored_by_the_service(mode: str, service: Service
     assert {(s.attributes or {})[A.CONVENTION] for s in tool_spans} == {"openinference"}
     assert len({s.context.trace_id for s in spans}) == 1
     assert len({s.context.span_id for s in spans}) == len(spans)
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_openai_agents_js_agent_is_scored_by_the_service(
+    mode: str, service: Service, receiver: GrpcTraceReceiver
+) -> None:
+    """The OpenAI Agents SDK for JS (``@openai/agents``: an ``Agent`` with two JSON Schema function tools, its
+    ``Runner`` on the Responses API) traced by OpenInference's instrumentation, a trace processor of the SDK
+    (``@arizeai/openinference-instrumentation-openai-agents``): convention ``openinference``, the span shape of the
+    Python SDK's instrumentation. ``hidden``: ``OPENINFERENCE_HIDE_INPUTS`` / ``_OUTPUTS`` set."""
+    hide = {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"} if mode == "hidden" else {}
+    with scripted_openai() as model:
+        out = run_node("openai_agents.mjs", service, model.base_url, **hide)
+    assert out["text"] == "Done."
+    # one Responses API request per scenario call, then the final text; the agent was offered its two tools
+    assert len(model.requests) == len(CALLS) + 1
+    assert [t["name"] for t in model.requests[0]["tools"]] == ["get_weather", "get_population"]
+    spans = wait_for_root_verdict(receiver)
+    name = f"openai_agents_js-{mode}"
+    record(name, unscored(spans))
+    check(spans, EXPECTED[name])
+    root = dict(roots_with_verdict(spans)[0].attributes or {})
+    # content: book_flight, requested on a response span and answered "not found" without a tool span
+    assert root.get(A.TRACE_UNEXECUTED_CALLS) == (1 if mode == "content" else None)
+    tool_spans = [s for s in spans if A.OUTCOME in (s.attributes or {})]
+    assert {(s.attributes or {})[A.CONVENTION] for s in tool_spans} == {"openinference"}
+    assert len({s.context.trace_id for s in spans}) == 1
+    assert len({s.context.span_id for s in spans}) == len(spans)
+
+
+def test_openai_agents_js_run_ended_by_an_unknown_tool_leaves_its_trace_without_a_verdict(
+    service: Service, receiver: GrpcTraceReceiver
+) -> None:
+    """The SDK's default on a tool the agent lacks (``toolNotFoundBehavior: 'raise_error'``) ends the run with
+    ``ModelBehaviorError``; the instrumentation (0.2.15) then never ends its root span, so the trace has no root
+    and no verdict, while every call that ran is still scored. The framework table says so; this test notices
+    when a new version ends the root (then the table and this test change)."""
+    with scripted_openai(order=[0, 1, 2, 4, 3]) as model:  # the unknown tool last: it ends the run
+        out = run_node("openai_agents.mjs", service, model.base_url, UNKNOWN_TOOL="raise")
+    assert out == {"error": "Tool book_flight not found in agent weather."}
+    # the agent's process has exited after its flush: what it will ever send has reached the service
+    wait_until(lambda: len(scored(scored_spans(receiver))) == 4, "the four scored tool spans")
+    spans = scored_spans(receiver)
+    assert [(s.attributes or {})[A.OUTCOME] for s in scored(spans)] == [
+        "success",
+        "success",
+        "malformed_call",
+        "execution_failed",
+    ]
+    ids = {s.context.span_id for s in spans}
+    tops = [s for s in spans if s.parent is None or s.parent.span_id not in ids]
+    assert [s.name for s in tops] == ["Agent workflow"]  # the SDK's run span, under the root that never ended
+    assert tops[0].parent is not None
+    assert roots_with_verdict(spans) == []

@@ -189,6 +189,19 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` (or `traceConfig: {hideInputs: false}`)",
     ),
     FrameworkSupport(
+        "OpenAI Agents SDK for JS 0.20 `Agent` + `Runner` (Node, through `serve`)",
+        "@arizeai/openinference-instrumentation-openai-agents 0.2 (`manuallyInstrument` under ESM)",
+        "everything: schemas and tool list from the response spans' `llm.tools`; the SDK only JSON-parses a JSON "
+        "Schema tool's arguments, so the bad enum runs and the schema check flags it; the unknown tool (no span, "
+        "with `toolNotFoundBehavior: 'return_error_to_model'`) as a request of a tool not offered; with the SDK's "
+        "default (`ModelBehaviorError`) this instrumentation never ends its root span: no trace verdict",
+        "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`, read only when a `traceConfig` object (`{}`) is passed",
+        OUTCOMES_ONLY,
+        "test_serve_node.py::test_openai_agents_js_agent_is_scored_by_the_service (Node; `make node-deps`)",
+        ("@arizeai/openinference-instrumentation-openai-agents",),
+        "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` (or `traceConfig: {hideInputs: false}`)",
+    ),
+    FrameworkSupport(
         "FastMCP 4 client and server",
         "MCP SDK / FastMCP spans (MCP conventions)",
         "everything, once per call though three nested spans record it",

@@ -508,9 +508,8 @@ class ToolCallEvalProcessor(SpanProcessor):
                     stats = state.stats = new_trace_stats()
                 decided = stats.on_call(score, seconds, self._max_calls)
                 if score.outcome is not Outcome.SUCCESS:
-                    if self._session_keys:  # for failures repeated across turns (the recovery check's digest)
-                        digest = stats.failed_key(score.step)
-                        state.note_failed_call(digest if type(digest) is bytes else call_digest_of(score))
+                    if self._session_keys:  # for failures repeated across turns (the recovery check's digest, kept)
+                        state.note_failed_call(call_digest_of(score))
                     held = self._held
                     # held until its recovery class is known: reserved now, before a later step can decide it
                     if (
@@ -559,16 +558,22 @@ class ToolCallEvalProcessor(SpanProcessor):
     def _hold(self, slot: Slot, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any]) -> None:
         held = self._held
         assert held is not None
-        ticker = self._ticker
-        timed = False
-        if ticker is not None:  # the max hold time holds when no span comes to trigger it: the timer expires
-            try:
-                ticker.ensure_started()
-                timed = True
-            except Exception:  # noqa: BLE001 - no thread (the interpreter is exiting): each fill expires, as do flush and shutdown
-                self._judge_failed("timer.start")
+        timed = self._start_timer()  # the max hold time holds when no span comes to trigger it: the timer expires
         # the span is the held table's from here: nothing may raise past this (it would be forwarded twice)
         held.fill(slot, span, extra, attrs, not timed)  # never raises; forwards it now if it was decided meanwhile
+
+    def _start_timer(self) -> bool:
+        """Start (or wake) the timer; never raises. False when there is none or it cannot start (the interpreter is
+        exiting: counted), so what it would release waits for the next span, a flush or shutdown."""
+        ticker = self._ticker
+        if ticker is None:
+            return False
+        try:
+            ticker.ensure_started()
+        except Exception:  # noqa: BLE001
+            self._judge_failed("timer.start")
+            return False
+        return True
 
     def _decide(self, trace_id: int, decided: Decisions) -> None:
         held = self._held
@@ -647,12 +652,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         call, whose recovery class the trace's end decides); None: the root is held for its grace window (it goes
         out through ``_release_root``)."""
         if self._grace and self._store.hold_root(trace_id, (span, extra, attrs, failed_step)):
-            ticker = self._ticker
-            if ticker is not None:  # the window ends when no span comes to end it
-                try:  # the root is the store's now: nothing may raise past here (it would be forwarded twice)
-                    ticker.ensure_started()
-                except Exception:  # noqa: BLE001 - no thread (the interpreter is exiting): flush and shutdown release
-                    self._judge_failed("timer.start")
+            # the root is the store's now: nothing may raise past here (it would be forwarded twice); the timer ends
+            # the window when no span comes to end it
+            self._start_timer()
             return None
         state, first = self._store.finish(trace_id)
         return self._root_verdict(trace_id, state, first, span, extra, attrs, failed_step)

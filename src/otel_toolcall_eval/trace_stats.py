@@ -118,12 +118,6 @@ class TraceStats:
         pending = self.pending
         return pending[-1].step == step if pending else False
 
-    def failed_key(self, step: int) -> object:
-        """The normalised-call digest of the failed call of ``step`` (just counted) when it waits for its reaction
-        (the session's repeated-failure check takes the same digest: one object, not two); else None."""
-        pending = self.pending
-        return pending[-1].key if pending and pending[-1].step == step else None
-
     def _react(self, step: CallStep | TurnStep) -> Decisions | None:
         pending = self.pending
         assert pending is not None
@@ -186,12 +180,7 @@ def new_trace_stats() -> TraceStats:
 
 def _digest(score: CallScore) -> bytes | None:
     """The call's normalised form as a digest; None when its arguments were not recorded (never "the same")."""
-    if score.parse_status is ParseStatus.ABSENT:
-        return None
-    try:
-        return call_digest_of(score)
-    except RecursionError:  # a raw (unparsed) value nested too deeply to print: cannot be compared
-        return None
+    return None if score.parse_status is ParseStatus.ABSENT else call_digest_of(score)
 
 
 class Fingerprints:

@@ -239,3 +239,102 @@ def test_export_tls_flags_override_the_section_and_bad_files_exit_2(
     assert main([*base, "--export-endpoint", "https://127.0.0.1:1", "--export-ca-file", "/no/such/ca.pem"]) == 2
     err = capsys.readouterr().err
     assert "serve.export.tls.ca_file: cannot read /no/such/ca.pem" in err and "Traceback" not in err
+
+
+# --- serve.metrics_export: the same settings and checks as serve.export, errors naming its own fields ----------
+
+
+@pytest.mark.parametrize(
+    ("metrics", "field"),
+    [
+        ({"protocol": "http", "endpoint": "collector:4318"}, r"serve\.metrics_export\.endpoint: .*http:// or https://"),
+        ({"protocol": "grpc"}, r"serve\.metrics_export\.endpoint: .*[Ff]ield required"),
+        ({"endpoint": ""}, r"serve\.metrics_export\.endpoint"),
+        (
+            {"endpoint": "http://collector:4317", "tls": {"ca_file": "ca.pem"}},
+            r"serve\.metrics_export\.tls: .*plaintext",
+        ),
+        (
+            {"endpoint": "https://collector:4317", "tls": {"insecure": True}},
+            r"serve\.metrics_export\.tls: .*contradicts",
+        ),
+        (
+            {"endpoint": "https://collector:4317", "tls": {"cert_file": "c.pem"}},
+            r"serve\.metrics_export\.tls\.key_file: .*go together",
+        ),
+        (
+            {"endpoint": "http://collector:4317", "headers": {"bad name": "x"}},
+            r"serve\.metrics_export\.headers: .*not a header name",
+        ),
+        (
+            {"endpoint": "http://collector:4317", "headers": {"a": "1"}, "headers_env": {"A": "V"}},
+            r"serve\.metrics_export\.headers_env: .*set twice",
+        ),
+        ({"endpoint": "http://collector:4317", "interval_seconds": 0}, r"serve\.metrics_export\.interval_seconds"),
+        ({"endpoint": "http://collector:4317", "interval_seconds": 1e9}, r"serve\.metrics_export\.interval_seconds"),
+        ({"endpoint": "http://collector:4317", "timeout_seconds": -1}, r"serve\.metrics_export\.timeout_seconds"),
+        ({"endpoint": "http://collector:4317", "temporality": "lowmemory"}, r"serve\.metrics_export\.temporality"),
+        # the span export's queue is not the metrics'
+        (
+            {"endpoint": "http://collector:4317", "max_queue_spans": 5},
+            r"serve\.metrics_export\.max_queue_spans: unknown",
+        ),
+    ],
+)
+def test_bad_metrics_export_settings_name_the_field(metrics: dict[str, object], field: str) -> None:
+    with pytest.raises(ConfigError, match=field):
+        EvalConfig.from_dict({"serve": {"metrics_export": metrics}})
+
+
+def test_metrics_export_files_and_variables_are_checked_before_anything_starts(
+    pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from otel_toolcall_eval.serve import Service
+
+    monkeypatch.delenv("NO_SUCH_METRICS_KEY", raising=False)
+    before = set(threading.enumerate())
+    cases = [
+        (
+            {"endpoint": "https://127.0.0.1:1", "tls": {"ca_file": "/no/such/ca.pem"}},
+            r"serve\.metrics_export\.tls\.ca_file: cannot read /no/such/ca\.pem",
+        ),
+        (
+            {"endpoint": "https://127.0.0.1:1", "tls": {"cert_file": str(pki.client_cert), "key_file": str(pki.key)}},
+            r"serve\.metrics_export\.tls\.key_file: .* not the unencrypted",
+        ),
+        (
+            {"endpoint": "http://127.0.0.1:1", "headers_env": {"x-api-key": "NO_SUCH_METRICS_KEY"}},
+            r"serve\.metrics_export\.headers_env\.x-api-key: environment variable NO_SUCH_METRICS_KEY is not set",
+        ),
+    ]
+    for metrics, message in cases:
+        config = EvalConfig.from_dict({"serve": {"metrics_export": metrics}})
+        with pytest.raises(ConfigError, match=message):
+            Service(config, span_exporter=InMemorySpanExporter())
+    assert set(threading.enumerate()) <= before  # no metric reader thread left behind
+
+
+def test_metrics_flags_override_the_section_and_bad_ones_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from otel_toolcall_eval.cli import build_parser
+    from otel_toolcall_eval.commands.serve import settings
+
+    config = tmp_path / "c.yaml"
+    config.write_text("serve:\n  metrics_export:\n    endpoint: http://old:4317\n    interval_seconds: 30\n")
+    args = build_parser().parse_args(
+        ["serve", "--config", str(config), "--metrics-endpoint", "https://new:4318", "--metrics-protocol", "http"]
+    )
+    metrics = settings(args).serve.metrics_export
+    assert metrics is not None
+    assert (metrics.endpoint, metrics.protocol, metrics.interval_seconds) == ("https://new:4318", "http", 30)
+    assert settings(build_parser().parse_args(["serve"])).serve.metrics_export is None  # off by default
+    base = ["serve", "--http-port", "0", "--grpc-port", "0", "--export-endpoint", "http://127.0.0.1:1"]
+    assert main([*base, "--metrics-protocol", "http", "--metrics-endpoint", "127.0.0.1:4318"]) == 2
+    err = capsys.readouterr().err
+    assert "serve.metrics_export.endpoint" in err and "http:// or https://" in err and "Traceback" not in err
+    assert main([*base, "--metrics-protocol", "grpc"]) == 2  # a protocol but no endpoint
+    err = capsys.readouterr().err
+    assert "serve.metrics_export.endpoint" in err and "Traceback" not in err

@@ -1,5 +1,7 @@
 """Minimal OTLP trace receivers on 127.0.0.1 for wire tests: a real gRPC server and a real HTTP server, each
 plaintext or, given server credentials / an ``ssl.SSLContext``, TLS only (the next hop of the service's TLS export).
+Both take OTLP logs and metrics too (``MetricsService/Export``, ``POST /v1/metrics``), as a Collector's ``otlp``
+receiver does: the service's session verdicts and its pushed metrics (``serve.metrics_export``).
 
 Both decode what the real exporters send into ``ExportTraceServiceRequest`` messages and keep them, also
 while answering with a failure (``fail = True``: gRPC ``UNAVAILABLE`` / HTTP 500), so a test can tell
@@ -25,6 +27,14 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import (
     LogsServiceServicer,
     add_LogsServiceServicer_to_server,
+)
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2_grpc import (
+    MetricsServiceServicer,
+    add_MetricsServiceServicer_to_server,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -79,6 +89,7 @@ class _Collector:
         self._requests: list[ExportTraceServiceRequest] = []
         self._metadata: list[dict[str, str]] = []
         self._log_requests: list[ExportLogsServiceRequest] = []
+        self._metric_requests: list[tuple[ExportMetricsServiceRequest, dict[str, str]]] = []
         self.fail = False
 
     def _record(self, request: ExportTraceServiceRequest, metadata: dict[str, str]) -> None:
@@ -102,6 +113,19 @@ class _Collector:
         with self._lock:
             requests = list(self._log_requests)
         return [r for req in requests for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+
+    def _record_metrics(self, request: ExportMetricsServiceRequest, metadata: dict[str, str]) -> None:
+        with self._lock:
+            self._metric_requests.append((request, metadata))
+
+    def metric_requests(self) -> list[ExportMetricsServiceRequest]:
+        """Every ``ExportMetricsServiceRequest`` received so far, in order."""
+        with self._lock:
+            return [request for request, _ in self._metric_requests]
+
+    def metric_metadata(self) -> list[dict[str, str]]:
+        with self._lock:
+            return [metadata for _, metadata in self._metric_requests]
 
     def clear(self) -> None:
         with self._lock:
@@ -157,15 +181,28 @@ class _LogsServicer(LogsServiceServicer):
         return ExportLogsServiceResponse()
 
 
+class _MetricsServicer(MetricsServiceServicer):
+    def __init__(self, collector: _Collector) -> None:
+        self._collector = collector
+
+    def Export(
+        self, request: ExportMetricsServiceRequest, context: grpc.ServicerContext
+    ) -> ExportMetricsServiceResponse:
+        self._collector._record_metrics(request, {k: str(v) for k, v in context.invocation_metadata()})
+        return ExportMetricsServiceResponse()
+
+
 class GrpcTraceReceiver(_Collector):
     """A real ``grpc.server`` serving ``TraceService/Export`` (and ``LogsService/Export``, for the session
-    verdicts' log records) on an ephemeral 127.0.0.1 port; TLS only with ``credentials``."""
+    verdicts' log records, and ``MetricsService/Export``) on an ephemeral 127.0.0.1 port; TLS only with
+    ``credentials``."""
 
     def __init__(self, credentials: grpc.ServerCredentials | None = None) -> None:
         super().__init__()
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="otlp-grpc-rx"))
         add_TraceServiceServicer_to_server(_Servicer(self), self._server)
         add_LogsServiceServicer_to_server(_LogsServicer(self), self._server)
+        add_MetricsServiceServicer_to_server(_MetricsServicer(self), self._server)
         if credentials is None:
             self.port = self._server.add_insecure_port("127.0.0.1:0")
         else:
@@ -187,7 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
 
     def do_POST(self) -> None:
-        if self.path not in ("/v1/traces", "/v1/logs"):
+        if self.path not in ("/v1/traces", "/v1/logs", "/v1/metrics"):
             self._reply(HTTPStatus.NOT_FOUND)
             return
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -206,6 +243,12 @@ class _Handler(BaseHTTPRequestHandler):
                 with self.server.collector._lock:
                     self.server.collector._log_requests.append(logs)
                 self._reply(HTTPStatus.OK, ExportLogsServiceResponse().SerializeToString())
+                return
+            if self.path == "/v1/metrics":
+                metrics = ExportMetricsServiceRequest()
+                metrics.ParseFromString(body)
+                self.server.collector._record_metrics(metrics, {k.lower(): v for k, v in self.headers.items()})
+                self._reply(HTTPStatus.OK, ExportMetricsServiceResponse().SerializeToString())
                 return
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)

@@ -11,7 +11,7 @@ import argparse
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -20,6 +20,9 @@ from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.config.serve import ServeConfig
 from otel_toolcall_eval.errors import ExitCode
+
+if TYPE_CHECKING:
+    from otel_toolcall_eval.serve import Service
 
 # flag -> field of ``serve:`` it overrides
 _FLAGS = {
@@ -40,6 +43,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--export-endpoint", help="the next hop, e.g. http://127.0.0.1:4317")
     parser.add_argument("--export-protocol", choices=["grpc", "http"])
     parser.add_argument("--prometheus-port", type=int, help="expose the metrics for Prometheus on this port")
+    parser.add_argument(
+        "--metrics-endpoint", help="push the metrics over OTLP to this receiver, e.g. http://127.0.0.1:4317"
+    )
+    parser.add_argument("--metrics-protocol", choices=["grpc", "http"], help="OTLP protocol of --metrics-endpoint")
     parser.add_argument("--shutdown-timeout", type=finite, help="seconds to drain and export on SIGTERM")
     parser.add_argument("--tls-cert-file", help="PEM certificate chain: both receivers speak TLS only")
     parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
@@ -68,6 +75,12 @@ def settings(args: argparse.Namespace) -> EvalConfig:
     export_tls = {field: value for field, value in _export_tls_flags(args).items() if value is not None}
     if export_tls:
         data["export"]["tls"] = {**(data["export"].get("tls") or {}), **export_tls}
+    metrics = {"endpoint": args.metrics_endpoint, "protocol": args.metrics_protocol}
+    if any(value is not None for value in metrics.values()):  # over the section's, or a section of their own
+        data["metrics_export"] = {
+            **(data.get("metrics_export") or {}),
+            **{field: value for field, value in metrics.items() if value is not None},
+        }
     try:
         serve = ServeConfig.model_validate(data)
     except ValidationError as exc:
@@ -96,8 +109,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from otel_toolcall_eval.serve import Service
 
     config = settings(args)
-    meter_provider = _meter_provider(config.serve)
-    service = Service(config, meter_provider=meter_provider)
+    service = Service(config, metric_readers=_prometheus_readers(config.serve))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -110,7 +122,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"listening http={service.http_port} grpc={service.grpc_port} host={config.serve.host} "
         f"tls={'off' if tls is None else 'mtls' if tls.client_ca_file else 'on'} "
         f"export={config.serve.export.endpoint} ({config.serve.export.protocol}) "
-        f"export_tls={'off' if service.next_hop is None else service.next_hop.mode}",
+        f"export_tls={'off' if service.next_hop is None else service.next_hop.mode} "
+        f"metrics_export={_metrics_line(service)}",
         highlight=False,
         soft_wrap=True,
     )
@@ -123,18 +136,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"export failed {report.export_failed}, lost {report.lost}",
         highlight=False,
     )
-    if meter_provider is not None:
-        meter_provider.shutdown()
     # 1 (the gate code): the service's own guarantee, everything accepted exported, did not hold
     return ExitCode.OK if report.complete else ExitCode.GATE_FAILED
 
 
-def _meter_provider(serve: ServeConfig) -> Any:
+def _metrics_line(service: Service) -> str:
+    """``off``, or the metrics' endpoint, protocol and TLS mode (as ``export=`` and ``export_tls=`` say them)."""
+    metrics, hop = service.settings.metrics_export, service.metrics_hop
+    return "off" if metrics is None or hop is None else f"{metrics.endpoint} ({metrics.protocol}, tls={hop.mode})"
+
+
+def _prometheus_readers(serve: ServeConfig) -> list[Any]:
+    """The Prometheus endpoint's reader (its HTTP server started), for the service's own MeterProvider, which
+    shuts it down with the OTLP one (``serve.metrics_export``) at the end of ``Service.stop``."""
     if serve.prometheus_port is None:
-        return None
+        return []
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from opentelemetry.sdk.metrics import MeterProvider
     from prometheus_client import start_http_server
 
     start_http_server(serve.prometheus_port, addr=serve.host)
-    return MeterProvider(metric_readers=[PrometheusMetricReader()])
+    return [PrometheusMetricReader()]

@@ -42,12 +42,12 @@ def endpoint_scheme(endpoint: str) -> Literal["http", "https", ""]:
 
 
 class ServeExportTls(_Strict):
-    """TLS to the next hop, named as the Collector's ``tls:`` client settings are. The endpoint's scheme decides
-    first (``https://`` is TLS, ``http://`` plaintext, as for the OTLP exporters); this block says whom to trust and
-    which certificate to show, and turns TLS on for a bare ``host:port`` gRPC endpoint. ``insecure: true`` is the
-    Collector's plaintext switch, so it may not be combined with a file or an ``https://`` endpoint (a contradiction
-    is a config error, never a silent choice). The files are read and checked at start-up
-    (``serve.tls.load_export_tls``)."""
+    """TLS to the next hop or the metrics receiver, named as the Collector's ``tls:`` client settings are. The
+    endpoint's scheme decides first (``https://`` is TLS, ``http://`` plaintext, as for the OTLP exporters); this
+    block says whom to trust and which certificate to show, and turns TLS on for a bare ``host:port`` gRPC
+    endpoint. ``insecure: true`` is the Collector's plaintext switch, so it may not be combined with a file or an
+    ``https://`` endpoint (a contradiction is a config error, never a silent choice). The files are read and checked
+    at start-up (``serve.tls.load_export_tls``)."""
 
     ca_file: str | None = Field(
         default=None,
@@ -83,8 +83,10 @@ class ServeExportTls(_Strict):
         return value
 
 
-class ServeExport(_Strict):
-    """The next hop of the scored spans (a Collector, Jaeger, Tempo) and the export queue in front of it."""
+class OtlpDestination(_Strict):
+    """Where the service sends OTLP of its own, and how: the protocol, the endpoint, TLS, headers and a timeout.
+    Shared by the scored spans' next hop (``export``) and the service's metrics (``metrics_export``), so that both
+    take the same settings with the same checks; ``serve.export.next_hop`` resolves either."""
 
     protocol: Literal["grpc", "http"] = "grpc"
     endpoint: str | None = Field(
@@ -92,7 +94,7 @@ class ServeExport(_Strict):
         description="OTLP endpoint, e.g. http://127.0.0.1:4317 (gRPC) or https://collector:4318 (HTTP); https: TLS",
     )
     tls: ServeExportTls | None = Field(
-        default=None, description="TLS to the next hop: CA to trust, client certificate (none: the scheme decides)"
+        default=None, description="TLS to the receiver: CA to trust, client certificate (none: the scheme decides)"
     )
     headers: dict[str, str] = Field(
         default_factory=dict, description="headers sent with every export (not secrets: see headers_env)"
@@ -104,14 +106,6 @@ class ServeExport(_Strict):
     timeout_seconds: float = Field(
         default=10.0, gt=0, le=600, description="per export request, its retries included (the OTLP exporters')"
     )
-    max_queue_spans: int = Field(
-        default=8_192,
-        ge=1,
-        le=1_000_000,
-        description="scored spans waiting for export; when full, scoring waits (never a drop), then receiving",
-    )
-    max_batch_spans: int = Field(default=512, ge=1, le=100_000, description="spans per export request")
-    schedule_delay_millis: int = Field(default=1_000, ge=1, le=60_000, description="longest wait to fill a batch")
 
     @field_validator("endpoint")
     @classmethod
@@ -152,11 +146,47 @@ class ServeExport(_Strict):
                 raise ValueError(f"{name!r}: no environment variable named")
         return value
 
+
+class ServeExport(OtlpDestination):
+    """The next hop of the scored spans (a Collector, Jaeger, Tempo) and the export queue in front of it."""
+
+    max_queue_spans: int = Field(
+        default=8_192,
+        ge=1,
+        le=1_000_000,
+        description="scored spans waiting for export; when full, scoring waits (never a drop), then receiving",
+    )
+    max_batch_spans: int = Field(default=512, ge=1, le=100_000, description="spans per export request")
+    schedule_delay_millis: int = Field(default=1_000, ge=1, le=60_000, description="longest wait to fill a batch")
+
     @model_validator(mode="after")
     def _batch_fits(self) -> ServeExport:
         if self.max_batch_spans > self.max_queue_spans:
             raise ValueError("max_batch_spans must not exceed max_queue_spans")
         return self
+
+
+# How the exported counters and histograms aggregate over time (the exporters' ``preferred_temporality``):
+# cumulative, the OTLP default, totals since start; delta, per export interval (what some backends require).
+# Gauges and up-down counters stay cumulative either way, as OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE
+# has it.
+Temporality = Literal["cumulative", "delta"]
+
+
+class ServeMetricsExport(OtlpDestination):
+    """The service's metrics (its own and the processor's) pushed over OTLP to a Collector or any OTLP metrics
+    receiver, every ``interval_seconds`` and once more at shutdown; beside or instead of ``prometheus_port``."""
+
+    endpoint: str = Field(
+        min_length=1,
+        description="OTLP endpoint, e.g. http://collector:4317 (gRPC) or https://collector:4318 (HTTP); https: TLS",
+    )
+    interval_seconds: float = Field(
+        default=10.0, ge=0.1, le=3_600, description="how often the metrics are collected and exported"
+    )
+    temporality: Temporality = Field(
+        default="cumulative", description="cumulative (totals since start) or delta (per interval) for counters"
+    )
 
 
 class ServeTls(_Strict):
@@ -212,6 +242,9 @@ class ServeConfig(_Strict):
         ),
     )
     export: ServeExport = Field(default_factory=ServeExport)
+    metrics_export: ServeMetricsExport | None = Field(
+        default=None, description="push the metrics over OTLP (none: only prometheus_port, if set)"
+    )
 
     @model_validator(mode="after")
     def _one_receiver(self) -> ServeConfig:

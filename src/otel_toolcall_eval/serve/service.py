@@ -9,6 +9,9 @@ within ``serve.shutdown_timeout_seconds``. Session verdicts and the judge's verd
 given. With a judge configured, its verdict spans (linked to the judged call) leave through the same span exporter
 as the scored spans, from a TracerProvider of the service's own (resource ``service.name=otel-toolcall-eval``),
 unless a ``tracer_provider`` is given: a service has no application whose global provider could carry them.
+With ``serve.metrics_export`` (or ``metric_readers``, the CLI's Prometheus reader) and no ``meter_provider``, the
+service's and the processor's metrics go through a MeterProvider of the service's own (the same resource),
+pushed over OTLP every ``interval_seconds`` and once more at ``stop``, within what is left of its deadline.
 """
 
 from __future__ import annotations
@@ -16,20 +19,25 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import TracerProvider
 
+from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
-from otel_toolcall_eval.serve.export import next_hop
+from otel_toolcall_eval.serve.export import metric_reader, next_hop
 from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
 from otel_toolcall_eval.serve.http_receiver import HttpReceiver
 from otel_toolcall_eval.serve.intake import Intake
@@ -45,6 +53,16 @@ from otel_toolcall_eval.serve.pipeline import (
 from otel_toolcall_eval.serve.tls import load_tls
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
+
+
+def own_resource() -> Resource:
+    """The resource of what the service emits as itself (the judge's spans, its metrics): ``service.name``
+    ``otel-toolcall-eval``, its version, and a ``service.instance.id`` per process unless
+    ``OTEL_RESOURCE_ATTRIBUTES`` names one, so that replicas pushing metrics to one Collector stay apart."""
+    resource = Resource.create({SERVICE_NAME: "otel-toolcall-eval", SERVICE_VERSION: __version__})
+    if SERVICE_INSTANCE_ID in resource.attributes:
+        return resource
+    return resource.merge(Resource({SERVICE_INSTANCE_ID: str(uuid.uuid4())}))
 
 
 @dataclass(frozen=True)
@@ -64,7 +82,10 @@ class Service:
     """One scoring service. ``span_exporter`` replaces the OTLP exporter built from ``serve.export``.
 
     ``scoring=False`` hands received spans straight to the export (same receivers, queue, end order, export
-    window and exporter, no processor): the pass-through the serve benchmark measures the scoring against."""
+    window and exporter, no processor): the pass-through the serve benchmark measures the scoring against.
+
+    ``meter_provider`` replaces the one built from ``serve.metrics_export`` and ``metric_readers`` (which are then
+    not allowed: a given provider's readers are fixed)."""
 
     def __init__(
         self,
@@ -72,6 +93,7 @@ class Service:
         *,
         span_exporter: SpanExporter | None = None,
         meter_provider: MeterProvider | None = None,
+        metric_readers: Sequence[MetricReader] = (),
         logger_provider: LoggerProvider | None = None,
         tracer_provider: TracerProvider | None = None,
         scoring: bool = True,
@@ -79,9 +101,13 @@ class Service:
         config = config or EvalConfig()
         serve = config.serve
         self.settings = serve
+        if meter_provider is not None and metric_readers:
+            raise ValueError("metric_readers go to the service's own MeterProvider: not with a meter_provider")
         self._own_logger_provider: SdkLoggerProvider | None = None
         # the next hop's TLS files and header variables, checked before anything connects: errors name the field
         self.next_hop = None if span_exporter is not None else next_hop(serve.export)
+        metrics = serve.metrics_export if meter_provider is None else None
+        self.metrics_hop = None if metrics is None else next_hop(metrics, "serve.metrics_export")  # checked alike
         token = None
         if serve.bearer_token_env is not None:
             token = os.environ.get(serve.bearer_token_env)
@@ -97,6 +123,14 @@ class Service:
                     BatchLogRecordProcessor(self.next_hop.log_exporter())
                 )
         assert span_exporter is not None  # given, or built from the next hop just above
+        self._own_meter_provider: SdkMeterProvider | None = None
+        readers = [*metric_readers]
+        if self.metrics_hop is not None and metrics is not None:
+            readers.append(metric_reader(self.metrics_hop, metrics))
+        if readers:
+            meter_provider = self._own_meter_provider = SdkMeterProvider(
+                metric_readers=readers, resource=own_resource()
+            )
         self._queue = SpanQueue(serve.max_queue_spans)
         self.metrics = ServeMetrics(meter_provider, queue_size=self._queue.__len__)
         window = _ExportWindow(serve.export.max_queue_spans)
@@ -105,9 +139,7 @@ class Service:
         self._exporter = span_exporter  # borrowed by both BatchSpanProcessors, shut down once by ``stop``
         self._own_tracer_provider: SdkTracerProvider | None = None
         if tracer_provider is None and config.judge is not None:
-            tracer_provider = self._own_tracer_provider = SdkTracerProvider(
-                resource=Resource.create({SERVICE_NAME: "otel-toolcall-eval"})
-            )
+            tracer_provider = self._own_tracer_provider = SdkTracerProvider(resource=own_resource())
             self._own_tracer_provider.add_span_processor(
                 BatchSpanProcessor(
                     Borrowed(span_exporter),
@@ -140,6 +172,8 @@ class Service:
             if self._own_logger_provider is not None:
                 self._own_logger_provider.shutdown()
             self._batch.shutdown()  # type: ignore[no-untyped-call]
+            if self._own_meter_provider is not None:
+                self._own_meter_provider.shutdown(timeout_millis=1_000)  # nothing counted yet worth waiting for
             raise
         self._window = window
         self._worker = ScoringWorker(
@@ -208,6 +242,8 @@ class Service:
         if self._own_logger_provider is not None:  # the session verdicts emitted at the flush and the shutdown
             self._own_logger_provider.shutdown()
         self._exporter.shutdown()
+        if self._own_meter_provider is not None:  # the final totals, exported once more
+            self._shutdown_metrics(deadline)
         received = self.metrics.total(RECEIVED)
         scored = self.metrics.total(SCORED)
         report = StopReport(
@@ -221,3 +257,13 @@ class Service:
         if not report.complete:
             logger.warning("toolcall-eval serve: shutdown incomplete: %s", report)
         return report
+
+    def _shutdown_metrics(self, deadline: float) -> None:
+        """The metrics' last collection and export, in what is left of the deadline (at least a millisecond, so
+        the readers always stop): a dead or slow receiver loses that export, and never delays the stop more."""
+        assert self._own_meter_provider is not None
+        remaining_ms = max(1.0, (deadline - time.monotonic()) * 1000)
+        try:
+            self._own_meter_provider.shutdown(timeout_millis=remaining_ms)
+        except Exception as exc:  # noqa: BLE001 - the SDK raises a bare Exception naming the readers that failed
+            logger.warning("toolcall-eval serve: the metrics' last export did not complete: %s", exc)

@@ -105,9 +105,9 @@ def load_tls(settings: ServeTls) -> TlsMaterial:
     return TlsMaterial(cert, key, client_ca, context)
 
 
-def load_export_tls(settings: ServeExportTls) -> ExportTlsMaterial:
-    """The files of ``serve.export.tls``, read and checked as the receivers' are."""
-    prefix = "serve.export.tls"
+def load_export_tls(settings: ServeExportTls, prefix: str = "serve.export.tls") -> ExportTlsMaterial:
+    """The files of ``serve.export.tls`` (or ``prefix``: ``serve.metrics_export.tls``), read and checked as the
+    receivers' are."""
     ca = None if settings.ca_file is None else _read(settings.ca_file, f"{prefix}.ca_file")
     cert = key = None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # only to check the files; the exporters make their own

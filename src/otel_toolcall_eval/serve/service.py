@@ -7,7 +7,7 @@ let those in progress finish, drain the queue through the processor, then flush 
 within ``serve.shutdown_timeout_seconds``. Session verdicts and the judge's verdict events
 (``gen_ai.evaluation.result`` log records) go to the same endpoint over OTLP logs, unless a ``logger_provider`` is
 given. With a judge configured, its verdict spans (linked to the judged call) leave through the same span exporter
-as the scored spans, from a TracerProvider of the service's own (resource ``service.name=otel-toolcall-eval``),
+as the scored spans, from a TracerProvider of the service's own (``own_resource``: ``otel-toolcall-eval``),
 unless a ``tracer_provider`` is given: a service has no application whose global provider could carry them.
 With ``serve.metrics_export`` (or ``metric_readers``, the CLI's Prometheus reader) and no ``meter_provider``, the
 service's and the processor's metrics go through a MeterProvider of the service's own (the same resource),
@@ -125,8 +125,8 @@ class Service:
         assert span_exporter is not None  # given, or built from the next hop just above
         self._own_meter_provider: SdkMeterProvider | None = None
         readers = [*metric_readers]
-        if self.metrics_hop is not None and metrics is not None:
-            readers.append(metric_reader(self.metrics_hop, metrics))
+        if self.metrics_hop is not None and metrics is not None:  # first: stopped first at shutdown (its thread)
+            readers.insert(0, metric_reader(self.metrics_hop, metrics))
         if readers:
             meter_provider = self._own_meter_provider = SdkMeterProvider(
                 metric_readers=readers, resource=own_resource()

@@ -14,6 +14,13 @@ alternate ABBA; spans per second per core is 1 / (CPU seconds per span). Latency
 trace of eight spans per request at a stated rate) to each service in turn; per span, the time from the start
 of its request to its arrival at the sink, p50 and p99, with the export's batching delay (``schedule_delay_millis``)
 in both.
+
+Instructions (``serve.instructions``, not in ``--quick``, needs ``valgrind``): the same service children under
+callgrind, the same traffic over gRPC; for each side one child takes a warm-up round and another takes two more,
+and the difference per span is the work of receiving, scoring and exporting a span (every thread, start-up and
+warm-up cancelled out). Shown beside the CPU-time figure, not as its target: under callgrind the threads run one at
+a time, so what the shared cores add to the time (cache misses, the GIL passed between the receiving threads and the
+scoring thread) is not in it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +40,7 @@ from concurrent import futures
 from dataclasses import dataclass
 from typing import IO, Any
 
-from benchmarks.harness import REPO_ROOT, Figure, Sizes, at_most, interleave
+from benchmarks.harness import REPO_ROOT, Figure, Sizes, at_most, interleave, unavailable
 
 TARGET = 2.0  # CPU per span, scoring service / pass-through
 SENDERS = 4
@@ -92,13 +101,17 @@ def _answer(obj: dict[str, Any]) -> None:
 
 
 class ServiceProcess:
-    def __init__(self, mode: str, sink_port: int, timeout: float) -> None:
+    """One service child; ``prefix`` runs it under another program (``valgrind``, for the instruction counts)."""
+
+    def __init__(self, mode: str, sink_port: int, timeout: float, prefix: Sequence[str] = ()) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+        if prefix:
+            env["PYTHONHASHSEED"] = "0"  # set and dict layouts repeat from run to run
         self.mode = mode
         self._timeout = timeout
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.serve", "--child", mode, "--sink-port", str(sink_port)],
+            [*prefix, sys.executable, "-m", "benchmarks.serve", "--child", mode, "--sink-port", str(sink_port)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -133,10 +146,14 @@ class ServiceProcess:
             return self.ask("stop")
         finally:
             try:
-                self._proc.wait(timeout=30)
+                self._proc.wait(timeout=self._timeout)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait(timeout=10)
+
+    def stderr_tail(self) -> str:
+        """What the child wrote to stderr (after it ended): callgrind's summary line for the instruction counts."""
+        return _tail(self._proc.stderr)
 
 
 def _tail(stream: IO[str] | None) -> str:
@@ -384,6 +401,74 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+INSTRUCTION_TRACES = 100  # per round under callgrind: 800 spans
+INSTRUCTION_ROUNDS = 2  # measured rounds, after one warm-up round that both children run
+
+
+def _instructions(sink: Sink, mode: str, traffic: Traffic, rounds: int, timeout: float) -> int:
+    """Instructions (callgrind's Ir, every thread) of one service child that takes ``rounds`` cost rounds."""
+    service = ServiceProcess(
+        mode, sink.port, timeout, prefix=("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+    )
+    try:
+        for _ in range(rounds):
+            cost_round(sink, service, traffic)
+        service.stop()
+    finally:
+        if service._proc.poll() is None:
+            service._proc.kill()
+    found = _COLLECTED.search(service.stderr_tail())
+    if found is None:
+        raise RuntimeError(f"the {mode} service under callgrind reported no count")
+    return int(found.group(1))
+
+
+def instruction_counts(timeout: float) -> dict[str, Any]:
+    """Per span, the instructions the service executes (receivers, scoring, export: every thread), scoring and
+    pass-through: for each, a child that takes one warm-up round and one that takes ``1 + INSTRUCTION_ROUNDS``,
+    the difference divided by the spans of the extra rounds (start-up and warm-up cancel out). Under callgrind the
+    threads run one at a time, so this is the work, without what two shared cores add to the time (cache misses,
+    the GIL handed between the receiving threads and the scoring thread)."""
+    sink = Sink()
+    try:
+        traffic = Traffic(recorded_traces(INSTRUCTION_TRACES))
+        spans = INSTRUCTION_ROUNDS * INSTRUCTION_TRACES * traffic.spans_per_trace
+        counts = {
+            f"{mode}/{rounds}": _instructions(sink, mode, traffic, rounds, timeout)
+            for mode in ("pass", "score")
+            for rounds in (1, 1 + INSTRUCTION_ROUNDS)
+        }
+    finally:
+        sink.close()
+    per_span = {m: (counts[f"{m}/{1 + INSTRUCTION_ROUNDS}"] - counts[f"{m}/1"]) / spans for m in ("pass", "score")}
+    return {"spans": spans, "counts": counts, "per_span": per_span, "ratio": per_span["score"] / per_span["pass"]}
+
+
+def _instruction_figure(sizes: Sizes) -> Figure:
+    fig_id = "serve.instructions"
+    title = "scoring service, receive + score + export over OTLP/gRPC, instructions per span against the pass-through"
+    if sizes.name == "quick":
+        return unavailable(fig_id, title, "-", "not in --quick (minutes under callgrind)")
+    if shutil.which("valgrind") is None:
+        return unavailable(fig_id, title, "-", "valgrind not installed")
+    r = instruction_counts(timeout=sizes.child_timeout * 3)
+    return Figure(
+        fig_id,
+        title,
+        f"{r['per_span']['score']:,.0f} instructions",
+        f"{r['per_span']['pass']:,.0f} (pass-through)",
+        r["ratio"],
+        "-",
+        "info",
+        note=(
+            f"callgrind, {r['spans']:,} spans after a warm-up round, start-up subtracted, every thread counted: "
+            "the work, without what two shared cores add to its time; the target is the CPU-time figure's"
+        ),
+        data={"counts": r["counts"], "per_span": r["per_span"]},
+    )
+
+
 def run(sizes: Sizes) -> list[Figure]:
     full = sizes.name == "full"
     traces = 300 if full else 40
@@ -449,6 +534,7 @@ def run(sizes: Sizes) -> list[Figure]:
                 "achieved_spans_per_s": rates,
             },
         ),
+        _instruction_figure(sizes),
     ]
 
 

@@ -116,6 +116,25 @@ def test_the_service_figures_are_measured(report: dict[str, Any]) -> None:
     assert all(n > 0 for n in latency["samples"].values()), latency
     for side in ("score", "pass"):
         assert 0 < latency["p50_ms"][side] <= latency["p99_ms"][side], latency
+    counted = figures["serve.instructions"]  # minutes under callgrind: make bench only
+    assert counted["status"] == "unavailable" and "--quick" in counted["note"], counted
+
+
+def test_a_service_child_runs_under_a_prefix_and_reports_its_stderr() -> None:
+    """The instruction figure runs the service child under ``valgrind``; here under ``env``, which runs it
+    unchanged: one round through it still reaches the sink scored, and its stderr is readable once it ended."""
+    from benchmarks.serve import ServiceProcess, Sink, Traffic, cost_round, recorded_traces
+
+    sink = Sink()
+    service = ServiceProcess("score", sink.port, 120, prefix=("env", "PROBE_PREFIX=1"))
+    try:
+        assert cost_round(sink, service, Traffic(recorded_traces(2))) > 0
+        assert service.stop()["complete"]
+        assert isinstance(service.stderr_tail(), str)
+    finally:
+        if service._proc.poll() is None:
+            service._proc.kill()
+        sink.close()
 
 
 @pytest.mark.parametrize("kind", ["plain", "valid", "invalid"])

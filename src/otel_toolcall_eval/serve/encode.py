@@ -98,7 +98,7 @@ class _Attributes:
         any_value = _any_value(value)
         if any_value is None:
             return None
-        body = KeyValue(key=key, value=any_value).SerializeToString()
+        body: bytes = KeyValue(key=key, value=any_value).SerializeToString()
         field = _ATTRIBUTES_TAG + _varint(len(body)) + body
         if cacheable:
             if len(self._cache) >= _CACHE_MAX:

@@ -112,6 +112,22 @@ def test_added_values_of_every_scalar_and_array_type_and_an_unknown_one(slow_pat
     assert slow_path == [1]  # only the span with a bytes value went the SDK's way
 
 
+def test_equal_values_of_other_types_are_encoded_each_as_its_own_type(slow_path: list[int]) -> None:
+    """``True == 1 == 1.0`` and they hash alike: a cache of encoded attributes keyed by value alone would send a
+    span's ``1`` as the ``true`` an earlier span had under the same key."""
+    spans = received(agent_spans(traces=1, seed=6))
+    variants: list[dict[str, Any]] = [
+        {"n": True, "m": 0, "k": "v"},
+        {"n": 1, "m": False, "k": "v"},
+        {"n": 1.0, "m": 0.0, "k": "v"},
+        {"n": True, "m": 0, "k": "v"},
+    ]
+    for _ in range(2):  # the second time every span's attributes were seen before
+        copies = [with_attributes(s, {**dict(s.attributes or {}), **variants[n % 4]}) for n, s in enumerate(spans)]
+        assert_same_as_sdk(copies)
+    assert slow_path == []
+
+
 def test_anything_not_shown_unchanged_goes_the_sdks_way(slow_path: list[int]) -> None:
     spans = received(agent_spans(traces=2, seed=2))
     first = spans[0]
@@ -184,3 +200,14 @@ def test_the_http_exporters_body_is_the_sdks_request_decoded_and_compared(slow_p
     for span_id, (resource, scope, span) in sdk.items():
         assert sent[span_id] == (resource, scope, span), span.name
     assert slow_path == []  # every span went out as the message it arrived in
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 16_383, 16_384, 70_000])
+def test_a_length_delimited_field_is_its_tag_its_length_as_a_varint_and_its_body(size: int) -> None:
+    """``_field`` writes one- and two-byte lengths without the varint loop: the same bytes protobuf writes."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+    body = b"x" * size
+    assert E._field(b"\x12", body) == b"\x12" + E._varint(size) + body
+    message = AnyValue(bytes_value=body).SerializeToString()  # field 7, length-delimited
+    assert E._field(b"\x3a", body) == message or size == 0  # proto3 leaves an empty bytes field out

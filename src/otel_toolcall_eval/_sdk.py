@@ -326,9 +326,13 @@ def stashed(span: ReadableSpan, key: str) -> Any:
     return span.__dict__.get(key)
 
 
-def grpc_span_exporter(encode: Callable[[Sequence[ReadableSpan]], Any], **kwargs: Any) -> SpanExporter:
+def grpc_span_exporter(
+    encode: Callable[[Sequence[ReadableSpan]], Any], *, raw: bool = False, **kwargs: Any
+) -> SpanExporter:
     """The SDK's OTLP/gRPC span exporter (retries, compression, headers, timeouts) with ``encode`` in place of
-    its private ``_translate_data``: the SDK has no public hook for the request it sends."""
+    its private ``_translate_data``: the SDK has no public hook for the request it sends. ``raw``: ``encode``
+    returns the request already serialized (an object with ``SerializeToString``), and the exporter's stub (its
+    private ``_stub``, re-made with the channel on reconnection) sends those bytes without serializing them."""
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
     def _translate_data(self: OTLPSpanExporter, data: Sequence[ReadableSpan]) -> Any:
@@ -336,7 +340,33 @@ def grpc_span_exporter(encode: Callable[[Sequence[ReadableSpan]], Any], **kwargs
 
     # built with type(), not a nested class statement, which mypyc (the compiled build, setup.py) rejects
     exporter: type[OTLPSpanExporter] = type("_Exporter", (OTLPSpanExporter,), {"_translate_data": _translate_data})
-    return exporter(**kwargs)
+    instance = exporter(**kwargs)
+    if raw:
+        instance._stub = _raw_trace_stub
+        instance._client = _raw_trace_stub(instance._channel)
+    return instance
+
+
+class _RawTraceStub:
+    """``TraceServiceStub`` for a request that is serialized already: its ``Export`` sends the bytes as they are."""
+
+    def __init__(self, channel: Any) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+        self.Export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=_serialized_bytes,
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
+
+
+def _raw_trace_stub(channel: Any) -> Any:
+    return _RawTraceStub(channel)
+
+
+def _serialized_bytes(request: Any) -> bytes:
+    data: bytes = request.SerializeToString()
+    return data
 
 
 def http_span_exporter(encode: Callable[[Sequence[ReadableSpan]], Any], **kwargs: Any) -> SpanExporter:

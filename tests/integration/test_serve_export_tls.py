@@ -18,7 +18,6 @@ import grpc
 import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -95,13 +94,13 @@ def agent_exporter(svc: Service) -> GrpcSpanExporter:
 def encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many spans the service's received-message encoder was given (over either protocol)."""
     calls: list[int] = []
-    original = E.ReceivedSpanEncoder.encode
+    original = E.ReceivedSpanEncoder.encode_bytes
 
-    def counting(self: E.ReceivedSpanEncoder, spans: Any) -> ExportTraceServiceRequest:
+    def counting(self: E.ReceivedSpanEncoder, spans: Any) -> bytes:
         calls.append(len(spans))
         return original(self, spans)
 
-    monkeypatch.setattr(E.ReceivedSpanEncoder, "encode", counting)
+    monkeypatch.setattr(E.ReceivedSpanEncoder, "encode_bytes", counting)
     return calls
 
 

@@ -202,6 +202,32 @@ def test_the_http_exporters_body_is_the_sdks_request_decoded_and_compared(slow_p
     assert slow_path == []  # every span went out as the message it arrived in
 
 
+def test_the_grpc_exporter_sends_the_put_together_bytes_as_they_are(slow_path: list[int]) -> None:
+    """``export.protocol: grpc``: the SDK's OTLP/gRPC exporter with a stub that sends the encoder's bytes without
+    serializing them (``_sdk.grpc_span_exporter(raw=True)``); a real gRPC receiver on 127.0.0.1 decodes them to what
+    the SDK's encoder makes of the same scored spans, and after the channel is made again (the exporter's
+    reconnection) the stub still sends bytes. In the compiled suite too: ``_sdk`` is compiled there."""
+    from .integration.otlp_receiver import GrpcTraceReceiver
+
+    spans = scored(received(agent_spans(traces=12, seed=7)))
+    receiver = GrpcTraceReceiver()
+    exporter: Any = E.grpc_exporter(endpoint=f"127.0.0.1:{receiver.port}", insecure=True, timeout=5)
+    try:
+        assert exporter.export(spans).name == "SUCCESS"
+        exporter._initialize_channel_and_stub()  # what the SDK does after UNAVAILABLE
+        assert exporter.export(spans[:3]).name == "SUCCESS"
+        first, again = receiver.requests
+    finally:
+        exporter.shutdown()
+        receiver.close()
+    sent, sdk = by_span(first), by_span(encode_spans(spans))
+    assert sent.keys() == sdk.keys() and len(sent) == len(spans)
+    for span_id, (resource, scope, span) in sdk.items():
+        assert sent[span_id] == (resource, scope, span), span.name
+    assert by_span(again) == by_span(encode_spans(spans[:3]))
+    assert slow_path == []
+
+
 @pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 16_383, 16_384, 70_000])
 def test_a_length_delimited_field_is_its_tag_its_length_as_a_varint_and_its_body(size: int) -> None:
     """``_field`` writes one- and two-byte lengths without the varint loop: the same bytes protobuf writes."""

@@ -342,8 +342,10 @@ def grpc_span_exporter(
     exporter: type[OTLPSpanExporter] = type("_Exporter", (OTLPSpanExporter,), {"_translate_data": _translate_data})
     instance = exporter(**kwargs)
     if raw:
-        instance._stub = _raw_trace_stub
-        instance._client = _raw_trace_stub(instance._channel)
+        # Any: compiled, a typed reference would check the SDK's private attributes against its own annotations
+        private: Any = instance
+        private._stub = _raw_trace_stub
+        private._client = _raw_trace_stub(private._channel)
     return instance
 
 

@@ -39,7 +39,7 @@ TITLES = {
     "valid": "agent trace, valid arguments (5-field schema), instructions per trace",
     "invalid": "agent trace, invalid arguments (5-field schema), instructions per trace",
 }
-_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
 def _child(kind: str, with_processor: bool, traces: int) -> None:
@@ -90,7 +90,7 @@ def _count(kind: str, with_processor: bool, traces: int, timeout: float) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0")
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=root, check=False)
-    found = _COLLECTED.search(done.stderr)
+    found = COLLECTED.search(done.stderr)
     if done.returncode != 0 or found is None:
         raise RuntimeError(f"callgrind child {kind} failed ({done.returncode}): {done.stderr[-2000:]}")
     return int(found.group(1))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from benchmarks.harness import REPO_ROOT, Figure, Sizes, at_most, interleave, unavailable
+from benchmarks.instructions import COLLECTED
 
 TARGET = 2.0  # CPU per span, scoring service / pass-through
 SENDERS = 4
@@ -401,7 +401,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 INSTRUCTION_TRACES = 100  # per round under callgrind: 800 spans
 INSTRUCTION_ROUNDS = 2  # measured rounds, after one warm-up round that both children run
 
@@ -418,7 +417,7 @@ def _instructions(sink: Sink, mode: str, traffic: Traffic, rounds: int, timeout:
     finally:
         if service._proc.poll() is None:
             service._proc.kill()
-    found = _COLLECTED.search(service.stderr_tail())
+    found = COLLECTED.search(service.stderr_tail())
     if found is None:
         raise RuntimeError(f"the {mode} service under callgrind reported no count")
     return int(found.group(1))

@@ -344,8 +344,8 @@ def grpc_span_exporter(
     if raw:
         # Any: compiled, a typed reference would check the SDK's private attributes against its own annotations
         private: Any = instance
-        private._stub = _raw_trace_stub
-        private._client = _raw_trace_stub(private._channel)
+        private._stub = _RawTraceStub
+        private._client = _RawTraceStub(private._channel)
     return instance
 
 
@@ -360,10 +360,6 @@ class _RawTraceStub:
             request_serializer=_serialized_bytes,
             response_deserializer=ExportTraceServiceResponse.FromString,
         )
-
-
-def _raw_trace_stub(channel: Any) -> Any:
-    return _RawTraceStub(channel)
 
 
 def _serialized_bytes(request: Any) -> bytes:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from otel_toolcall_eval import _docs
 from otel_toolcall_eval.demo import default_config_path
 
@@ -12,8 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
 
-def test_reference_tables_match_the_code() -> None:
-    assert _docs.render(README) == README, "run: python -m otel_toolcall_eval._docs README.md"
+@pytest.mark.parametrize("page", sorted(_docs.PAGES))
+def test_reference_tables_match_the_code(page: str) -> None:
+    text = (ROOT / page).read_text()
+    assert _docs.render(text, _docs.PAGES[page]) == text, "run: python -m otel_toolcall_eval._docs"
 
 
 def test_readme_opens_with_the_two_setup_commands() -> None:

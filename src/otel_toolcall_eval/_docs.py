@@ -1,7 +1,7 @@
-"""Render the README's reference tables from the modules that define them (one source of truth).
+"""Render the documentation's reference tables from the modules that define them (one source of truth).
 
-``python -m otel_toolcall_eval._docs`` rewrites the tables between the README's markers;
-``tests/test_docs.py`` fails when the README and the code disagree.
+``python -m otel_toolcall_eval._docs`` rewrites the tables between the ``<!-- table:NAME -->`` markers of every
+page in ``PAGES``; ``tests/test_docs.py`` fails when a page and the code disagree.
 """
 
 from __future__ import annotations
@@ -61,16 +61,25 @@ TABLES = {
 }
 
 
-def render(readme: str) -> str:
-    for name, fn in TABLES.items():
+# which page (relative to the repository root) carries which generated tables
+PAGES: dict[str, tuple[str, ...]] = {
+    "README.md": ("attributes", "metrics", "conventions"),
+    "docs/frameworks.md": ("frameworks",),
+}
+
+
+def render(text: str, names: tuple[str, ...] = tuple(TABLES)) -> str:
+    for name in names:
         pattern = re.compile(rf"(<!-- table:{name} -->\n)(?:.*?\n)?(<!-- /table:{name} -->)", re.S)
-        m = pattern.search(readme)
+        m = pattern.search(text)
         if m is None:
-            raise ValueError(f"README lacks the <!-- table:{name} --> markers")
-        readme = readme[: m.start()] + m.group(1) + fn() + "\n" + m.group(2) + readme[m.end() :]
-    return readme
+            raise ValueError(f"the page lacks the <!-- table:{name} --> markers")
+        text = text[: m.start()] + m.group(1) + TABLES[name]() + "\n" + m.group(2) + text[m.end() :]
+    return text
 
 
 if __name__ == "__main__":
-    path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    path.write_text(render(path.read_text()))
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    for page, tables in PAGES.items():
+        path = root / page
+        path.write_text(render(path.read_text(), tables))

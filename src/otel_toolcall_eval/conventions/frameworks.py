@@ -1,9 +1,9 @@
 """What the processor scores for each agent framework it is tested against, in each of the framework's modes.
 
 One row per framework, each backed by a real integration test (named in ``test``) and by the spans that test
-recorded (``tests/fixtures/frameworks/``, replayed by the unit suite). The README's framework table is generated
-from this tuple, so a claim here is a claim the tests check; the settings are what a user changes to get the
-missing evidence recorded.
+recorded (``tests/fixtures/frameworks/``, replayed by the unit suite). The framework table of docs/frameworks.md is
+generated from this tuple, so a claim here is a claim the tests check; the settings are what a user changes to get
+the missing evidence recorded.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
-"""The benchmark suite at its smallest (``--quick``): it runs, writes its JSON, and shows no gross regression.
+"""The benchmark suite at its smallest (``--quick``): every suite runs, writes its JSON, and reports each figure.
 
-Only gross regressions are asserted (several times the measured figures, see docs/performance.md), so noise on
-a shared CI machine cannot fail it; the targets themselves are reported by ``make bench``.
+Nothing here depends on the machine's speed or load: a figure is checked for its status, its rounds and a ratio
+that is a positive finite number, never for its size. How fast is ``make bench``'s question (its targets, and
+``--fail-on-miss`` to turn a missed target into a failing exit), where the baseline is measured in the same run;
+a time ratio of a few ``--quick`` rounds swings with whatever else shares the cores.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,21 +18,22 @@ import pytest
 from benchmarks import SUITES
 from benchmarks.__main__ import main
 
-# Far above the measured figures (docs/performance.md): a failure here is a real regression, not noise.
-GROSS = {
-    "processor.plain_span": 1.5,  # measured ~1.1x
-    "processor.tool_span.valid_5": 10.0,  # measured 3.3-5.6x in --quick on a loaded 2-core machine
-    "processor.tool_span.invalid_5": 10.0,
-    "processor.tool_span.valid_20": 10.0,
-    "processor.tool_span.invalid_20": 10.0,
-    "processor.tool_span.background.valid_5": 3.0,  # measured ~1.0x: on_end only queues the span
-    "processor.tool_span.background.invalid_20": 3.0,
-    "judge.decision": 0.5,  # measured ~0.02x
-    "offline.vs_ragas": 6.0,  # measured ~1.5x
-    "offline.vs_deepeval": 0.5,  # measured ~0.02x
-    "replay.throughput": 15.0,  # measured ~3.5x
-    "serve.throughput": 6.0,  # measured ~2.2x (CPU per span of the scoring service against its pass-through)
-}
+PROCESSOR_FIGURES = (
+    "processor.plain_span",
+    "processor.tool_span.valid_5",
+    "processor.tool_span.invalid_5",
+    "processor.tool_span.valid_20",
+    "processor.tool_span.invalid_20",
+    "processor.tool_span.background.valid_5",
+    "processor.tool_span.background.invalid_20",
+)
+OPTIONAL_FIGURES = ("judge.decision", "offline.vs_ragas", "offline.vs_deepeval", "replay.throughput")
+
+
+def _measured(f: dict[str, Any]) -> bool:
+    """A measured ratio: a positive finite number (how large is not this suite's question)."""
+    ratio = f["ratio"]
+    return isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +61,14 @@ def test_every_suite_ran_and_reported(report: dict[str, Any]) -> None:
     assert report["machine"]["nproc"] >= 1 and report["machine"]["python"]
 
 
-def test_processor_figures_are_measured_and_not_grossly_regressed(report: dict[str, Any]) -> None:
+def test_processor_figures_are_measured(report: dict[str, Any]) -> None:
     figures = _figures(report)
-    for fid in [k for k in GROSS if k.startswith("processor.")]:
+    for fid in PROCESSOR_FIGURES:
         f = figures[fid]
         assert f["status"] in ("met", "missed"), f
         rounds = f["data"]
         assert len(rounds["subject_rounds"]) == len(rounds["baseline_rounds"]) == report["sizes"]["rounds"]
-        inline_tool = fid != "processor.plain_span" and ".background." not in fid
-        assert f["ratio"] > 1.0 or not inline_tool, f"{fid}: scoring a tool span inline cannot be free"
-        assert f["ratio"] < GROSS[fid], f"{fid}: {f['ratio']:.2f}x (gross limit {GROSS[fid]}x)"
+        assert _measured(f), f
 
 
 def test_the_scoring_cpu_is_accounted_for_in_both_modes(report: dict[str, Any]) -> None:
@@ -75,7 +77,7 @@ def test_the_scoring_cpu_is_accounted_for_in_both_modes(report: dict[str, Any]) 
     for mode in ("inline", "background"):
         f = figures[f"processor.trace_cpu.{mode}"]
         assert f["status"] == "info" and f["data"]["clock"] == "process_time_ns"
-        assert 1.0 < f["ratio"] < 10.0, f"{mode}: {f['ratio']:.2f}x"
+        assert _measured(f), f
 
 
 def test_memory_is_bounded(report: dict[str, Any]) -> None:
@@ -96,22 +98,22 @@ def test_session_memory_is_bounded(report: dict[str, Any]) -> None:
 
 def test_optional_figures_are_measured_or_say_why(report: dict[str, Any]) -> None:
     figures = _figures(report)
-    for fid in ("judge.decision", "offline.vs_ragas", "offline.vs_deepeval", "replay.throughput"):
+    for fid in OPTIONAL_FIGURES:
         f = figures[fid]
         if f["status"] == "unavailable":
             assert f["note"], f"{fid} is unavailable without saying why"
             continue
-        assert f["ratio"] < GROSS[fid], f"{fid}: {f['ratio']:.3f}x (gross limit {GROSS[fid]}x)"
+        assert _measured(f), f
 
 
 def test_the_service_figures_are_measured(report: dict[str, Any]) -> None:
-    """``benchmarks.serve``: two real service processes over gRPC; scoring costs more than passing through, and
-    the latency figure has samples from both."""
+    """``benchmarks.serve``: two real service processes over gRPC, both measured, and the latency figure has
+    samples from both."""
     figures = _figures(report)
     f = figures["serve.throughput"]
     assert f["status"] in ("met", "missed"), f
     assert len(f["data"]["subject_rounds"]) == len(f["data"]["baseline_rounds"]) == report["sizes"]["rounds"]
-    assert 1.0 < f["ratio"] < GROSS["serve.throughput"], f"serve.throughput: {f['ratio']:.2f}x"
+    assert _measured(f), f
     latency = figures["serve.latency"]["data"]
     assert all(n > 0 for n in latency["samples"].values()), latency
     for side in ("score", "pass"):

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -231,13 +232,16 @@ def test_composite_alert_fires_when_the_failure_rate_rises(tmp_path: Path, proce
 
     # Clean traffic: enough volume to pass the guard, no failing trace, and the alert stays inactive.
     wait_for("20 traces in the 10 s window", lambda: (api.scalar(volume) or 0) >= 20, processes, timeout=30)
-    last_evaluation = ""
-    for _ in range(3):  # three evaluations in a row, each one seen
-        time.sleep(1.1)
+
+    def evaluated_after(previous: str) -> dict[str, Any] | None:
         rule = api.rule(ALERT)
+        return rule if rule["lastEvaluation"] != previous else None
+
+    last_evaluation = ""
+    for _ in range(3):  # three evaluations in a row, each one seen (waited for: a loaded Prometheus runs late)
+        rule = wait_for("the rule's next evaluation", partial(evaluated_after, last_evaluation), processes, 30)
         assert rule["health"] == "ok", rule
         assert rule["state"] == "inactive", rule
-        assert rule["lastEvaluation"] != last_evaluation, "the rule is not being evaluated"
         last_evaluation = rule["lastEvaluation"]
         assert api.alerts(ALERT) == []
     assert api.scalar(f'sum(increase(toolcall_eval_traces_total{{job="{JOB}", composite_ok="false"}}[10s]))') is None

@@ -22,8 +22,10 @@ An argument the expected call lists in ``exact_args`` (``exact``: an identifier,
 ``myList`` and ``MyList`` are different names) is compared without any of that: the same JSON value, strings
 character for character; only the null/absent rules apply.
 
-Booleans are never numbers (``true`` != ``1``). Objects compare key by key with the same rules; arrays compare
-element by element, in order.
+Booleans are never numbers (``true`` != ``1``), and ``1`` equals ``1.0`` only where the tool's schema says
+``number`` (``checks.schema_at``): where it says ``integer``, or nothing, ``1.0`` is another literal. Objects
+compare key by key with the same rules; arrays compare element by element, in order. The same holds at every
+depth: Python's ``==`` on two containers (``{"a": True} == {"a": 1}``) is never taken for JSON equality.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from rapidfuzz import fuzz, utils
+
+from otel_toolcall_eval.checks.schema_at import SchemaAt
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "<absent>"})()
 
@@ -109,32 +113,41 @@ class Normalizer:
             return self.null_is_absent
         return self.empty_string_is_absent and value == ""
 
-    def equal(self, expected: Any, actual: Any, required_only: bool = True, fold_case: bool = True) -> bool:
+    def equal(
+        self,
+        expected: Any,
+        actual: Any,
+        required_only: bool = True,
+        fold_case: bool = True,
+        schema: SchemaAt | None = None,
+    ) -> bool:
         """Are two argument values the same after normalisation? (``ABSENT`` stands for a missing key.)
 
-        ``fold_case`` False keeps case even when ``case_insensitive`` is set (see ``case_sensitive_keys``).
+        ``fold_case`` False keeps case even when ``case_insensitive`` is set (see ``case_sensitive_keys``);
+        ``schema``: the schema at this value (``1`` is ``1.0`` only where it says number).
         """
-        if type(expected) is type(actual) and expected == actual:
-            return True
+        te, ta = type(expected), type(actual)
+        if te is ta and te is not dict and te is not list and expected == actual:
+            return True  # containers never here: Python's == says {"a": True} == {"a": 1}
         e_absent, a_absent = self.absent(expected), self.absent(actual)
         if e_absent or a_absent:
             return e_absent and a_absent
-        te, ta = type(expected), type(actual)
         if te is bool or ta is bool:
             return False  # equal bools returned above; a bool never equals a number or string
         if te is str:
             if ta is str:
                 return self._strings_equal(expected, actual, fold_case)
-            return ta in (int, float) and self.numeric_strings and _number(expected) == actual
+            return ta in (int, float) and self.numeric_strings and same_number(_number(expected), actual, schema)
         if ta is str:
-            return te in (int, float) and self.numeric_strings and _number(actual) == expected
+            return te in (int, float) and self.numeric_strings and same_number(expected, _number(actual), schema)
         if te in (int, float) and ta in (int, float):
-            return bool(expected == actual)
+            return same_number(expected, actual, schema)
         if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-            return not self.mismatched_keys(expected, actual, required_only, fold_case=fold_case)
+            return not self.mismatched_keys(expected, actual, required_only, fold_case=fold_case, schema=schema)
         if isinstance(expected, list) and isinstance(actual, list):
             return len(expected) == len(actual) and all(
-                self.equal(e, a, required_only, fold_case) for e, a in zip(expected, actual, strict=True)
+                self.equal(e, a, required_only, fold_case, schema.item(i) if schema is not None else None)
+                for i, (e, a) in enumerate(zip(expected, actual, strict=True))
             )
         return False
 
@@ -147,40 +160,48 @@ class Normalizer:
         fold_case: bool = True,
         quantities: Mapping[str, Quantity] | None = None,
         exact: Collection[str] = (),
+        schema: SchemaAt | None = None,
     ) -> list[str]:
         """Keys of ``expected`` whose values differ, then (strict mode) ``+key`` for each extra actual key.
 
         Keys in ``exact_case`` compare with case kept (``case_sensitive_keys``); keys in ``quantities`` by amount;
-        keys in ``exact`` without normalisation (``exact_equal``).
+        keys in ``exact`` without normalisation (``exact_equal``); ``schema``: the object's schema.
         """
         if quantities or exact:
             bad = []
             for k, e in expected.items():
                 a, quantity = actual.get(k, ABSENT), quantities.get(k) if quantities else None
+                at = schema.at_key(k) if schema is not None else None
                 if k in exact:
-                    if not self.exact_equal(e, a):
+                    if not self.exact_equal(e, a, at):
                         bad.append(k)
                 elif quantity is not None:
                     if not self.amount_equal(quantity, e, a):
                         bad.append(k)
-                elif not self.equal(e, a, required_only, fold_case and k not in exact_case):
+                elif not self.equal(e, a, required_only, fold_case and k not in exact_case, at):
                     bad.append(k)
         else:
             bad = [
                 k
                 for k, e in expected.items()
-                if not self.equal(e, actual.get(k, ABSENT), required_only, fold_case and k not in exact_case)
+                if not self.equal(
+                    e,
+                    actual.get(k, ABSENT),
+                    required_only,
+                    fold_case and k not in exact_case,
+                    schema.at_key(k) if schema is not None else None,
+                )
             ]
         if not required_only:
             bad += [f"+{k}" for k, a in actual.items() if k not in expected and not self.absent(a)]
         return bad
 
-    def exact_equal(self, expected: Any, actual: Any) -> bool:
+    def exact_equal(self, expected: Any, actual: Any, schema: SchemaAt | None = None) -> bool:
         """``equal`` without normalisation (``exact_args``): the absent rules, then the same JSON value."""
         e_absent, a_absent = self.absent(expected), self.absent(actual)
         if e_absent or a_absent:
             return e_absent and a_absent
-        return same_json(expected, actual)
+        return same_json(expected, actual, schema)
 
     def amount_equal(self, quantity: Quantity, expected: Any, actual: Any) -> bool:
         """``equal`` for an argument that is an amount: the absent rules, then by amount (no string folding)."""
@@ -217,20 +238,47 @@ class Normalizer:
         return text
 
 
-def same_json(a: Any, b: Any) -> bool:
-    """Are two parsed JSON values the same value? Strings character for character, numbers by value (JSON has
-    one number type: ``5`` is ``5.0``), a boolean only a boolean (Python's ``True == 1`` is not JSON's)."""
+def same_json(a: Any, b: Any, schema: SchemaAt | None = None) -> bool:
+    """Are two parsed JSON values the same value? Strings character for character, a boolean only a boolean
+    (Python's ``True == 1`` is not JSON's), numbers by value where ``schema`` says number (``5`` is ``5.0``) and
+    of the same literal kind elsewhere; objects key by key, arrays element by element."""
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool:
         return ta is tb and a == b
     if ta in (int, float) and tb in (int, float):
-        return bool(a == b)
+        return same_number(a, b, schema)
     if ta is not tb:
         return False
     if ta is list:
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(
+            same_json(x, y, schema.item(i) if schema is not None else None)
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+        )
     if ta is dict:
-        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
+        return a.keys() == b.keys() and all(
+            same_json(v, b[k], schema.at_key(k) if schema is not None else None) for k, v in a.items()
+        )
+    return bool(a == b)
+
+
+def same_number(a: int | float | None, b: int | float | None, schema: SchemaAt | None) -> bool:
+    """Two numbers (None: a string that spells none) are one value: of one Python type and equal, or equal where
+    the schema says ``number`` (``1`` and ``1.0``; under ``integer`` or no schema ``1.0`` is another literal)."""
+    if a is None or b is None or a != b:
+        return False
+    return type(a) is type(b) or (schema is not None and schema.number)
+
+
+def identical(a: Any, b: Any) -> bool:
+    """The same value of the same Python type at every depth: the fast paths' test, which passes a pair without
+    normalising it. Python's ``==`` is not that for containers (``{"a": True} == {"a": 1.0}``)."""
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        return a.keys() == b.keys() and all(identical(v, b[k]) for k, v in a.items())
+    if t is list:
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
@@ -349,14 +397,18 @@ def match_arguments(
     quantities: Mapping[str, Quantity] | None = None,
     text_rules: Mapping[str, tuple[TextSimilarity, float]] | None = None,
     exact: Collection[str] = (),
+    schema: SchemaAt | Mapping[str, Any] | None = None,
 ) -> ArgumentVerdict:
     """The three layers for one matched pair. ``actual`` None with ``parse_ok`` not False: no arguments recorded.
 
     ``options``: per-argument alternatives (the argument equals one of the values); ``optional``: keys that may
     also be absent (of ``expected`` or ``options``); ``quantities``: keys compared by amount (layer 2);
     ``text_rules``: a free-text key's own similarity and threshold (layer 3; else ``similarity``, ``threshold``);
-    ``exact``: keys compared without normalisation (layer 2, never as free text).
+    ``exact``: keys compared without normalisation (layer 2, never as free text); ``schema``: the tool's
+    parameters schema (where it says number, ``1`` is ``1.0``).
     """
+    if schema is not None and not isinstance(schema, SchemaAt):
+        schema = SchemaAt.of(schema)
     if parse_ok is False:
         return PARSE_FAILED
     if schema_valid is False:
@@ -367,20 +419,24 @@ def match_arguments(
     if options or optional:
         return _with_options(
             expected, args, normalizer, options or {}, optional, required_only, free_text, similarity, threshold,
-            exact_case, quantities, text_rules, exact,
+            exact_case, quantities, text_rules, exact, schema,
         )  # fmt: skip
     if required_only and not free_text:
         for key, want in expected.items():  # fast path: identical values need no normalisation
             got = args.get(key, ABSENT)
             if type(got) is not type(want) or got != want:
                 break
+            if (type(want) is dict or type(want) is list) and not identical(want, got):
+                break
         else:
             return PASSED
     if not free_text:
-        bad = normalizer.mismatched_keys(expected, args, required_only, exact_case, quantities=quantities, exact=exact)
+        bad = normalizer.mismatched_keys(
+            expected, args, required_only, exact_case, quantities=quantities, exact=exact, schema=schema
+        )
         return ArgumentVerdict("required", tuple(bad)) if bad else PASSED
     strict = {k: v for k, v in expected.items() if k not in free_text}
-    bad = normalizer.mismatched_keys(strict, args, True, exact_case, quantities=quantities, exact=exact)
+    bad = normalizer.mismatched_keys(strict, args, True, exact_case, quantities=quantities, exact=exact, schema=schema)
     if not required_only:
         bad += [f"+{k}" for k, a in args.items() if k not in expected and not normalizer.absent(a)]
     if bad:
@@ -396,7 +452,7 @@ def match_arguments(
         if isinstance(e, str) and isinstance(a, str):
             score = 1.0 if e == a else measure.similarity(e, a)
         else:
-            score = 1.0 if normalizer.equal(e, a) else 0.0
+            score = 1.0 if normalizer.equal(e, a, schema=schema.at_key(key) if schema is not None else None) else 0.0
         lowest = score if lowest is None or score < lowest else lowest
         if score < least:
             low_keys.append(key)
@@ -419,6 +475,7 @@ def _with_options(
     quantities: Mapping[str, Quantity] | None,
     text_rules: Mapping[str, tuple[TextSimilarity, float]] | None,
     exact: Collection[str],
+    schema: SchemaAt | None,
 ) -> ArgumentVerdict:
     """``match_arguments`` with per-argument alternatives and optional keys: an optional key that is absent
     is not compared, an option key matches any of its values; the rest as without them."""
@@ -428,17 +485,18 @@ def _with_options(
         got = args.get(key, ABSENT)
         if key in missing:
             continue
+        at = schema.at_key(key) if schema is not None else None
         quantity = quantities.get(key) if quantities else None
         if quantity is not None:
             if not any(normalizer.amount_equal(quantity, v, got) for v in values):
                 bad.append(key)
             continue
         if key in exact:
-            if not any(normalizer.exact_equal(v, got) for v in values):
+            if not any(normalizer.exact_equal(v, got, at) for v in values):
                 bad.append(key)
             continue
         fold = key not in exact_case
-        if not any(normalizer.equal(v, got, required_only, fold) for v in values):
+        if not any(normalizer.equal(v, got, required_only, fold, at) for v in values):
             bad.append(key)
     rest = {k: v for k, v in expected.items() if k not in missing} if missing else expected
     # option keys are expected keys too: never "+key" extras in strict mode
@@ -446,6 +504,7 @@ def _with_options(
     verdict = match_arguments(
         rest, view, normalizer, required_only=required_only, free_text=free_text, similarity=similarity,
         threshold=threshold, exact_case=exact_case, quantities=quantities, text_rules=text_rules, exact=exact,
+        schema=schema,
     )  # fmt: skip
     if not bad:
         return verdict

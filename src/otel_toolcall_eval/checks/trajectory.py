@@ -23,7 +23,8 @@ mode (agentevals' ``tool_args_match_mode`` and its per-tool overrides), always s
 strings, null vs absent; configure it all off for agentevals' plain ``==``). Per-argument alternatives count:
 an ``arg_options`` key matches any of its values, an ``optional_args`` key may be absent, an ``exact_args`` key
 compares without normalisation. Nested objects and arrays compare whole (agentevals compares each top-level
-value with ``==``). A call whose arguments did not parse matches only under ``ignore``.
+value with ``==``), as JSON values: ``{"a": true}`` is not ``{"a": 1}``, where Python's ``==`` says it is.
+A call whose arguments did not parse matches only under ``ignore``.
 
 Each call is used once: a mode holds when a matching exists (per tool, and per turn for ``strict``) that
 covers what the mode requires, found as a maximum bipartite matching (``checks.pairing.assign``). agentevals
@@ -40,6 +41,7 @@ from typing import Any, Literal
 from otel_toolcall_eval.checks.argument_match import ABSENT, Normalizer
 from otel_toolcall_eval.checks.order import turns
 from otel_toolcall_eval.checks.pairing import assign
+from otel_toolcall_eval.checks.schema_at import SchemaAt
 
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset", "in_order"]
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
@@ -57,18 +59,22 @@ def arguments_match(
     optional: Collection[str] = (),
     exact_case: Collection[str] = (),
     exact: Collection[str] = (),
+    schema: SchemaAt | Mapping[str, Any] | None = None,
 ) -> bool:
-    """Do ``actual`` arguments match ``expected`` under an argument ``mode``? ``actual`` None: did not parse."""
+    """Do ``actual`` arguments match ``expected`` under an argument ``mode``? ``actual`` None: did not parse.
+    ``schema``: the tool's parameters schema (where it says number, ``1`` is ``1.0``)."""
     if mode == "ignore":
         return True
     if actual is None:
         return False
     opts = options or {}
+    top = schema if schema is None or isinstance(schema, SchemaAt) else SchemaAt.of(schema)
 
     def equal(key: str, want: Any, got: Any) -> bool:
+        at = top.at_key(key) if top is not None else None
         if key in exact:
-            return normalizer.exact_equal(want, got)
-        return normalizer.equal(want, got, False, key not in exact_case)
+            return normalizer.exact_equal(want, got, at)
+        return normalizer.equal(want, got, False, key not in exact_case, at)
 
     if mode != "subset":  # exact, superset: every expected argument is there, equal
         for key, want in expected.items():

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from otel_toolcall_eval.checks.argument_match import Normalizer, Quantity, TextSimilarity, case_sensitive_keys
+from otel_toolcall_eval.checks.schema_at import SchemaAt
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.llm_spans import definition_from
 from otel_toolcall_eval.dataset.models import DatasetCase, Difficulty, ExpectedCall, Slice
@@ -31,6 +32,7 @@ class ToolSet:
     # per offered tool with a schema: its arguments compared with case kept (only non-empty sets are listed)
     exact_case: dict[str, frozenset[str]] | None = None
     described: frozenset[str] = frozenset()  # the offered tools that carry a schema (theirs wins over the config's)
+    schemas: dict[str, SchemaAt] | None = None  # per described tool: its parameters schema, for argument matching
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs ~5x, once per case
@@ -113,6 +115,7 @@ class Preparer:
             if d.parameters is not None and (k := case_sensitive_keys(d.parameters))
         }
         self.any_exact_case = bool(self._config_exact)  # else only a case's own tool list can keep case
+        self._config_schemas = {n: at for n, d in policy.tools.items() if (at := SchemaAt.of(d.parameters)) is not None}
         t = config.trajectory
         self.trajectory = TrajectorySpec(t.mode, t.args, dict(t.tool_args), t.decides) if t.mode is not None else None
 
@@ -203,6 +206,16 @@ class Preparer:
             return _NO_FIELDS
         return self._config_exact.get(tool, _NO_FIELDS)
 
+    def schema(self, tool: str, tools: ToolSet) -> SchemaAt | None:
+        """The parameters schema of ``tool`` the engine uses (the case's definition, else the config's): where it
+        says number, ``1`` is ``1.0`` (``checks.argument_match``)."""
+        schemas = tools.schemas
+        if schemas is not None and tool in schemas:
+            return schemas[tool]
+        if tool in tools.described:
+            return None
+        return self._config_schemas.get(tool)
+
     def _tools(self, available: list[dict[str, Any]]) -> ToolSet:
         if not available:
             return _NO_TOOLS
@@ -214,7 +227,8 @@ class Preparer:
             case_defs = {d.name: d for d in (definition_from(item) for item in available) if d is not None}
             described = frozenset(n for n, d in case_defs.items() if d.parameters is not None)
             exact = {n: k for n in described if (k := case_sensitive_keys(case_defs[n].parameters))}
-            tools = ToolSet(case_defs or None, exact or None, described)
+            schemas = {n: at for n in described if (at := SchemaAt.of(case_defs[n].parameters)) is not None}
+            tools = ToolSet(case_defs or None, exact or None, described, schemas or None)
             if len(self._tool_sets) >= self._max_tool_sets:
                 self._tool_sets.clear()  # bounded: a dataset with ever-new tool lists just rebuilds them
             self._tool_sets[key] = tools

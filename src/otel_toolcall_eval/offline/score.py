@@ -25,7 +25,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_toolcall_eval.checks.argument_match import ABSENT, PASSED, ArgumentVerdict, closeness, match_arguments
+from otel_toolcall_eval.checks.argument_match import (
+    ABSENT,
+    PASSED,
+    ArgumentVerdict,
+    closeness,
+    identical,
+    match_arguments,
+)
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
 from otel_toolcall_eval.checks.order import EXACT, OrderScore, aligned_pairs, order_score, pair_order_score
@@ -295,6 +302,7 @@ def _trajectory(
                 optional=spec_call.optional_args,
                 exact=spec_call.exact_args,
                 exact_case=prep.exact_case(tool, case.tools) if prep.any_exact_case or case.tools.exact_case else (),
+                schema=prep.schema(tool, case.tools),
             )
 
         if trajectory_match(spec.mode, ref.names, names, same, ref.batches, batches):
@@ -346,6 +354,8 @@ def _against(
                         value = got.get(key, ABSENT)
                         if type(value) is not type(want) or value != want:
                             break
+                        if (type(want) is dict or type(want) is list) and not identical(want, value):
+                            break  # Python's == holds for {"a": True} and {"a": 1}
                     else:
                         chosen_verdict = PASSED
                 if chosen_verdict is None:
@@ -502,6 +512,7 @@ def _verdict(spec: ExpectedCall, check: CallScore, prep: Preparer, tools: ToolSe
         quantities=quantities,
         text_rules=text_rules,
         exact=spec.exact_args,
+        schema=prep.schema(spec.name, tools),
     )
 
 

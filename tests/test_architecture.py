@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "commands", "_docs", "demo"),  # the command line and what only it uses
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
     ("replay", "harvest"),  # adapters built on the processor
-    ("processor", "offline"),  # the online and the offline adapter
+    ("processor", "offline", "guard"),  # the online and the offline adapter; the pre-execution guard
     (
         "background",
         "enrich",

@@ -39,7 +39,7 @@ def test_every_attribute_written_is_documented() -> None:
     from otel_toolcall_eval import attributes as A
 
     written = {v for k, v in vars(A).items() if k.isupper() and isinstance(v, str) and v.startswith(A.PREFIX)}
-    documented = {a.name for a in A.SPAN_ATTRIBUTES + A.JUDGE_ATTRIBUTES + A.SESSION_ATTRIBUTES}
+    documented = {a.name for a in A.SPAN_ATTRIBUTES + A.JUDGE_ATTRIBUTES + A.SESSION_ATTRIBUTES + A.GUARD_ATTRIBUTES}
     # the session record's `gen_ai.evaluation.name` value, not an attribute name
     assert written - {A.PREFIX, A.SESSION_EVALUATION_NAME} <= documented
 

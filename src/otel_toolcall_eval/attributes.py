@@ -490,3 +490,93 @@ SESSION_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "`idle` (no turn for `limits.session_idle_seconds`), `evicted` (`limits.max_sessions`), `flush` or `shutdown`",
     ),
 )
+
+# =================================================================================================
+# --- the pre-execution guard (otel_toolcall_eval.guard): its `apply_guardrail` span and events ----
+# GenAI guardrail convention (semantic-conventions-genai, development): operation, span and event names.
+APPLY_GUARDRAIL: Final = "apply_guardrail"
+GEN_AI_GUARDRAIL_RESULT: Final = "gen_ai.guardrail.result"  # the event
+GEN_AI_GUARDRAIL_COMPONENT_NAME: Final = "gen_ai.guardrail.component.name"
+GEN_AI_GUARDRAIL_SOURCE: Final = "gen_ai.guardrail.source"
+GEN_AI_GUARDRAIL_POLICY_ID: Final = "gen_ai.guardrail.policy.id"
+GEN_AI_GUARDRAIL_POLICY_VERSION: Final = "gen_ai.guardrail.policy.version"
+GEN_AI_GUARDRAIL_POLICY_RULE_ID: Final = "gen_ai.guardrail.policy.rule.id"
+GEN_AI_GUARDRAIL_RESULT_TYPE: Final = "gen_ai.guardrail.result.type"
+GEN_AI_GUARDRAIL_RESULT_VALUE: Final = "gen_ai.guardrail.result.value"
+GEN_AI_GUARDRAIL_RESULT_REASON: Final = "gen_ai.guardrail.result.reason"
+# agent threat detection (semantic-conventions-genai model/agent): the event and its attributes
+AGENT_THREAT_DETECTION: Final = "agent.threat.detection"
+AGENT_THREAT_DETECTION_RULE_ID: Final = "agent.threat.detection.rule_id"
+AGENT_THREAT_DETECTION_RULESET: Final = "agent.threat.detection.ruleset"
+AGENT_THREAT_DETECTION_SEVERITY: Final = "agent.threat.detection.severity"
+AGENT_THREAT_DETECTION_ACTION: Final = "agent.threat.detection.action"
+AGENT_THREAT_DETECTION_CORRELATION_ID: Final = "agent.threat.detection.correlation_id"
+GUARD_COMPONENT: Final = "otel-toolcall-eval"  # gen_ai.guardrail.component.name: how the evaluation side knows it
+GUARD_SOURCE: Final = "tool_input"  # gen_ai.guardrail.source: the guard judges a call's input, before it runs
+GUARD_MODE: Final = PREFIX + "guard.mode"
+GUARD_PREVENTED: Final = PREFIX + "guard.prevented"
+GUARD_STEP: Final = PREFIX + "guard.step"
+GUARD_POLICIES: Final = PREFIX + "guard.policies"
+GUARD_APPROVED: Final = PREFIX + "guard.approved"
+
+GUARD_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
+    AttributeDoc(GEN_AI_OPERATION_NAME, "string", "guard span", "`apply_guardrail`"),
+    AttributeDoc(GEN_AI_GUARDRAIL_COMPONENT_NAME, "string", "guard span, result event", "`otel-toolcall-eval`"),
+    AttributeDoc(GEN_AI_GUARDRAIL_SOURCE, "string", "guard span, result event", "`tool_input`"),
+    AttributeDoc(
+        GEN_AI_GUARDRAIL_POLICY_ID,
+        "string",
+        "guard span, result event",
+        "span: `guard.policy_id` (the configuration enforced); event: the broken policy (`must_not_call`, ...)",
+    ),
+    AttributeDoc(
+        GEN_AI_GUARDRAIL_POLICY_VERSION,
+        "string",
+        "guard span, result event",
+        "16 hex digits of BLAKE2b over the compiled policies and guard actions: changes when the config does",
+    ),
+    AttributeDoc(
+        GEN_AI_GUARDRAIL_POLICY_RULE_ID,
+        "string",
+        "result event",
+        "the violation the processor writes for the same call (`missing_required_step:login`, a rule's name, ...)",
+    ),
+    AttributeDoc(GEN_AI_GUARDRAIL_RESULT_TYPE, "string", "guard span, result event", "`action`"),
+    AttributeDoc(
+        GEN_AI_GUARDRAIL_RESULT_VALUE,
+        "string",
+        "guard span, result event",
+        "the guard's decision (span) or the finding's action (event): `allow`, `warn`, `ask` or `block`, "
+        "in shadow mode too",
+    ),
+    AttributeDoc(
+        GEN_AI_GUARDRAIL_RESULT_REASON,
+        "string",
+        "guard span, result event",
+        "why, without argument values (the deciding finding's on the span)",
+    ),
+    AttributeDoc(GEN_AI_TOOL_NAME, "string", "guard span", "the tool the call was for"),
+    AttributeDoc(GEN_AI_TOOL_CALL_ID, "string", "guard span", "the call's id, when the framework gave one"),
+    AttributeDoc(AGENT_THREAT_DETECTION_RULE_ID, "string", "threat event", "`<policy>/<rule>`"),
+    AttributeDoc(AGENT_THREAT_DETECTION_RULESET, "string", "threat event", "`otel-toolcall-eval@<policy version>`"),
+    AttributeDoc(
+        AGENT_THREAT_DETECTION_SEVERITY,
+        "string",
+        "threat event",
+        "the policy's severity: must_not_call critical; required_steps, destructive_tools, argument_rules high; "
+        "repeated_failure, duplicate low; the others medium",
+    ),
+    AttributeDoc(
+        AGENT_THREAT_DETECTION_ACTION,
+        "string",
+        "threat event",
+        "the enforcement taken: `block`/`ask` when it stopped the call, `warn` when the call ran anyway (shadow "
+        "mode, an approved ask, a warn), `allow`",
+    ),
+    AttributeDoc(AGENT_THREAT_DETECTION_CORRELATION_ID, "string", "threat event", "the call's id, when known"),
+    AttributeDoc(GUARD_MODE, "string", "guard span", "`enforce` or `shadow`"),
+    AttributeDoc(GUARD_PREVENTED, "bool", "guard span", "the call did not run"),
+    AttributeDoc(GUARD_STEP, "int", "guard span", "the step the call would have had in its trace"),
+    AttributeDoc(GUARD_POLICIES, "string[]", "guard span", "every policy the call broke, in order"),
+    AttributeDoc(GUARD_APPROVED, "bool", "guard span", "an `ask` the approval hook answered (true: the call ran)"),
+)

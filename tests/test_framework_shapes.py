@@ -119,6 +119,63 @@ def test_a_tool_span_parameter_map_never_beats_the_llm_spans_schema() -> None:
     assert s["schema_valid"] is False and s["outcome"] == "malformed_call"
 
 
+# --- the shape table: rows keyed by scope (and version), whichever convention claims the span ----------
+
+OPENLLMETRY_LC = "opentelemetry.instrumentation.langchain"
+
+
+def _openllmetry_tool(arguments: dict[str, Any], result: Any = None) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "traceloop.span.kind": "tool",
+        "gen_ai.tool.call.arguments": json.dumps(arguments),
+    }
+    if result is not None:
+        attrs["gen_ai.tool.call.result"] = json.dumps(result)
+    return attrs
+
+
+def test_openllmetry_langchain_wrapper_under_genai_keys_is_unwrapped_with_its_call_id() -> None:
+    wrapper = {
+        "input_str": "{'city': 'Paris'}",
+        "tags": [],
+        "metadata": {},
+        "inputs": {"city": "Paris"},
+        "kwargs": {"color": "green", "name": None, "tool_call_id": "call_1"},
+    }
+    result = {"output": "sunny", "kwargs": {"tags": []}}
+    record = _extract(_span(_openllmetry_tool(wrapper, result), OPENLLMETRY_LC))
+    assert record.convention == "genai"
+    assert record.raw_arguments == {"city": "Paris"}
+    assert record.call_id == "call_1"
+    assert record.result == "sunny"
+
+
+@pytest.mark.parametrize("scope", [OPENLLMETRY_LC, "opentelemetry.instrumentation.openai_v2", "x"])
+def test_a_parameter_called_inputs_is_never_a_wrapper(scope: str) -> None:
+    """A tool taking ``inputs`` and ``tags``: the keys are not all the wrapper's, or the scope wraps nothing."""
+    arguments = {"inputs": {"city": "Paris"}, "tags": ["x"], "limit": 3}
+    record = _extract(_span(_openllmetry_tool(arguments), scope))
+    assert json.loads(record.raw_arguments) == arguments
+
+
+def test_a_shape_row_applies_only_within_its_version_range() -> None:
+    from otel_toolcall_eval.conventions.shapes import Shape
+
+    row = Shape("s", "p", versions=">=0.40,<1")
+    assert row.covers("0.62.4") and row.covers("0.40") and not row.covers("1.0") and not row.covers("0.39.9")
+    assert not row.covers(None)
+    assert Shape("s", "p").covers(None)
+
+
+def test_every_shape_row_names_its_content_switch() -> None:
+    from otel_toolcall_eval.conventions.shapes import SHAPES
+
+    assert all(row.content_switch for row in SHAPES), [row.scope for row in SHAPES if not row.content_switch]
+    assert len({(row.scope, row.versions) for row in SHAPES}) == len(SHAPES)
+
+
 # --- Strands -----------------------------------------------------------------------------------------
 
 STRANDS = "strands.telemetry.tracer"

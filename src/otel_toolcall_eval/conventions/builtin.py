@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.conventions.base import AttributeConvention, Attrs, span_events
+from otel_toolcall_eval.conventions.base import AttributeConvention, Attrs
 from otel_toolcall_eval.conventions.spans import attribute_record
 from otel_toolcall_eval.records import ToolCallRecord
 
@@ -19,18 +18,6 @@ from otel_toolcall_eval.records import ToolCallRecord
 
 # What OpenInference writes in place of a value its TraceConfig hides (``hide_inputs``/``hide_outputs``).
 REDACTED = "__REDACTED__"
-
-# OpenInference instrumentations that record a tool's arguments inside a wrapper of their own, keyed by the
-# instrumentation scope that writes them (never guessed from the value alone: a tool may take a ``kwargs``
-# parameter), with the wrapper's allowed keys. LlamaIndex: ``{"kwargs": {...}}``; smolagents: ``{"args": [],
-# "sanitize_inputs_outputs": true, "kwargs": {...}}``.
-OPENINFERENCE_WRAPPERS: dict[str, frozenset[str]] = {
-    "openinference.instrumentation.llama_index": frozenset({"kwargs"}),
-    "openinference.instrumentation.smolagents": frozenset({"args", "kwargs", "sanitize_inputs_outputs"}),
-}
-# Scopes whose ``tool.parameters`` is not a JSON Schema (smolagents writes its ``inputs`` map): the LLM span's
-# ``llm.tools.N.tool.json_schema`` is the schema the model saw.
-OPENINFERENCE_NOT_A_SCHEMA = frozenset({"openinference.instrumentation.smolagents"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,28 +31,7 @@ class OpenInferenceConvention(AttributeConvention):
             record.raw_arguments = None  # hidden inputs: no evidence, not an unparseable call
         if record is not None and record.result_recorded and record.result == REDACTED:
             record.result, record.result_recorded = None, False
-        scope = span.instrumentation_scope
-        scope_name = scope.name if scope is not None else None
-        if record is None or scope_name is None:
-            return record
-        wrapper = OPENINFERENCE_WRAPPERS.get(scope_name)
-        if wrapper is not None and record.raw_arguments is not None:
-            record.raw_arguments = unwrap_kwargs(record.raw_arguments, wrapper)
-        if scope_name in OPENINFERENCE_NOT_A_SCHEMA:
-            record.span_schema = None
         return record
-
-
-def unwrap_kwargs(raw: Any, allowed: frozenset[str]) -> Any:
-    """The ``kwargs`` object of a wrapper whose keys are within ``allowed``; ``raw`` itself otherwise (positional
-    arguments, when present, cannot be named without the tool's signature, so such a call stays as recorded)."""
-    value = _json.try_loads(raw)
-    if not isinstance(value, dict) or "kwargs" not in value or not set(value) <= allowed:
-        return raw
-    kwargs, args = value.get("kwargs"), value.get("args")
-    if not isinstance(kwargs, dict) or args:
-        return raw
-    return kwargs
 
 
 OPENINFERENCE = OpenInferenceConvention(
@@ -92,12 +58,6 @@ MCP = AttributeConvention(
 )
 
 
-# Instrumentations that record an execute_tool span's arguments and result as span events instead of attributes
-# (Strands in its default mode): the arguments in ``gen_ai.tool.message`` (``content``), the result in
-# ``gen_ai.choice`` (``message``). Keyed by scope: elsewhere ``gen_ai.tool.message`` is a tool *result* message.
-EVENT_CONTENT_SCOPES = frozenset({"strands.telemetry.tracer"})
-
-
 @dataclass(frozen=True, slots=True)
 class GenAIConvention(AttributeConvention):
     """pydantic-ai records arguments it could not parse as ``{"INVALID_JSON": "<raw>"}``: a parse failure."""
@@ -110,20 +70,7 @@ class GenAIConvention(AttributeConvention):
             if isinstance(value, dict) and set(value) == {"INVALID_JSON"}:
                 record.raw_arguments = value["INVALID_JSON"]
                 record.arguments_unparseable = True
-        if record is not None and raw is None:
-            scope = span.instrumentation_scope
-            if scope is not None and scope.name in EVENT_CONTENT_SCOPES:
-                _content_from_events(span, record)
         return record
-
-
-def _content_from_events(span: ReadableSpan, record: ToolCallRecord) -> None:
-    for event in span_events(span):
-        ev = event.attributes or {}
-        if event.name == "gen_ai.tool.message" and record.raw_arguments is None and "content" in ev:
-            record.raw_arguments = ev["content"]
-        elif event.name == "gen_ai.choice" and not record.result_recorded and "message" in ev:
-            record.result, record.result_recorded = ev["message"], True
 
 
 # pydantic-ai's current spans use these keys; its older format ("running tool") keeps the GenAI operation
@@ -133,7 +80,8 @@ GENAI = GenAIConvention(
     detect_key=A.GEN_AI_OPERATION_NAME,
     detect_values=frozenset({"execute_tool"}),
     name_keys=(A.GEN_AI_TOOL_NAME,),
-    # Google ADK's legacy schema (``ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN``) keeps them under its own namespace
+    # Google ADK's legacy schema (``ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN``) keeps them under its own namespace; every
+    # other instrumentation's own places are its row in ``shapes.py``
     argument_keys=(A.GEN_AI_TOOL_CALL_ARGUMENTS, A.PYDANTIC_AI_TOOL_ARGUMENTS, "gcp.vertex.agent.tool_call_args"),
     result_keys=(A.GEN_AI_TOOL_CALL_RESULT, A.PYDANTIC_AI_TOOL_RESPONSE, "gcp.vertex.agent.tool_response"),
     schema_keys=(A.GEN_AI_TOOL_JSON_SCHEMA,),  # Strands: the tool's JSON Schema on every tool span

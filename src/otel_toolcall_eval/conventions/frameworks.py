@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from otel_toolcall_eval.conventions.shapes import GENAI_SWITCH, shape_named
+
 
 @dataclass(frozen=True, slots=True)
 class FrameworkSupport:
@@ -19,20 +21,20 @@ class FrameworkSupport:
     setting: str  # how to switch to the other mode (environment variable or SDK option)
     other: str  # what is scored in that mode
     test: str
-    # the instrumentation scopes its spans carry (how ``doctor`` tells the framework of a span), and what to set
-    # when its traces lack the arguments, results or definitions a check needs
+    # the instrumentation scopes its spans carry (how ``doctor`` tells the framework of a span); each has its row in
+    # the shape table (``shapes.py``), which says what to set when its traces lack arguments, results or definitions
     scopes: tuple[str, ...] = ()
-    capture: str = ""
+
+    @property
+    def capture(self) -> str:
+        """The content switch of this framework's first scope, from the shape table."""
+        for scope in self.scopes:
+            shape = shape_named(scope)
+            if shape is not None and shape.content_switch:
+                return shape.content_switch
+        return ""
 
 
-OI_CAPTURE = (
-    "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` "
-    "(or `TraceConfig(hide_inputs=False, hide_outputs=False)`)"
-)
-GENAI_CAPTURE = (
-    "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` + "
-    "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`"
-)
 OUTCOMES_ONLY = "outcomes only: no parse or schema verdict (no arguments recorded), no unknown-tool evidence"
 
 FRAMEWORKS: tuple[FrameworkSupport, ...] = (
@@ -46,7 +48,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         f"{OUTCOMES_ONLY}; LlamaIndex runs schema-invalid arguments unchecked",
         "test_agent_frameworks.py::test_llama_index_function_agent",
         ("openinference.instrumentation.llama_index",),
-        OI_CAPTURE,
     ),
     FrameworkSupport(
         "smolagents 1.26 `ToolCallingAgent`",
@@ -58,7 +59,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         OUTCOMES_ONLY,
         "test_agent_frameworks.py::test_smolagents_tool_calling_agent",
         ("openinference.instrumentation.smolagents",),
-        OI_CAPTURE,
     ),
     FrameworkSupport(
         "OpenAI Agents SDK 0.24 (Responses API)",
@@ -70,7 +70,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "failure",
         "test_agent_frameworks.py::test_openai_agents_sdk",
         ("openinference.instrumentation.openai_agents",),
-        OI_CAPTURE,
     ),
     FrameworkSupport(
         "Strands Agents 1.62",
@@ -84,9 +83,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "(`inputSchema.json`) on the root span",
         "test_agent_frameworks_strands.py::test_strands_agent (own extra: `make test-strands`)",
         ("strands.telemetry.tracer",),
-        "arguments and results are recorded by default (span events); "
-        "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental,gen_ai_tool_definitions` puts them and the "
-        "definitions on attributes",
     ),
     FrameworkSupport(
         "AutoGen 0.7.5 `AssistantAgent`",
@@ -99,20 +95,17 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         'id), and the unknown tool from the "not found in any workbench" reply; no schema is recorded anywhere',
         "test_agent_frameworks_autogen.py::test_autogen_assistant_agent (own extra: `make test-autogen`)",
         ("autogen-core",),
-        f"{GENAI_CAPTURE} with opentelemetry-instrumentation-openai-v2 on the model client (arguments by call id; "
-        "AutoGen records no schema)",
     ),
     FrameworkSupport(
         "OpenAI client, a hand-written tool loop",
         "opentelemetry-instrumentation-openai-v2 2.4b0 + util-genai 1.1b0 tool spans (`TelemetryHandler.tool`)",
         "outcomes; an unknown tool from the loop's own error on its tool span; 2.4b0 records no request tools, so "
         "no schema or tool-list verdict (the loop runs the bad enum unchecked)",
-        GENAI_CAPTURE,
+        GENAI_SWITCH,
         "also parse verdicts, from `gen_ai.tool.call.arguments` on the tool spans; schemas only from `tools:` in "
         "the config",
         "test_agent_frameworks_openai_v2.py::test_openai_v2_tool_calling_loop (in `make test-autogen`'s environment)",
         ("opentelemetry.util.genai.handler",),
-        f"{GENAI_CAPTURE}; the tools' schemas: list them under `tools:` in the config",
     ),
     FrameworkSupport(
         "Google ADK 2.13 `LlmAgent`",
@@ -128,7 +121,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "stays absent, `trace.unlisted_calls` checks it)",
         "test_agent_frameworks_adk.py::test_adk_llm_agent (own extra: `make test-adk`)",
         ("gcp.vertex.agent",),
-        GENAI_CAPTURE,
     ),
     FrameworkSupport(
         "CrewAI 1.15 `Crew`",
@@ -140,10 +132,7 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         'tool\'s span (marked OK, "not found"); no schema verdict: its `llm.tools` parameters are Python reprs; the '
         "chat spans become roots of their own traces, which get no verdict",
         "test_agent_frameworks_crewai.py::test_crewai_crew (own extra: `make test-crewai`)",
-        ("openinference.instrumentation.crewai", "openinference.instrumentation.crewai._event_listener"),
-        "the instrumentor's default (wrapper) mode, `CrewAIInstrumentor().instrument()` without "
-        "`use_event_listener`, plus `OpenAIInstrumentor().instrument()` on its LLM: the chat spans carry the "
-        "schemas; " + OI_CAPTURE,
+        ("openinference.instrumentation.crewai._event_listener", "openinference.instrumentation.crewai"),
     ),
     FrameworkSupport(
         "pydantic-ai 2.68",
@@ -163,7 +152,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "-",
         "test_frameworks.py::test_langgraph_*",
         ("openinference.instrumentation.langchain",),
-        OI_CAPTURE,
     ),
     FrameworkSupport(
         "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
@@ -186,7 +174,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         OUTCOMES_ONLY,
         "test_serve_node.py::test_langgraph_js_agent_is_scored_by_the_service (Node; `make node-deps`)",
         ("@arizeai/openinference-instrumentation-langchain",),
-        "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` (or `traceConfig: {hideInputs: false}`)",
     ),
     FrameworkSupport(
         "OpenAI Agents SDK for JS 0.20 `Agent` + `Runner` (Node, through `serve`)",
@@ -199,7 +186,6 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         OUTCOMES_ONLY,
         "test_serve_node.py::test_openai_agents_js_agent_is_scored_by_the_service (Node; `make node-deps`)",
         ("@arizeai/openinference-instrumentation-openai-agents",),
-        "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` (or `traceConfig: {hideInputs: false}`)",
     ),
     FrameworkSupport(
         "FastMCP 4 client and server",

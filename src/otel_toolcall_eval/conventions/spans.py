@@ -19,6 +19,8 @@ from otel_toolcall_eval._sdk import plain_attributes as plain_attributes  # re-e
 from otel_toolcall_eval._sdk import span_events as span_events
 from otel_toolcall_eval._sdk import span_links as span_links
 from otel_toolcall_eval.conventions.protocol import Attrs
+from otel_toolcall_eval.conventions.shapes import apply as apply_shape
+from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, ToolCallRecord, new_tool_call_record
 
 # An exception message is kept up to this many characters: the judge shows at most 512 of them and redacts 4 KiB
@@ -203,7 +205,7 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
     trace_hex, span_hex, parent_hex = hex_ids(span)
     start, end = _sdk.span_times(span)
     # every field in one call (what ``base_record`` fills, plus the rest): this runs per tool span
-    return new_tool_call_record(
+    record = new_tool_call_record(
         name if isinstance(name, str) else ("" if name is None else str(name)),
         unwrap_args_kwargs(raw) if convention.unwrap_args and raw is not None else raw,
         result,
@@ -218,3 +220,8 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
         start,
         end,
     )
+    # where the instrumentation that wrote the span keeps each part, whichever convention claimed it (shapes.py)
+    shape = shape_for(span.instrumentation_scope)
+    if shape is not None:
+        apply_shape(shape, record, span, attrs)
+    return record

@@ -21,8 +21,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
-from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS, GENAI_CAPTURE, OI_CAPTURE, FrameworkSupport
+from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS, FrameworkSupport
 from otel_toolcall_eval.conventions.llm_spans import is_llm_span
+from otel_toolcall_eval.conventions.shapes import GENAI_SWITCH, OI_SWITCH, TRACELOOP_SWITCH
 
 MAX_GROUPS: Final = 100
 MAX_SUSPECTS: Final = 50
@@ -31,10 +32,10 @@ MAX_TEXT: Final = 200  # characters kept of any string from the trace
 
 # What to set, per convention, when the scope names no tested framework.
 CONVENTION_CAPTURE: Final[Mapping[str, str]] = {
-    "openinference": OI_CAPTURE,
-    "genai": GENAI_CAPTURE,
+    "openinference": OI_SWITCH,
+    "genai": GENAI_SWITCH,
     "mcp": "record `gen_ai.tool.call.arguments` / `.result` on the `tools/call` span (the MCP SDK's content capture)",
-    "traceloop": "`TRACELOOP_TRACE_CONTENT=true` (OpenLLMetry records inputs and outputs)",
+    "traceloop": TRACELOOP_SWITCH,
     "pydantic_ai": "`InstrumentationSettings(include_content=True)` (pydantic-ai's default)",
 }
 SCHEMA_FIX: Final = (

@@ -1,0 +1,327 @@
+"""The shape table: where each instrumentation that writes tool spans puts each part of a call, as data.
+
+A convention decides *that* a span is a tool call (by its detection attribute: ``gen_ai.operation.name``,
+``openinference.span.kind``, ...). Where the call's parts sit on it is decided by the instrumentation that wrote
+the span, which its instrumentation scope names: OpenLLMetry's LangChain instrumentation writes GenAI keys but puts
+its own wrapper object under ``gen_ai.tool.call.arguments``; OpenInference's smolagents instrumentation writes an
+inputs map where a schema belongs. So every built-in convention reads a span through the row of its scope
+(``spans.attribute_record`` applies it), whichever convention claims the span; a scope without a row is read as
+its convention says.
+
+A wrapper is never guessed from the value alone (a tool may take a parameter called ``inputs`` or ``kwargs``): it
+is stripped only for a scope whose row names it, and only when the value has that wrapper's keys and no others.
+
+Adding an instrumentation is a row here plus a recorded fixture (``tests/fixtures/frameworks/``). The rows also
+say which switch turns the instrumentation's content capture on (what ``doctor`` advises, never a generic one),
+where it records the definitions, and what it cannot record; ``docs/frameworks.md`` is generated from them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from otel_toolcall_eval import _json
+from otel_toolcall_eval._sdk import span_events
+from otel_toolcall_eval.records import ToolCallRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Wrapper:
+    """An object an instrumentation records around a value of the call (its arguments, or its result).
+
+    ``keys``: every key the wrapper may have; a value with any other key is not this wrapper and is kept as
+    recorded. ``value``: the keys that hold the wrapped value, the first one present and not null wins.
+    ``positional``: the key of positional arguments; when it holds any, the value is kept as recorded (positional
+    arguments cannot be named without the tool's signature). ``call_id``: the path to the call id inside it.
+    """
+
+    keys: frozenset[str]
+    value: tuple[str, ...]
+    positional: str = ""
+    call_id: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One instrumentation scope: where its tool spans keep each part of a call, and how to get more of them.
+
+    The key tuples are read before the claiming convention's own keys; an empty one leaves the convention's.
+    """
+
+    scope: str  # the instrumentation scope name the spans carry, exactly
+    instrumentation: str  # the package (and the version its fixture was recorded with)
+    versions: str = ""  # a range of the scope's version (">=0.40,<1"); "" for any
+    name_keys: tuple[str, ...] = ()
+    # the tool name inside the span name, for spans that record it nowhere else (DSPy: ``get_weather.__call__``):
+    # a regular expression whose first group is the name, used only when the attributes give no name
+    name_in_span_name: str = ""
+    argument_keys: tuple[str, ...] = ()
+    result_keys: tuple[str, ...] = ()
+    call_id_keys: tuple[str, ...] = ()
+    arguments_wrapper: Wrapper | None = None
+    result_wrapper: Wrapper | None = None
+    # False: the tool span's "schema" attribute holds something else (smolagents' inputs map, Agno's arguments)
+    schema_on_span: bool = True
+    # arguments and result as span events (Strands' default mode): ``gen_ai.tool.message`` / ``gen_ai.choice``
+    content_in_events: bool = False
+    definitions: str = ""  # where the tool definitions the model saw are recorded
+    content_switch: str = ""  # the exact environment variable or SDK option that records arguments and results
+    cannot_record: str = ""  # what no setting of this instrumentation records
+    _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.name_in_span_name:
+            object.__setattr__(self, "_pattern", re.compile(self.name_in_span_name))
+
+    def covers(self, version: str | None) -> bool:
+        """Whether the scope's version is in this row's range (a scope without a version is, when a range is set,
+        read by the row whose range is empty)."""
+        if not self.versions:
+            return True
+        if not version:
+            return False
+        have = _version(version)
+        for bound in self.versions.split(","):
+            bound = bound.strip()
+            op = bound[:2] if bound[:2] in (">=", "<=", "==") else bound[:1]
+            want = _version(bound[len(op) :])
+            ok = {
+                ">=": have >= want,
+                "<=": have <= want,
+                "==": have == want,
+                ">": have > want,
+                "<": have < want,
+            }.get(op, False)
+            if not ok:
+                return False
+        return True
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``"0.62.4"`` -> ``(0, 62, 4)``; a part's leading digits only (``"3b0"`` -> 3)."""
+    out = []
+    for part in text.strip().split("."):
+        digits = re.match(r"\d*", part)
+        out.append(int(digits.group(0)) if digits and digits.group(0) else 0)
+    return tuple(out)
+
+
+OI_SWITCH = (
+    "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` "
+    "(or `TraceConfig(hide_inputs=False, hide_outputs=False)`)"
+)
+OI_JS_SWITCH = (
+    "unset `OPENINFERENCE_HIDE_INPUTS` / `OPENINFERENCE_HIDE_OUTPUTS` (or `traceConfig: {hideInputs: false}`)"
+)
+GENAI_SWITCH = (
+    "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` + "
+    "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`"
+)
+TRACELOOP_SWITCH = "`TRACELOOP_TRACE_CONTENT=true` (OpenLLMetry's default; `false` records no content)"
+OI_LLM_TOOLS = "the LLM spans' `llm.tools.N.tool.json_schema`"
+
+SHAPES: tuple[Shape, ...] = (
+    Shape(
+        "openinference.instrumentation.llama_index",
+        "openinference-instrumentation-llama-index 4.6",
+        arguments_wrapper=Wrapper(frozenset({"kwargs"}), ("kwargs",)),
+        definitions="the tool span's `tool.parameters` (its `llm.tools` holds object reprs)",
+        content_switch=OI_SWITCH,
+    ),
+    Shape(
+        "openinference.instrumentation.smolagents",
+        "openinference-instrumentation-smolagents 0.1.43",
+        arguments_wrapper=Wrapper(frozenset({"args", "kwargs", "sanitize_inputs_outputs"}), ("kwargs",), "args"),
+        schema_on_span=False,  # its ``tool.parameters`` is the tool's ``inputs`` map, not a JSON Schema
+        definitions=OI_LLM_TOOLS,
+        content_switch=OI_SWITCH,
+    ),
+    Shape(
+        "openinference.instrumentation.openai_agents",
+        "openinference-instrumentation-openai-agents 2.6",
+        definitions="the response spans' `llm.tools`",
+        content_switch=OI_SWITCH,
+        cannot_record="the SDK's own rejection of invalid arguments (redacted: an execution failure)",
+    ),
+    Shape(
+        "openinference.instrumentation.langchain",
+        "openinference-instrumentation-langchain 0.1.80",
+        definitions=OI_LLM_TOOLS,
+        content_switch=OI_SWITCH,
+        cannot_record="call ids on tool spans (batches are matched by name)",
+    ),
+    Shape(
+        "openinference.instrumentation.crewai",
+        "openinference-instrumentation-crewai 1.1 (wrapper mode)",
+        definitions="the OpenAI instrumentation's chat spans (`llm.tools`)",
+        content_switch=OI_SWITCH,
+    ),
+    Shape(
+        "openinference.instrumentation.crewai._event_listener",
+        "openinference-instrumentation-crewai 1.1 (`use_event_listener=True`)",
+        definitions="CrewAI's own `llm.tools`, whose parameters are Python reprs (names only)",
+        content_switch="the instrumentor's default (wrapper) mode, `CrewAIInstrumentor().instrument()` without "
+        "`use_event_listener`, plus `OpenAIInstrumentor().instrument()` on its LLM: the chat spans carry the "
+        "schemas; " + OI_SWITCH,
+        cannot_record="JSON Schemas of the tools",
+    ),
+    Shape(
+        "@arizeai/openinference-instrumentation-langchain",
+        "@arizeai/openinference-instrumentation-langchain 4.1",
+        definitions=OI_LLM_TOOLS,
+        content_switch=OI_JS_SWITCH,
+    ),
+    Shape(
+        "@arizeai/openinference-instrumentation-openai-agents",
+        "@arizeai/openinference-instrumentation-openai-agents 0.2",
+        definitions="the response spans' `llm.tools`",
+        content_switch=OI_JS_SWITCH,
+    ),
+    Shape(
+        "strands.telemetry.tracer",
+        "strands-agents 1.62 (native)",
+        # elsewhere ``gen_ai.tool.message`` is a tool *result* message: read as the arguments for this scope only
+        content_in_events=True,
+        definitions="the root `invoke_agent` span: `gen_ai.agent.tools` (names), or `gen_ai.tool.definitions` "
+        "with `gen_ai_tool_definitions` opted in; each tool span's `gen_ai.tool.json_schema`",
+        content_switch="arguments and results are recorded by default (span events); "
+        "`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental,gen_ai_tool_definitions` puts them and the "
+        "definitions on attributes",
+    ),
+    Shape(
+        "autogen-core",
+        "autogen-core 0.7.5 (native tool spans)",
+        definitions="none (the model client's chat spans, through opentelemetry-instrumentation-openai-v2, carry "
+        "the requested calls)",
+        content_switch=f"{GENAI_SWITCH} with opentelemetry-instrumentation-openai-v2 on the model client "
+        "(arguments by call id; AutoGen records no schema)",
+        cannot_record="arguments, results or definitions on its own spans",
+    ),
+    Shape(
+        "opentelemetry.util.genai.handler",
+        "opentelemetry-util-genai 1.1b0 (`TelemetryHandler.tool`)",
+        definitions="none in opentelemetry-instrumentation-openai-v2 2.4b0",
+        content_switch=f"{GENAI_SWITCH}; the tools' schemas: list them under `tools:` in the config",
+        cannot_record="the request's tool definitions",
+    ),
+    Shape(
+        "gcp.vertex.agent",
+        "google-adk 2.13 (native)",
+        definitions="every `generate_content` span's `gen_ai.tool.definitions`; legacy: `call_llm`'s "
+        "`gcp.vertex.agent.llm_request`",
+        content_switch=GENAI_SWITCH,
+    ),
+    Shape(
+        "opentelemetry.instrumentation.langchain",
+        "opentelemetry-instrumentation-langchain 0.62 (OpenLLMetry)",
+        # ``{"input_str", "tags", "metadata", "inputs", "kwargs": {"tool_call_id", ...}}`` under both
+        # ``traceloop.entity.input`` and ``gen_ai.tool.call.arguments``; the result as ``{"output", "kwargs"}``
+        arguments_wrapper=Wrapper(
+            frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"}),
+            ("inputs", "input_str"),
+            call_id=("kwargs", "tool_call_id"),
+        ),
+        result_wrapper=Wrapper(frozenset({"output", "kwargs"}), ("output",)),
+        definitions="the chat spans' `gen_ai.tool.definitions`",
+        content_switch=TRACELOOP_SWITCH,
+    ),
+)
+
+_BY_SCOPE: dict[str, tuple[Shape, ...]] = {}
+for _row in SHAPES:
+    _BY_SCOPE[_row.scope] = (*_BY_SCOPE.get(_row.scope, ()), _row)
+
+
+def shape_for(scope: InstrumentationScope | None) -> Shape | None:
+    """The row of the instrumentation scope that wrote a span (by name, then version), or None."""
+    if scope is None:
+        return None
+    rows = _BY_SCOPE.get(scope.name)
+    if rows is None:
+        return None
+    for row in rows:
+        if row.covers(scope.version):
+            return row
+    return None
+
+
+def shape_named(scope: str) -> Shape | None:
+    """The first row of a scope name (what ``doctor`` and the docs look up)."""
+    rows = _BY_SCOPE.get(scope)
+    return rows[0] if rows else None
+
+
+def apply(shape: Shape, record: ToolCallRecord, span: ReadableSpan, attrs: Mapping[str, Any]) -> None:
+    """Read ``record`` again where ``shape`` says its instrumentation put each part."""
+    for key in shape.argument_keys:
+        if key in attrs:
+            record.raw_arguments = attrs[key]
+            break
+    for key in shape.result_keys:
+        if key in attrs:
+            record.result, record.result_recorded = attrs[key], True
+            break
+    for key in shape.call_id_keys:
+        if key in attrs and attrs[key] is not None:
+            record.call_id = str(attrs[key])
+            break
+    if not record.name and shape._pattern is not None:
+        match = shape._pattern.search(span.name or "")
+        if match:
+            record.name = match.group(1)
+    if shape.content_in_events and record.raw_arguments is None:
+        _content_from_events(span, record)
+    wrapper = shape.arguments_wrapper
+    if wrapper is not None and record.raw_arguments is not None:
+        value, call_id = unwrap(record.raw_arguments, wrapper)
+        if value is not _KEPT:
+            record.raw_arguments = value
+            if record.call_id is None and call_id is not None:
+                record.call_id = call_id
+    wrapper = shape.result_wrapper
+    if wrapper is not None and record.result_recorded and record.result is not None:
+        value, _ = unwrap(record.result, wrapper)
+        if value is not _KEPT:
+            record.result = value
+    if not shape.schema_on_span:
+        record.span_schema = None
+
+
+_KEPT: Any = object()
+
+
+def unwrap(raw: Any, wrapper: Wrapper) -> tuple[Any, str | None]:
+    """The wrapped value and the call id inside it; ``_KEPT`` when ``raw`` is not this wrapper (another key, none
+    of its value keys, or positional arguments present)."""
+    value = _json.try_loads(raw)
+    if not isinstance(value, dict) or not value or not set(value) <= wrapper.keys:
+        return _KEPT, None
+    if wrapper.positional and value.get(wrapper.positional):
+        return _KEPT, None
+    inner: Any = _KEPT
+    for key in wrapper.value:
+        if value.get(key) is not None:
+            inner = value[key]
+            break
+    if inner is _KEPT:
+        return _KEPT, None
+    node: Any = value
+    for step in wrapper.call_id:
+        node = node.get(step) if isinstance(node, dict) else None
+    call_id = None if not wrapper.call_id or node is None or isinstance(node, (dict, list)) else str(node)
+    return inner, call_id
+
+
+def _content_from_events(span: ReadableSpan, record: ToolCallRecord) -> None:
+    for event in span_events(span):
+        ev = event.attributes or {}
+        if event.name == "gen_ai.tool.message" and record.raw_arguments is None and "content" in ev:
+            record.raw_arguments = ev["content"]
+        elif event.name == "gen_ai.choice" and not record.result_recorded and "message" in ev:
+            record.result, record.result_recorded = ev["message"], True

@@ -1,0 +1,102 @@
+"""The shared scenario (``tests/framework_scenario.py``) through more framework x instrumentation pairs (issue 26).
+
+Each pair runs the real framework with its real instrumentation against the local fake of the model API
+(``scripted_openai``), in the instrumentation's default mode and with its content capture switched the other way,
+and records the spans as fixtures the unit suite replays (``TOOLCALL_EVAL_RECORD_FIXTURES=1`` rewrites them). The
+instrumentations here pin what the dev environment does not take, so they live in the ``pairs`` extra and its own
+environment (``make test-pairs``); where a package is absent its test skips, and the unit suite still replays the
+spans.
+
+- LangGraph ``create_react_agent`` + OpenLLMetry's ``opentelemetry-instrumentation-langchain`` (content switch:
+  ``TRACELOOP_TRACE_CONTENT``, on by default).
+"""
+
+# no ``from __future__ import annotations``: LangChain builds a tool's schema from its live annotations
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcall_eval import ToolCallEvalProcessor
+from tests.framework_scenario import FINAL_TEXT, get_population
+from tests.integration.scripted_openai import scripted_openai
+from tests.integration.test_agent_frameworks import Run
+
+pytestmark = pytest.mark.integration
+
+
+class Relay(SpanProcessor):
+    """Forwards to the current test's processors: an instrumentor instrumented twice in one process does not record
+    the second time (OpenLLMetry's LangChain one), so each is instrumented once, on this module's provider."""
+
+    def __init__(self) -> None:
+        self.targets: list[SpanProcessor] = []
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        for target in self.targets:
+            target.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for target in self.targets:
+            target.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return all(target.force_flush(timeout_millis) for target in self.targets)
+
+
+RELAY = Relay()
+PROVIDER = TracerProvider()  # never the global provider
+PROVIDER.add_span_processor(RELAY)
+_INSTRUMENTED: dict[str, Any] = {}
+
+
+def instrumented(name: str, instrumentor: Any) -> None:
+    """Instrument once per process, on this module's provider."""
+    if name not in _INSTRUMENTED:
+        instrumentor.instrument(tracer_provider=PROVIDER)
+        _INSTRUMENTED[name] = instrumentor
+
+
+@pytest.fixture
+def run() -> Iterator[Run]:
+    exporter, raw = InMemorySpanExporter(), InMemorySpanExporter()
+    scoring = ToolCallEvalProcessor(SimpleSpanProcessor(exporter))
+    RELAY.targets = [scoring, SimpleSpanProcessor(raw)]
+    yield Run(PROVIDER, exporter, raw)
+    RELAY.targets = []
+    scoring.shutdown()
+
+
+# --- LangGraph + OpenLLMetry ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_langgraph_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("opentelemetry.instrumentation.langchain", reason="the pairs extra is not installed")
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import ToolNode, create_react_agent
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+    @tool
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+        """Current weather in a city."""
+        return f"sunny, 21 degrees {unit}, in {city}"
+
+    @tool("get_population")
+    def population(city: str) -> int:
+        """Population of a city."""
+        return get_population(city)
+
+    # read at every span: "false" is OpenLLMetry's privacy setting, its default records content
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true" if mode == "content" else "false")
+    instrumented("langchain", LangchainInstrumentor())
+    with scripted_openai() as fake:
+        model = ChatOpenAI(base_url=fake.base_url, api_key="test-key", model="fake-model", max_retries=0)
+        agent = create_react_agent(model, ToolNode([get_weather, population], handle_tool_errors=True))
+        out = agent.invoke({"messages": [("user", "Weather in Paris, Rome and Oslo?")]})
+    assert out["messages"][-1].content == FINAL_TEXT
+    run.finish(f"langgraph_openllmetry-{mode}")

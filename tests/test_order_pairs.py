@@ -3,12 +3,14 @@ between equally good pairings settled towards order. End to end through ``score_
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from otel_toolcall_eval.checks.argument_match import Normalizer, closeness, match_arguments
 from otel_toolcall_eval.checks.order import aligned_pairs, order_score, pair_order_score
 from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.config import EvalConfig
@@ -122,3 +124,71 @@ def test_aligned_pairs_and_pair_order_score_directly() -> None:
     assert aligned_pairs(["s", "u", "s"], ["u", "s"]) == {(1, 0), (2, 1)}
     assert pair_order_score([(0, 1), (1, 0)], ["s", "s"], ["s", "s"]).score == 0.5
     assert pair_order_score([(0, 0), (1, 1)], ["s", "s"], ["s", "s"]).exact
+
+
+# --- the order score by its definition: the maximum matching that maximises the ordered subsequence -----------
+
+CALL = st.tuples(st.sampled_from("ab"), st.sampled_from(["x", "y", None]))
+
+
+def _args(q: str | None) -> dict[str, Any]:
+    return {} if q is None else {"q": q}
+
+
+def _lis(pairs: list[tuple[int, int]]) -> int:
+    """The longest subsequence of pairs in order on both sides, by trying every subset (small inputs only)."""
+    best = 0
+    ordered = sorted(pairs)
+    for size in range(len(ordered), 0, -1):
+        for subset in itertools.combinations(ordered, size):
+            if all(a[1] < b[1] for a, b in itertools.pairwise(subset)):
+                return size
+    return best
+
+
+def reference_order_score(expected: list[tuple[str, str | None]], actual: list[tuple[str, str | None]]) -> float:
+    """T-Eval's order score by its definition, exhaustively: every maximum matching (per tool, an assignment of
+    ``min(rows, columns)`` pairs maximising the passes, then the summed closeness), and the longest ordered
+    subsequence of the best one of them."""
+    n, m = len(expected), len(actual)
+    if not n or not m:
+        return 1.0 if n == m else 0.0
+    per_tool: list[list[list[tuple[int, int]]]] = []
+    for tool in sorted({name for name, _ in expected} & {name for name, _ in actual}):
+        rows = [i for i, (name, _) in enumerate(expected) if name == tool]
+        columns = [j for j, (name, _) in enumerate(actual) if name == tool]
+        matchings: list[tuple[tuple[int, float], list[tuple[int, int]]]] = []
+        if len(rows) <= len(columns):
+            options = [list(zip(rows, p, strict=True)) for p in itertools.permutations(columns, len(rows))]
+        else:
+            options = [list(zip(p, columns, strict=True)) for p in itertools.permutations(rows, len(columns))]
+        for pairs in options:
+            passed, close = 0, 0.0
+            for i, j in pairs:
+                ok, weight = closeness(match_arguments(_args(expected[i][1]), _args(actual[j][1]), Normalizer()))
+                passed += ok
+                close += min(weight, 0.999)
+            matchings.append(((passed, round(close, 6)), pairs))
+        top = max(score for score, _ in matchings)
+        per_tool.append([pairs for score, pairs in matchings if score == top])
+    k = max((_lis([p for part in combo for p in part]) for combo in itertools.product(*per_tool)), default=0)
+    return 1.0 if k == n == m else 2.0 * k / (n + m)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(CALL, min_size=1, max_size=5), st.lists(CALL, max_size=5))
+def test_the_order_score_is_the_definitions_on_small_sequences(
+    expected: list[tuple[str, str | None]], actual: list[tuple[str, str | None]]
+) -> None:
+    result = _score([_e(n, **_args(q)) for n, q in expected], [_a(n, **_args(q)) for n, q in actual])
+    assert result.order is not None
+    assert abs(result.order.score - reference_order_score(expected, actual)) < 1e-9, (expected, actual)
+
+
+def test_a_tie_settled_across_is_settled_by_the_definition() -> None:
+    """Two maximum matchings of ``a``: the one an alignment of the names prefers pairs ``b`` with a failing call,
+    which no maximum matching can hold; the definition takes the other (k = 2, not 1)."""
+    expected = [("a", "x"), ("b", "x"), ("a", "x")]
+    actual = [("b", "x"), ("a", "x"), ("b", "y")]
+    result = _score([_e(n, q=q) for n, q in expected], [_a(n, q=q) for n, q in actual])
+    assert _order(result) == reference_order_score(expected, actual) == 2 * 2 / 6

@@ -7,9 +7,11 @@ k is T-Eval's: match first, then order. The calls are matched (``checks.pairing`
 call of its tool, an optimal assignment by their arguments, so two calls of one tool with swapped arguments
 are paired across); k is the length of the longest subsequence of those pairs that is in order on both sides
 (the longest increasing subsequence of the actual positions, the pairs taken in expected order). Ties between
-equally good assignments (identical calls, a retry) are settled towards order: among them the one that keeps
-the most pairs of an ordered alignment of the names (a longest common subsequence, ``aligned_pairs``) is taken,
-so k equals the longest common subsequence of the names unless the arguments force a pair out of order. One
+equally good assignments (identical calls, a retry) are settled towards order: among them the one whose
+ordered subsequence is longest (``most_ordered``: T-Eval's definition, k over the maximum matching that
+maximises it), so k equals the longest common subsequence of the names unless the arguments force a pair out
+of order. Beyond a budget of combinations, the tie goes to the assignment that keeps the most pairs of one
+ordered alignment of the names (a longest common subsequence, ``aligned_pairs``), which can fall short of it. One
 inserted or skipped call lowers s by about ``2 / (|E| + |A|)`` instead of shifting every later position, as a
 strict positional comparison would; a retry loop (the same call repeated) lowers it once per repeat, while set
 comparison cannot see it at all.
@@ -22,8 +24,9 @@ distance and the alignment, each batch's members are arranged in the order that 
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rapidfuzz.distance import LCSseq, Levenshtein
@@ -75,6 +78,17 @@ def pair_order_score(
         return EXACT if n == m else OrderScore(0.0, 1.0, False)
     e_turn = turn_index(n, expected_batches)
     a_turn = turn_index(m, actual_batches)
+    k = ordered_length(pairs, e_turn, a_turn)
+    if k == n == m:
+        return EXACT
+    e_names = arrange_batches(expected, expected_batches, actual) if expected_batches else expected
+    a_names = arrange_batches(actual, actual_batches, expected) if actual_batches else actual
+    distance = Levenshtein.distance(e_names, a_names)
+    return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
+
+
+def ordered_length(pairs: Iterable[tuple[int, int]], e_turn: Sequence[int], a_turn: Sequence[int]) -> int:
+    """k: the longest subsequence of ``pairs`` in order on both sides (turns, so a batch is a set)."""
     ordered = sorted((e_turn[i], a_turn[j]) for i, j in pairs)
     tails: list[int] = []  # longest non-decreasing subsequence of the actual turns (patience sorting)
     for _, t in ordered:
@@ -83,13 +97,38 @@ def pair_order_score(
             tails.append(t)
         else:
             tails[at] = t
-    k = len(tails)
-    if k == n == m:
-        return EXACT
-    e_names = arrange_batches(expected, expected_batches, actual) if expected_batches else expected
-    a_names = arrange_batches(actual, actual_batches, expected) if actual_batches else actual
-    distance = Levenshtein.distance(e_names, a_names)
-    return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
+    return len(tails)
+
+
+def most_ordered(
+    fixed: Sequence[tuple[int, int]],
+    choices: Sequence[Sequence[Sequence[tuple[int, int]]]],
+    e_turn: Sequence[int],
+    a_turn: Sequence[int],
+    goal: int,
+    budget: int = 20_000,
+) -> tuple[int, list[tuple[int, int]]] | None:
+    """The order score's definition: among the maximum matchings, the one with the longest ordered subsequence.
+
+    ``fixed``: the pairs every maximum matching has (a tool expected once and called once); ``choices``: per
+    tool paired by assignment, its maximum matchings (``checks.pairing.optimal_assignments``). Returns (k, the
+    chosen tools' pairs), stopping early at ``goal`` (the names' LCS, which k never exceeds); None when the
+    combinations are more than ``budget`` (the caller keeps its tie-break towards an alignment of the names).
+    """
+    total = 1
+    for options in choices:
+        total *= len(options)
+        if total > budget:
+            return None
+    best_k, best = -1, []
+    for combo in itertools.product(*choices):
+        chosen = [pair for pairs in combo for pair in pairs]
+        k = ordered_length([*fixed, *chosen], e_turn, a_turn)
+        if k > best_k:
+            best_k, best = k, chosen
+            if k >= goal:
+                break
+    return best_k, best
 
 
 def aligned_pairs(

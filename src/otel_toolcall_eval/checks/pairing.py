@@ -18,6 +18,7 @@ directly (in offline/score.py), and a first-fit pass whose every pair passes is 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
@@ -95,6 +96,41 @@ def assign(
     return [
         (int(i), columns[int(k)], verdicts[int(i)][int(k)]) for i, k in zip(picked_rows, picked_columns, strict=True)
     ]
+
+
+def optimal_assignments(
+    rows: Sequence[int],
+    columns: Sequence[int],
+    weight: Callable[[int, int], tuple[bool, float]],
+    limit: int,
+) -> list[list[tuple[int, int]]] | None:
+    """Every assignment ``assign`` could return (the same objective: most passes, then the most closeness on its
+    grid), as lists of ``(row, column)`` pairs; None when there are more than ``limit`` pairings to try.
+
+    For the order score's definition (``checks.order.most_ordered``): among the maximum matchings, the one
+    whose ordered subsequence is longest. Only small groups are enumerated (``limit``), by brute force.
+    """
+    size = min(len(rows), len(columns))
+    if math.perm(max(len(rows), len(columns)), size) > limit:
+        return None
+    if len(rows) <= len(columns):
+        options = (list(zip(rows, p, strict=True)) for p in itertools.permutations(columns, size))
+    else:
+        options = (list(zip(p, columns, strict=True)) for p in itertools.permutations(rows, size))
+    best: tuple[int, int] | None = None
+    out: list[list[tuple[int, int]]] = []
+    for pairs in options:
+        passed = close = 0
+        for i, j in pairs:
+            ok, closeness = weight(i, j)
+            passed += ok
+            close += round(_quantum(closeness) * 1e6)  # integers: the grid's sums compare exactly
+        score = (passed, close)
+        if best is None or score > best:
+            best, out = score, [pairs]
+        elif score == best:
+            out.append(pairs)
+    return out
 
 
 def _quantum(closeness: float) -> float:

@@ -35,8 +35,16 @@ from otel_toolcall_eval.checks.argument_match import (
 )
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
 from otel_toolcall_eval.checks.necessity import unnecessary_calls
-from otel_toolcall_eval.checks.order import EXACT, OrderScore, aligned_pairs, order_score, pair_order_score
-from otel_toolcall_eval.checks.pairing import assign
+from otel_toolcall_eval.checks.order import (
+    EXACT,
+    OrderScore,
+    aligned_pairs,
+    most_ordered,
+    order_score,
+    pair_order_score,
+    turn_index,
+)
+from otel_toolcall_eval.checks.pairing import assign, optimal_assignments
 from otel_toolcall_eval.checks.recovery import CallStep, Step, TurnStep, classify_recoveries
 from otel_toolcall_eval.checks.selection import Selection, counts, true_positives
 from otel_toolcall_eval.checks.trajectory import arguments_match, trajectory_match
@@ -398,9 +406,17 @@ def _against(
         result.order = pair_order_score(paired, expected, names, ref.batches, batches)
         if result.order.score >= by_names.score or aligned is not None:
             break
-        # k below the names' LCS: a tie may have been settled against order; pair again, keeping an alignment
-        aligned = aligned_pairs(expected, names, ref.batches, batches)
+        # k below the names' LCS: a tie may have been settled against order; pair again, keeping the maximum
+        # matching whose ordered subsequence is longest (the definition), else one alignment of the names
         assert cache is not None
+        goal = round(by_names.score * (n + len(names)) / 2)
+        best = _most_ordered(ref, by_name, assigned, paired, checks, prep, case.tools, cache, batches, goal)
+        if best is not None:
+            if best[0] <= round(result.order.score * (n + len(names)) / 2):
+                break  # no maximum matching is more in order than the one taken
+            aligned = set(best[1])
+            continue
+        aligned = aligned_pairs(expected, names, ref.batches, batches)
         if not _could_tie(aligned, verdicts, paired, assigned, ref, checks, prep, case.tools, cache):
             break
     result.pair_verdicts = verdicts
@@ -430,6 +446,43 @@ def _pairs(
             if candidates:
                 out.append((position, candidates[0]))
     return out
+
+
+def _most_ordered(
+    ref: Reference,
+    by_name: dict[str, list[int]],
+    assigned: dict[int, tuple[int, ArgumentVerdict] | None],
+    paired: list[tuple[int, int]],
+    checks: list[CallScore],
+    prep: Preparer,
+    tools: ToolSet,
+    cache: dict[tuple[int, int], ArgumentVerdict],
+    batches: list[int | None] | None,
+    goal: int,
+) -> tuple[int, list[tuple[int, int]]] | None:
+    """(k, pairs of the assigned tools) of the maximum matching with the longest ordered subsequence
+    (``checks.order.most_ordered``); None when its tools have too many matchings to try (7 calls of one tool
+    each side, or 5,000 combinations), where the caller keeps an alignment of the names instead."""
+    rows_of: dict[str, list[int]] = {}
+    for p in assigned:
+        rows_of.setdefault(ref.calls[p].name, []).append(p)
+    fixed = [(p, j) for p, j in paired if p not in assigned]
+
+    def weight(p: int, j: int) -> tuple[bool, float]:
+        v = cache.get((p, j))
+        if v is None:
+            v = cache[p, j] = _verdict(ref.calls[p], checks[j], prep, tools)
+        return closeness(v)
+
+    choices = []
+    for tool, rows in rows_of.items():
+        options = optimal_assignments(rows, by_name[tool], weight, limit=720)
+        if options is None:
+            return None
+        choices.append(options)
+    e_turn = turn_index(len(ref.calls), ref.batches)
+    a_turn = turn_index(len(checks), batches)
+    return most_ordered(fixed, choices, e_turn, a_turn, goal, budget=5000)
 
 
 def _could_tie(

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit docs bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,6 +15,11 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/otel-toolcall-eval demo
+
+# The documentation site (mkdocs.yml), served with live reload on http://127.0.0.1:8000; `make test` builds it
+# with --strict (tests/test_docs_site.py). Regenerate the reference pages with `python -m otel_toolcall_eval._docs`.
+docs: $(STAMP)
+	$(BIN)/mkdocs serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks setup.py

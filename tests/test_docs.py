@@ -1,4 +1,5 @@
-"""The README stays true to the code: tables are generated, the example config is the demo's, commands exist."""
+"""The documentation stays true to the code: reference pages are generated, the example config is the demo's,
+every config example loads, the README's quickstart runs as written and the commands it opens with exist."""
 
 from __future__ import annotations
 
@@ -12,12 +13,23 @@ from otel_toolcall_eval.demo import default_config_path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+# the pages written for the site (the older long pages have their own tests: test_judge_config, test_dataset, ...)
+SITE_PAGES = sorted(
+    p for d in ("tutorials", "how-to", "reference", "explanation") for p in (ROOT / "docs" / d).glob("*.md")
+)
+PAGES = [ROOT / "README.md", ROOT / "docs" / "index.md", *SITE_PAGES]
 
 
 @pytest.mark.parametrize("page", sorted(_docs.PAGES))
-def test_reference_tables_match_the_code(page: str) -> None:
+def test_reference_pages_match_the_code(page: str) -> None:
     text = (ROOT / page).read_text()
     assert _docs.render(text, _docs.PAGES[page]) == text, "run: python -m otel_toolcall_eval._docs"
+
+
+def test_a_stale_page_is_detected() -> None:
+    page = (ROOT / "docs" / "reference" / "config.md").read_text()
+    stale = page.replace("| `limits.max_traces` |", "| `limits.max_trace` |")
+    assert stale != page and _docs.render(stale, ("config",)) == page
 
 
 def test_readme_opens_with_the_two_setup_commands() -> None:
@@ -30,8 +42,29 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_readme_stays_short() -> None:
+    assert len(README.encode()) <= 10 * 1024
+
+
+def test_the_readme_quickstart_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first Python block needs no config file; it builds a provider whose processor scores tool spans."""
+    from opentelemetry import trace
+
+    from otel_toolcall_eval import ToolCallEvalProcessor
+
+    block = re.search(r"```python\n(.*?)```", README, re.S)
+    assert block is not None and "EvalConfig" not in block.group(1)
+    monkeypatch.setattr(trace, "set_tracer_provider", lambda provider: None)  # leave the global provider alone
+    namespace: dict[str, object] = {}
+    exec(compile(block.group(1), "README.md", "exec"), namespace)
+    provider = namespace["provider"]
+    processors = provider._active_span_processor._span_processors  # type: ignore[attr-defined]
+    assert [type(p) for p in processors] == [ToolCallEvalProcessor]
+    provider.shutdown()  # type: ignore[attr-defined]
+
+
 def test_example_config_is_the_demo_config() -> None:
-    blocks = re.findall(r"```yaml\n(.*?)```", README, re.S)
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "reference" / "config.md").read_text(), re.S)
     assert default_config_path().read_text() in blocks
 
 
@@ -44,12 +77,18 @@ def test_every_attribute_written_is_documented() -> None:
     assert written - {A.PREFIX, A.SESSION_EVALUATION_NAME} <= documented
 
 
-def test_every_yaml_example_in_the_readme_is_a_valid_config() -> None:
+def test_every_config_field_has_a_meaning() -> None:
+    from otel_toolcall_eval.config import EvalConfig
+
+    assert [key for key, _, _, meaning in _docs.config_rows(EvalConfig) if not meaning] == []
+
+
+def test_every_yaml_example_is_a_valid_config() -> None:
     import yaml
 
     from otel_toolcall_eval import EvalConfig
 
-    blocks = re.findall(r"```yaml\n(.*?)```", README, re.S)
-    assert len(blocks) >= 4
-    for block in blocks:
-        EvalConfig.from_dict(yaml.safe_load(block), source="README.md")
+    blocks = [(p, b) for p in PAGES for b in re.findall(r"```yaml\n(.*?)```", p.read_text(), re.S)]
+    assert len(blocks) >= 5
+    for page, block in blocks:
+        EvalConfig.from_dict(yaml.safe_load(block), source=str(page.relative_to(ROOT)))

@@ -41,7 +41,10 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_every_top_level_import_in_the_readme_is_public() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    root = Path(__file__).parents[1]
+    readme = "".join(
+        p.read_text(encoding="utf-8") for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    )
     names = set()
     for imported in re.findall(r"from otel_toolcall_eval import ([A-Za-z_, ]+)", readme):
         names |= {n.strip() for n in imported.split(",") if n.strip()}

@@ -6,14 +6,30 @@ page in ``PAGES``; ``tests/test_docs.py`` fails when a page and the code disagre
 
 from __future__ import annotations
 
+import argparse
+import inspect
+import json
 import re
 import sys
+import types
+import typing
+from collections.abc import Callable, Iterator
+from enum import Enum
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from otel_toolcall_eval.attributes import SESSION_ATTRIBUTES, SPAN_ATTRIBUTES
+from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.builtin import BUILTIN
 from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
+from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
+from otel_toolcall_eval.errors import ExitCode
 from otel_toolcall_eval.metrics import METRICS
+from otel_toolcall_eval.offline import docs as offline_docs
+from otel_toolcall_eval.offline import runs
 
 
 def attribute_table() -> str:
@@ -53,18 +69,168 @@ def framework_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {
+def _cell(text: str) -> str:
+    """One table cell: one line, pipes escaped, reStructuredText's double backticks as Markdown's single ones."""
+    return re.sub(r"``([^`]+)``", r"`\1`", " ".join(text.split())).replace("|", "\\|")
+
+
+def _strip(annotation: Any) -> Any:
+    """The annotation without ``Annotated[...]`` (validators are no part of the type a user writes)."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def _sections(annotation: Any) -> list[tuple[str, type[BaseModel]]]:
+    """The config sections a field holds, each with the key suffix it is written under: a section (``""``), a
+    list of them (``"[]"``) or a mapping of them (``".<name>"``)."""
+    annotation = _strip(annotation)
+    origin = typing.get_origin(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [("", annotation)]
+    if origin in (typing.Union, types.UnionType):
+        return [s for a in typing.get_args(annotation) for s in _sections(a)]
+    if origin is list:
+        return [("[]", m) for _, m in _sections(typing.get_args(annotation)[0])]
+    if origin is dict:
+        return [(".<name>", m) for _, m in _sections(typing.get_args(annotation)[1])]
+    return []
+
+
+def _type(annotation: Any) -> str:
+    annotation = _strip(annotation)
+    args = tuple(_strip(a) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) is list and args and _sections(args[0]):
+        return "list of objects"
+    if typing.get_origin(annotation) is dict and len(args) == 2 and _sections(args[1]):
+        return "object of objects"
+    if _sections(annotation):
+        return "section"
+    return offline_docs._type(annotation)
+
+
+def _default(field: FieldInfo) -> str:
+    if field.is_required():
+        return "required"
+    value = field.get_default(call_default_factory=True)
+    if isinstance(value, BaseModel):
+        return "-"
+    if isinstance(value, Enum):
+        value = value.value
+    text = json.dumps(value, default=str)
+    return f"`{text}`" if len(text) <= 60 else f"{len(value)} entries" if isinstance(value, list | dict) else "-"
+
+
+def _meaning(field: FieldInfo, sections: list[tuple[str, type[BaseModel]]]) -> str:
+    if field.description:
+        return field.description
+    docs = [inspect.getdoc(m) or "" for _, m in sections if m.__doc__]
+    return docs[0].split("\n\n")[0] if docs else ""
+
+
+def config_rows(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
+    """Every key of the config file, depth first: key, type, default, meaning."""
+    for name, field in model.model_fields.items():
+        key = prefix + (field.alias or name)
+        sections = _sections(field.annotation)
+        yield key, _type(field.annotation), _default(field), _meaning(field, sections)
+        for suffix, section in sections:
+            if section is not model:
+                yield from config_rows(section, f"{key}{suffix}.")
+
+
+def config_table() -> str:
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    rows += [f"| `{k}` | {_cell(t)} | {_cell(d)} | {_cell(m)} |" for k, t, d, m in config_rows(EvalConfig)]
+    return "\n".join(rows)
+
+
+def _commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], str, argparse.ArgumentParser]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield (*path, name), helps.get(name, ""), sub
+                yield from _commands(sub, (*path, name))
+
+
+def _argument(action: argparse.Action) -> str:
+    if not action.option_strings:
+        return f"`{action.metavar or action.dest.upper()}`" + (" ..." if action.nargs in ("*", "+") else "")
+    metavar = ""
+    if action.nargs != 0:
+        metavar = " " + (
+            "{" + ",".join(map(str, action.choices)) + "}"
+            if action.choices
+            else str(action.metavar or action.dest.upper())
+        )
+    return ", ".join(f"`{o}{metavar}`" for o in action.option_strings)
+
+
+def _help(action: argparse.Action) -> str:
+    text = action.help or ""
+    if "%(" in text:
+        text = text % {**vars(action), "default": action.default}
+    if action.default not in (None, False, argparse.SUPPRESS, []) and "default" not in text and action.nargs != 0:
+        text += f" (default: `{action.default}`)"
+    return text
+
+
+def cli_reference() -> str:
+    """Every command and option of ``otel-toolcall-eval``, from the argparse parser the command line runs."""
+    from otel_toolcall_eval.cli import build_parser
+
+    out = ["Exit codes (`otel_toolcall_eval.errors.ExitCode`):", "", "| code | name |", "|---|---|"]
+    out += [f"| {c.value} | `{c.name}` |" for c in ExitCode]
+    for path, summary, parser in _commands(build_parser(), ()):
+        out += ["", f"## `otel-toolcall-eval {' '.join(path)}`", ""]
+        if summary:
+            out += [summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else "."), ""]
+        if parser.description:
+            out += [parser.description.strip(), ""]
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs:
+            names = ", ".join(f"`{n}`" for n in subs[0].choices)
+            out += [f"Subcommands: {names}.", ""]
+        rows = [a for a in parser._actions if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)]
+        if rows:
+            out += ["| argument | meaning |", "|---|---|"]
+            out += [f"| {_argument(a)} | {_cell(_help(a))} |" for a in rows]
+        if parser.epilog:
+            out += ["", parser.epilog.strip()]
+    return "\n".join(out)
+
+
+def _run_file_text() -> str:
+    doc = inspect.getdoc(runs) or ""
+    return re.sub(r"``([^`]+)``", r"`\1`", doc.split("\n\n", 1)[1])
+
+
+TABLES: dict[str, Callable[[], str]] = {
     "attributes": attribute_table,
     "metrics": metric_table,
     "conventions": convention_table,
     "frameworks": framework_table,
+    "config": config_table,
+    "cli": cli_reference,
+    "dataset-case": lambda: offline_docs.fields_table(DatasetCase, json_columns=JSON_COLUMNS),
+    "dataset-call": lambda: offline_docs.fields_table(ExpectedCall),
+    "dataset-trajectory": lambda: offline_docs.fields_table(TrajectoryOptions),
+    "run-file": _run_file_text,
 }
 
 
 # which page (relative to the repository root) carries which generated tables
 PAGES: dict[str, tuple[str, ...]] = {
-    "README.md": ("attributes", "metrics", "conventions"),
     "docs/frameworks.md": ("frameworks",),
+    "docs/reference/attributes.md": ("attributes",),
+    "docs/reference/metrics.md": ("metrics",),
+    "docs/reference/conventions.md": ("conventions",),
+    "docs/reference/config.md": ("config",),
+    "docs/reference/cli.md": ("cli",),
+    "docs/reference/formats.md": ("dataset-case", "dataset-call", "dataset-trajectory", "run-file"),
 }
 
 

@@ -270,7 +270,7 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "string",
         "failed tool span",
         "what the agent did after this failed call: `corrected_retry`, `switched_tool`, `handed_back`, `repeated` "
-        "or `carried_on` (see [Recovery](#cost-latency-recovery-after-an-error-and-the-tool-list)); the span is "
+        "or `carried_on` (see [Recovery](../explanation/trace-numbers.md)); the span is "
         "held back until the class is known, absent when a bound (`limits.max_held_spans*`, "
         "`limits.max_hold_seconds`) or a flush released it first",
     ),

@@ -81,9 +81,11 @@ def schema_from_function(func: Callable[..., Any]) -> dict[str, Any]:
 class ToolSchema(_Strict):
     """A tool schema from the config: JSON Schema, a pydantic model or a function, made JSON Schema once."""
 
-    name: str = Field(min_length=1)
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
+    name: str = Field(min_length=1, description="the tool's name, as the spans record it")
+    description: str | None = Field(default=None, description="the tool's description (not scored)")
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="its arguments' JSON Schema; give exactly one of parameters, model or function"
+    )
     model: str | None = Field(default=None, description="import path 'pkg.mod:Model' of a pydantic model")
     function: str | None = Field(default=None, description="import path 'pkg.mod:func' of a Python function")
 
@@ -125,8 +127,10 @@ class ToolSchema(_Strict):
 class RequiredStep(_Strict):
     """``tool`` must have succeeded in an earlier turn before any call of ``before``."""
 
-    tool: str = Field(min_length=1)
-    before: list[str] = Field(min_length=1)
+    tool: str = Field(min_length=1, description="the tool that must have succeeded first")
+    before: list[str] = Field(
+        min_length=1, description="tools that need it: a call of one without it is missing_required_step:<tool>"
+    )
 
     def compile(self) -> P.RequiredStep:
         return P.RequiredStep(self.tool, tuple(self.before))
@@ -135,8 +139,10 @@ class RequiredStep(_Strict):
 class DestructiveTool(_Strict):
     """``tool`` must follow a successful call of one of ``confirm_with`` in an earlier turn."""
 
-    tool: str = Field(min_length=1)
-    confirm_with: list[str] = Field(default_factory=lambda: ["confirm"], min_length=1)
+    tool: str = Field(min_length=1, description="the destructive tool: unconfirmed, a call is unconfirmed_destructive")
+    confirm_with: list[str] = Field(
+        default_factory=lambda: ["confirm"], min_length=1, description="tools whose success confirms it"
+    )
     irreversibility: int = Field(default=1, ge=1, le=10, description="weight of a violation")
 
     def compile(self) -> P.DestructiveTool:
@@ -146,9 +152,9 @@ class DestructiveTool(_Strict):
 class ArgumentRule(_Strict):
     """A JSON Schema fragment that ``tool``'s arguments must satisfy beyond its own schema."""
 
-    tool: str = Field(min_length=1)
+    tool: str = Field(min_length=1, description="the tool whose arguments the rule checks")
     name: str = Field(default="argument_rule", min_length=1, description="the violation it reports")
-    schema_: dict[str, Any] = Field(alias="schema")
+    schema_: dict[str, Any] = Field(alias="schema", description="a JSON Schema fragment the arguments must satisfy")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False)
 
@@ -162,8 +168,14 @@ class ArgumentRule(_Strict):
 
 
 class Policies(_Strict):
-    step_budget: int | None = Field(default=None, ge=1)
-    must_not_call: list[str] = Field(default_factory=list)
+    """The rules a trace (offline: a case) must keep, beyond what each call's schema says."""
+
+    step_budget: int | None = Field(
+        default=None, ge=1, description="the most tool calls a trace may make; later calls get over_budget"
+    )
+    must_not_call: list[str] = Field(
+        default_factory=list, description="tools that must never be called: one call fails the trace (must_not_call)"
+    )
     required_steps: list[RequiredStep] = Field(default_factory=list)
     destructive_tools: list[DestructiveTool] = Field(default_factory=list)
     argument_rules: list[ArgumentRule] = Field(default_factory=list)
@@ -183,13 +195,17 @@ class ErrorClassification(_Strict):
         default_factory=lambda: list(P.DEFAULT_INPUT_ERROR_TYPES),
         description="exception or error.type names (last dotted part) meaning the tool rejected its input",
     )
-    empty_results: list[str] = Field(default_factory=lambda: list(P.DEFAULT_EMPTY_RESULTS))
+    empty_results: list[str] = Field(
+        default_factory=lambda: list(P.DEFAULT_EMPTY_RESULTS), description="result texts that count as empty_result"
+    )
 
     def compile(self) -> P.ErrorRules:
         return P.ErrorRules(frozenset(self.input_error_types), frozenset(self.empty_results))
 
 
 class Limits(_Strict):
+    """Bounds on what the processor holds and writes: memory stays bounded whatever the traffic."""
+
     max_traces: int = Field(default=10_000, ge=1, description="traces held at once (LRU)")
     trace_ttl_seconds: float = Field(
         default=300.0, gt=0, description="a trace whose root never ends expires after this"
@@ -201,8 +217,8 @@ class Limits(_Strict):
         default=65_536, ge=1, description="larger arguments are scored as oversized, not parsed"
     )
     max_attribute_length: int = Field(default=256, ge=16, description="cap on each string written")
-    max_schema_errors: int = Field(default=3, ge=1)
-    validator_cache_size: int = Field(default=512, ge=1)
+    max_schema_errors: int = Field(default=3, ge=1, description="schema errors written per call")
+    validator_cache_size: int = Field(default=512, ge=1, description="compiled schema validators kept (LRU)")
     max_cache_bytes: int = Field(
         default=16 * 1024 * 1024,
         ge=4096,

@@ -83,8 +83,8 @@ class Budget(_Strict):
     """A spend ceiling per calendar period (UTC), in the currency of ``price``."""
 
     amount: float = Field(gt=0, description="the most the judge may spend per period")
-    period: Period = "month"
-    currency: str = Field(default="USD", min_length=1, max_length=8)
+    period: Period = Field(default="month", description="the calendar period (UTC) the amount is for")
+    currency: str = Field(default="USD", min_length=1, max_length=8, description="the amount's currency (a label)")
     ledger_file: Path | None = Field(
         default=None, description="share spend between processes and restarts on this host (a small JSON file)"
     )
@@ -114,15 +114,17 @@ class RiskWeights(_Strict):
     """How much likelier a call is judged when the deterministic checks flagged it (a call takes its highest)."""
 
     clean: float = Field(default=1.0, ge=0, description="a call no check flagged")
-    malformed_call: float = Field(default=5.0, ge=0)
-    execution_failed: float = Field(default=5.0, ge=0)
-    empty_result: float = Field(default=3.0, ge=0)
+    malformed_call: float = Field(default=5.0, ge=0, description="a call whose outcome is malformed_call")
+    execution_failed: float = Field(default=5.0, ge=0, description="a call whose outcome is execution_failed")
+    empty_result: float = Field(default=3.0, ge=0, description="a call whose outcome is empty_result")
     violation: float = Field(
         default=5.0, ge=0, description="a policy violation, duplicate, repeated failure or over-budget step"
     )
 
 
 class Sampling(_Strict):
+    """Which calls are judged: a budget-paced base rate, weighted by risk, decided from the trace id."""
+
     risk_weights: RiskWeights = Field(default_factory=RiskWeights)
     max_rate: float = Field(default=1.0, gt=0, le=1, description="the highest base sampling rate")
     initial_rate: float = Field(default=0.1, ge=0, le=1, description="base rate before traffic has been measured")
@@ -139,8 +141,10 @@ class Sampling(_Strict):
 class Redaction(_Strict):
     """Applied to every string before it reaches the judge: regexes, then an optional function."""
 
-    patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACTIONS))
-    replacement: str = "[REDACTED]"
+    patterns: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_REDACTIONS), description="regular expressions whose matches are replaced"
+    )
+    replacement: str = Field(default="[REDACTED]", description="what a match is replaced with")
     function: str | None = Field(default=None, description="import path 'pkg.mod:func' of a str -> str function")
 
     _function: Callable[[str], str] | None = PrivateAttr(default=None)
@@ -197,7 +201,7 @@ class QuestionConfig(_Strict):
     name: str = Field(pattern=_NAME, description="the span is named 'toolcall_eval.judge <name>'")
     prompt: str = Field(min_length=1, description="the question, addressed to the judge")
     fields: list[FieldName] = Field(min_length=1, description="the only data the judge receives")
-    scale: list[ScaleItem] = Field(min_length=2)
+    scale: list[ScaleItem] = Field(min_length=2, description="the verdicts the judge may give, each with its score")
     when: When = Field(default="always", description="which calls the question applies to")
 
     @property
@@ -308,8 +312,8 @@ def _default_questions() -> list[QuestionConfig]:
 class JudgeConfig(_Strict):
     """Everything the judge needs; ``EvalConfig.judge`` is one of these or ``None`` (no judge)."""
 
-    provider: Provider
-    model: str = Field(min_length=1)
+    provider: Provider = Field(description="the API the judge speaks (openai: any OpenAI-compatible server)")
+    model: str = Field(min_length=1, description="the judge model's name, as the provider knows it")
     base_url: str | None = Field(default=None, description="default: the provider's public API")
     api_key_env: str | None = Field(
         default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="environment variable holding the API key"
@@ -329,16 +333,20 @@ class JudgeConfig(_Strict):
     max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429, 5xx, timeouts and connection errors")
     retry_backoff_seconds: float = Field(default=0.5, gt=0, description="first backoff; doubles, with jitter")
     max_retry_wait_seconds: float = Field(default=30.0, gt=0, description="a longer Retry-After gives up instead")
-    max_output_tokens: int = Field(default=300, ge=16)
+    max_output_tokens: int = Field(default=300, ge=16, description="the most tokens one verdict may take")
     temperature: float | None = Field(default=0.0, ge=0, le=2, description="null: do not send one")
     json_mode: bool = Field(default=True, description="openai: ask for response_format json_object")
-    token_limit_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    token_limit_param: Literal["max_tokens", "max_completion_tokens"] = Field(
+        default="max_tokens", description="the request field the output limit is sent in (models differ)"
+    )
     max_field_chars: int = Field(default=4000, ge=64, description="each field is cut to this length")
     max_request_chars: int = Field(default=2000, ge=64, description="the user's request kept per trace")
     min_free_text_chars: int = Field(default=16, ge=1, description="shorter strings are not free text")
     redact: Redaction = Field(default_factory=Redaction)
     parent_to_judged_span: bool = Field(default=True, description="verdict spans are children of the judged span")
-    shutdown_timeout_seconds: float = Field(default=10.0, ge=0)
+    shutdown_timeout_seconds: float = Field(
+        default=10.0, ge=0, description="how long shutdown waits for queued verdicts"
+    )
     calibration: Calibration | None = Field(
         default=None, description="calibration records and the agreement a gated judge metric needs"
     )

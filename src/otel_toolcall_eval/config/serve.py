@@ -88,7 +88,7 @@ class OtlpDestination(_Strict):
     Shared by the scored spans' next hop (``export``) and the service's metrics (``metrics_export``), so that both
     take the same settings with the same checks; ``serve.export.next_hop`` resolves either."""
 
-    protocol: Literal["grpc", "http"] = "grpc"
+    protocol: Literal["grpc", "http"] = Field(default="grpc", description="OTLP over gRPC or over HTTP (protobuf)")
     endpoint: str | None = Field(
         default=None,
         description="OTLP endpoint, e.g. http://127.0.0.1:4317 (gRPC) or https://collector:4318 (HTTP); https: TLS",

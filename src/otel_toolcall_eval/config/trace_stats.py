@@ -27,7 +27,9 @@ class Pricing(_Strict):
     name it extends by ``-...`` or ``@...`` (``gpt-4o-2024-08-06`` -> ``gpt-4o``)."""
 
     currency: str = Field(default="USD", min_length=1, max_length=16, description="the prices' currency (a label)")
-    models: dict[str, ModelPrice] = Field(default_factory=dict)
+    models: dict[str, ModelPrice] = Field(
+        default_factory=dict, description="model name -> price, for toolcall_eval.trace.cost"
+    )
 
     @field_validator("models")
     @classmethod
@@ -48,4 +50,6 @@ class MetricsConfig(_Strict):
     numbers are on the root span anyway (the Collector's spanmetrics connector makes per-tool latency histograms
     from the exported spans). Off, the root span still carries every number and the counters still count."""
 
-    histograms: bool = False
+    histograms: bool = Field(
+        default=False, description="also record the per-trace and per-tool histograms (each a synchronous record)"
+    )

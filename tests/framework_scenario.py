@@ -117,7 +117,7 @@ def _tool_name(span: ReadableSpan) -> str:
     for key in (A.OPENINFERENCE_TOOL_NAME, A.GEN_AI_TOOL_NAME, A.VERCEL_AI_TOOL_CALL_NAME):
         if key in a:
             return str(a[key])
-    return span.name
+    return span.name.removesuffix(".__call__")  # DSPy's tool spans: named ``<tool>.__call__``, nothing else
 
 
 def fixture_path(name: str) -> Path:
@@ -277,6 +277,11 @@ def _openllmetry_hidden() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _dspy(parse_ok: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    """AutoGen's verdicts (the framework rejects the bad enum itself, nothing lists the tools), then ``finish``."""
+    return [*_autogen(parse_ok), ("finish", call("success", parse_ok=parse_ok))]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -351,4 +356,9 @@ EXPECTED: dict[str, Expected] = {
     # ``TRACELOOP_TRACE_CONTENT=false``: no arguments, results or requested calls; the definitions stay (names known)
     # and pydantic's "1 validation error for get_weather" says the bad enum was rejected; the unknown tool is unseen
     "langgraph_openllmetry-hidden": Expected(_openllmetry_hidden(), correct=False, errors=2),
+    # DSPy ReAct + OpenInference: the tool name only in the span name (``get_weather.__call__``), the arguments as
+    # ``{"kwargs": {...}}``; DSPy's ``Tool`` rejects the bad enum itself ("Arg unit is invalid"); no definitions or
+    # requested calls anywhere (ReAct parses them from text), so no schema or tool-list verdict; ``finish`` is a call
+    "dspy-content": Expected(_dspy(True), correct=False, errors=2),
+    "dspy-hidden": Expected(_dspy(None), correct=False, errors=2),
 }

@@ -248,6 +248,8 @@ def test_tool_list_on_a_root_that_ends_after_the_tool_spans_completes_the_verdic
         "Validation failed for input parameters: 1 validation error for Get_weatherTool",  # Strands
         "Arguments validation failed: unit must be one of celsius, fahrenheit",  # CrewAI
         "1 validation error for get_weatherArguments\nunit\n  Input should be 'celsius'",  # pydantic
+        "Arg unit is invalid: 'kelvin' is not one of ['celsius', 'fahrenheit']",  # DSPy's Tool
+        "Error: Invalid arguments for function get_weather: unit",  # anywhere in the text
     ],
 )
 def test_a_framework_rejection_of_the_arguments_is_a_malformed_call(message: str) -> None:
@@ -278,6 +280,9 @@ def test_a_succeeding_tool_that_returns_the_words_is_not_a_rejection() -> None:
         (None, "Tool not found"),  # CrewAI, a span marked OK
         (None, "Tool book_flight not found. Please select a tool that is available."),  # LlamaIndex
         ("Tool 'book_flight' not found in any workbench", None),  # AutoGen
+        (None, "Error: tool 'book_flight' not found"),  # a quoted name followed by a space, after "Error:"
+        (None, "Error: book_flight is not a valid tool, try one of [get_weather]."),  # LangGraph's ToolNode
+        (None, '[{"type": "text", "text": "Unknown tool: book_flight"}]'),  # content blocks (MCP, Anthropic)
     ],
 )
 def test_a_framework_saying_the_tool_does_not_exist_is_an_unknown_tool(status: str | None, result: str | None) -> None:
@@ -296,6 +301,15 @@ def test_a_framework_saying_the_tool_does_not_exist_is_an_unknown_tool(status: s
 def test_an_ordinary_not_found_result_is_not_an_unknown_tool() -> None:
     assert not reports_unknown_tool(ErrorEvidence(), "Customer not found", True)
     assert not reports_unknown_tool(ErrorEvidence(), "The tool shed was not found on the map", True)
+    assert not reports_unknown_tool(ErrorEvidence(), '[{"type": "text", "text": "Customer not found"}]', True)
+
+
+def test_the_dspy_tool_name_comes_from_its_span_name_and_its_kwargs_wrapper_is_unwrapped() -> None:
+    attrs = {"openinference.span.kind": "TOOL", "input.value": '{"kwargs": {"city": "Paris"}}'}
+    record = _extract(_span(attrs, "openinference.instrumentation.dspy", name="get_weather.__call__"))
+    assert (record.name, record.raw_arguments) == ("get_weather", {"city": "Paris"})
+    other = _extract(_span(attrs, "openinference.instrumentation.openai", name="get_weather.__call__"))
+    assert (other.name, other.raw_arguments) == ("", '{"kwargs": {"city": "Paris"}}')  # no row: nothing guessed
 
 
 def test_crewai_listener_tool_list_names_its_tools_but_its_repr_parameters_are_no_schema() -> None:

@@ -24,6 +24,8 @@ class ScriptedModel:
     requests: list[dict[str, Any]] = field(default_factory=list)
     # (call id, tool, arguments) per model turn instead of the shared scenario's ``order`` (then the final text)
     script: list[tuple[str, str, dict[str, Any]]] | None = None
+    # text replies per model turn instead (frameworks that parse calls from text: DSPy's ReAct); the last repeats
+    texts: list[str] | None = None
     base_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -100,7 +102,9 @@ class ScriptedModel:
         """POST /v1/chat/completions."""
         n, turn = self.next_turn(body)
         message: dict[str, Any]
-        if turn is not None:
+        if self.texts is not None:
+            message, finish = {"role": "assistant", "content": self.texts[min(n, len(self.texts) - 1)]}, "stop"
+        elif turn is not None:
             call_id, name, args = turn
             function = {"name": name, "arguments": json.dumps(args)}
             message = {
@@ -126,8 +130,9 @@ def scripted_openai(
     final_call: tuple[str, dict[str, Any]] | None = None,
     order: list[int] | None = None,
     script: list[tuple[str, str, dict[str, Any]]] | None = None,
+    texts: list[str] | None = None,
 ) -> Iterator[ScriptedModel]:
-    fake = ScriptedModel(final_call=final_call, script=script)
+    fake = ScriptedModel(final_call=final_call, script=script, texts=texts)
     if order is not None:
         fake.order = order
 

@@ -100,3 +100,55 @@ def test_langgraph_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPa
         out = agent.invoke({"messages": [("user", "Weather in Paris, Rome and Oslo?")]})
     assert out["messages"][-1].content == FINAL_TEXT
     run.finish(f"langgraph_openllmetry-{mode}")
+
+
+# --- DSPy ReAct + OpenInference -------------------------------------------------------------------------
+
+
+def _react_turn(tool: str, args: dict[str, Any]) -> str:
+    """One ReAct step as DSPy's ChatAdapter parses it from the model's text."""
+    import json
+
+    return (
+        f"[[ ## next_thought ## ]]\nCall {tool}.\n\n[[ ## next_tool_name ## ]]\n{tool}\n\n"
+        f"[[ ## next_tool_args ## ]]\n{json.dumps(args)}\n\n[[ ## completed ## ]]"
+    )
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_dspy_react_openinference(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openinference.instrumentation.dspy", reason="the pairs extra is not installed")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "true")  # DSPy would fetch model metadata from the network
+    import dspy
+    from openinference.instrumentation import TraceConfig
+    from openinference.instrumentation.dspy import DSPyInstrumentor
+
+    from tests.framework_scenario import CALLS
+
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+        """Current weather in a city."""
+        return f"sunny, 21 degrees {unit}, in {city}"
+
+    def population(city: str) -> int:
+        """Population of a city."""
+        return get_population(city)
+
+    # DSPy's ReAct offers only its tools (the model's next_tool_name is a Literal of them), so the scenario's
+    # unknown tool cannot be requested: the four other calls, then ``finish``
+    texts = [_react_turn(*CALLS[i]) for i in (0, 1, 2, 4)] + [_react_turn("finish", {})]
+    texts.append(f"[[ ## reasoning ## ]]\nDone.\n\n[[ ## answer ## ]]\n{FINAL_TEXT}\n\n[[ ## completed ## ]]")
+    instrumentor = DSPyInstrumentor()
+    config = TraceConfig(hide_inputs=True, hide_outputs=True) if mode == "hidden" else TraceConfig()
+    # the TraceConfig is bound at instrumentation: DSPy is instrumented afresh for each mode
+    instrumentor.instrument(tracer_provider=PROVIDER, config=config)
+    try:
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+        with scripted_openai(texts=texts) as fake:
+            lm = dspy.LM("openai/fake-model", api_base=fake.base_url, api_key="test-key", cache=False, num_retries=0)
+            tools = [dspy.Tool(get_weather), dspy.Tool(population, name="get_population")]
+            with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+                out = dspy.ReAct("question -> answer", tools=tools)(question="Weather in Paris, Rome and Oslo?")
+    finally:
+        instrumentor.uninstrument()
+    assert out.answer == FINAL_TEXT
+    run.finish(f"dspy-{mode}")

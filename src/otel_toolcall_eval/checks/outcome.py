@@ -10,26 +10,46 @@ import re
 from collections.abc import Collection
 from typing import Any, TypeGuard
 
+from otel_toolcall_eval import _json
 from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, Outcome
 
-# What frameworks write when they refuse a call before the tool runs. Matched case-insensitively on the first
-# ``_MAX_TEXT`` characters of a failed span's status description, exception message or result (MCP's ``isError``
-# result), never on a succeeding span's result: a tool may well return the words "validation failed".
+# What frameworks write when they refuse a call before the tool runs. Matched case-insensitively anywhere in the
+# first ``_MAX_TEXT`` characters of a failed span's status description, exception message or result (MCP's
+# ``isError`` result), never on a succeeding span's result: a tool may well return the words "validation failed".
 #   Strands: ValueError "Validation failed for input parameters: ..."; CrewAI: "Arguments validation failed: ...";
-#   pydantic (LlamaIndex, FastMCP, AutoGen): "1 validation error for ...".
+#   pydantic (LlamaIndex, FastMCP, AutoGen, LangChain): "1 validation error for ..."; Semantic Kernel: "Invalid
+#   arguments for function ..."; DSPy's ``Tool``: "Arg unit is invalid: ...".
 _INPUT_REJECTED = re.compile(
-    r"validation failed|\bvalidation errors? for\b|\binvalid (?:tool )?(?:arguments|params|parameters)\b", re.I
+    r"validation failed|\bvalidation errors? for\b|\binvalid (?:tool )?(?:arguments|params|parameters)\b|"
+    r"\barg [\w.-]{1,100} is invalid\b",
+    re.I,
 )
 # What frameworks write for a call of a tool the agent does not have, as an error or as the result text the model
-# gets back on a span marked OK. Strands: "Unknown tool: X"; smolagents: "Unknown tool X, should be one of";
-# LlamaIndex: "Tool X not found. Please select a tool that is available."; CrewAI: "Tool not found";
-# AutoGen: "Tool X not found in any workbench"; Google ADK: "... failed as no tool with that name is available".
+# gets back on a span marked OK, anywhere in the reply ("Error: ..." first, say). Strands: "Unknown tool: X";
+# smolagents: "Unknown tool X, should be one of"; LlamaIndex: "Tool X not found. Please select a tool that is
+# available."; CrewAI: "Tool not found"; AutoGen: "Tool 'X' not found in any workbench"; Google ADK: "... failed as
+# no tool with that name is available"; LangGraph's ToolNode: "Error: X is not a valid tool, try one of [...]".
 _UNKNOWN_TOOL = re.compile(
-    r"\bunknown tool\b|^\s*tool\s+(?:'[^']{0,100}'|\"[^\"]{0,100}\"|[\w.:-]{1,100}\s+)?not found\b|"
-    r"\bnot found in any workbench\b|\bno tool with that name\b",
+    r"\bunknown tool\b|\btool\s+(?:'[^']{0,100}'\s*|\"[^\"]{0,100}\"\s*|`[^`]{0,100}`\s*|[\w.:-]{1,100}\s+)?"
+    r"not found\b|\bnot found in any workbench\b|\bno tool with that name\b|\bis not a valid tool\b",
     re.I,
 )
 _MAX_TEXT = 512
+
+
+def reply_text(value: Any) -> Any:
+    """A reply made of content blocks (``[{"type": "text", "text": ...}]``, as a list or its JSON, MCP's and
+    Anthropic's shape) as its text; any other value as it is."""
+    if isinstance(value, str):
+        if not value.startswith("[") or '"text"' not in value[:_MAX_TEXT]:
+            return value
+        value = _json.try_loads(value[: 64 * 1024])
+        if not isinstance(value, list):
+            return value if isinstance(value, str) else None
+    if isinstance(value, list):
+        texts = [b.get("text") for b in value if isinstance(b, dict)]
+        return "\n".join(t for t in texts if isinstance(t, str)) or None
+    return value
 
 
 def _mentions_tool(text: Any) -> TypeGuard[str]:
@@ -41,7 +61,7 @@ def reports_unknown_tool(error: ErrorEvidence, result: Any, result_recorded: boo
     """The framework said the tool does not exist (as an error, or as the result the model was given)."""
     if not (result_recorded or error.status_description or error.exception_message):
         return False  # nothing was said: the common case of a run line or a span without a result
-    for text in (error.status_description, error.exception_message, result if result_recorded else None):
+    for text in (error.status_description, error.exception_message, reply_text(result) if result_recorded else None):
         if _mentions_tool(text) and _UNKNOWN_TOOL.search(text[:_MAX_TEXT]):
             return True
     return False
@@ -51,7 +71,7 @@ def reports_input_rejected(error: ErrorEvidence, result: Any, result_recorded: b
     """A failed span whose error (or, for MCP's ``isError``, result) says the framework rejected the arguments."""
     if not error.any:
         return False
-    for text in (error.status_description, error.exception_message, result if result_recorded else None):
+    for text in (error.status_description, error.exception_message, reply_text(result) if result_recorded else None):
         if isinstance(text, str) and text and _INPUT_REJECTED.search(text[:_MAX_TEXT]):
             return True
     return False
@@ -59,6 +79,7 @@ def reports_input_rejected(error: ErrorEvidence, result: Any, result_recorded: b
 
 def unknown_tool_reply(text: Any) -> bool:
     """A tool message sent back to the model that says the requested tool does not exist."""
+    text = reply_text(text)
     return _mentions_tool(text) and bool(_UNKNOWN_TOOL.search(text[:_MAX_TEXT]))
 
 

@@ -218,6 +218,18 @@ SHAPES: tuple[Shape, ...] = (
         content_switch=GENAI_SWITCH,
     ),
     Shape(
+        "openinference.instrumentation.dspy",
+        "openinference-instrumentation-dspy 0.1.48",
+        # ``Tool.__call__(**kwargs)`` bound by name: ``{"kwargs": {...}}``; no ``tool.name``, the span is
+        # ``<tool>.__call__`` (``<tool>.acall``)
+        name_in_span_name=r"^(.+)\.(?:__call__|acall)$",
+        arguments_wrapper=Wrapper(frozenset({"kwargs"}), ("kwargs",)),
+        definitions="none: ReAct lists the tools in its prompt text, not as definitions",
+        content_switch=OI_SWITCH,
+        cannot_record="tool definitions or requested calls (ReAct parses them from text): no schema, tool-list or "
+        "unknown-tool verdict",
+    ),
+    Shape(
         "opentelemetry.instrumentation.langchain",
         "opentelemetry-instrumentation-langchain 0.62 (OpenLLMetry)",
         # ``{"input_str", "tags", "metadata", "inputs", "kwargs": {"tool_call_id", ...}}`` under both

@@ -179,3 +179,109 @@ def test_the_named_fix_for_missing_schemas_works(tmp_path: Path, capsys: pytest.
 
     spans = scored(replay_spans(recorded("openai_v2-capture"), EvalConfig.from_dict({"tools": tools})).spans)
     assert [(s.attributes or {}).get("toolcall_eval.schema_valid") for s in spans] == [True, True, False, None, True]
+
+
+# --- doctor checks what it extracted (issue 26) ---------------------------------------------------------
+
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+
+
+def _child(name: str, attrs: dict[str, Any], span_id: int, scope: str) -> ReadableSpan:
+    return ReadableSpan(
+        name=name,
+        context=SpanContext(0xABD, span_id, False, trace_flags=TraceFlags(TraceFlags.SAMPLED)),
+        parent=SpanContext(0xABD, 1, False),
+        attributes=attrs,
+        resource=Resource({"service.name": "acme"}),
+        instrumentation_scope=InstrumentationScope(scope),
+        start_time=span_id,
+        end_time=span_id + 1,
+    )
+
+
+def _agent_trace(tool_spans: list[ReadableSpan]) -> list[ReadableSpan]:
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.tool.definitions": json.dumps([{"name": "get_weather", "parameters": WEATHER}]),
+    }
+    root = ReadableSpan(
+        name="agent",
+        context=SpanContext(0xABD, 1, False, trace_flags=TraceFlags(TraceFlags.SAMPLED)),
+        resource=Resource({"service.name": "acme"}),
+        instrumentation_scope=InstrumentationScope("acme.agent"),
+        start_time=1,
+        end_time=100,
+    )
+    return [_child("chat", chat, 2, "acme.agent"), *tool_spans, root]
+
+
+def _genai_tool(arguments: dict[str, Any], span_id: int, scope: str, name: str = "get_weather") -> ReadableSpan:
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": json.dumps(arguments)}
+    if name:
+        attrs["gen_ai.tool.name"] = name
+    return _child(f"execute_tool {name}", attrs, span_id, scope)
+
+
+def test_an_unstripped_wrapper_is_suspected_and_fails_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An instrumentation (no row in the shape table) that wraps the arguments: every call is invalid with the same
+    undeclared keys, and the keys hit the schema one level down: doctor names the misread, not a worse model."""
+    wrapped = {"inputs": {"city": "Paris", "unit": "celsius"}, "tags": []}
+    spans = _agent_trace(
+        [_genai_tool(wrapped, 3, "acme.instrumentation"), _genai_tool(wrapped, 4, "acme.instrumentation")]
+    )
+    path = _write(tmp_path, spans)
+    _, report = _doctor_json(capsys, str(path))
+    group = _only_group(report)
+    assert (group["wrapper_suspected"], group["schema_invalid"]) == (2, 2)
+    assert group["shared_undeclared_keys"] == ["inputs", "tags"]
+    assert any("wrapper" in f and "`acme.instrumentation`" in f for f in group["fixes"])
+    assert any("same undeclared keys (inputs, tags)" in f for f in group["fixes"])
+    # content switch: the scope has no row, so none is guessed from the convention
+    assert not any("OTEL_INSTRUMENTATION_GENAI" in f for f in group["fixes"])
+    assert main(["doctor", str(path), "--fail-on-gaps"]) == ExitCode.GATE_FAILED
+    capsys.readouterr()
+
+
+def test_valid_arguments_are_no_wrapper(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, _agent_trace([_genai_tool({"city": "Paris", "unit": "celsius"}, 3, "acme.x")]))
+    group = _only_group(_doctor_json(capsys, str(path))[1])
+    assert (group["wrapper_suspected"], group["schema_invalid"], group["without_name"]) == (0, 0, 0)
+    assert not any("wrapper" in f or "undeclared" in f or "no tool name" in f for f in group["fixes"])
+
+
+def test_calls_without_a_tool_name_and_unused_definitions_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, _agent_trace([_genai_tool({"city": "Paris"}, 3, "acme.x", name="")]))
+    group = _only_group(_doctor_json(capsys, str(path))[1])
+    assert group["without_name"] == 1 and group["unused_definitions"] == ["get_weather"]
+    assert any("no tool name" in f for f in group["fixes"])
+    assert any("defines tools (get_weather) that no call here names" in f for f in group["fixes"])
+
+
+def test_a_trace_with_tool_activity_only_in_model_requests_gets_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}}]
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
+    path = _write(tmp_path, [_span("chat", chat, 1)])
+    _, report = _doctor_json(capsys, str(path))
+    assert report["traces_with_requests_only"] == 1 and "not instrumented" in report["requests_only_fix"]
+    assert main(["doctor", str(path), "--fail-on-gaps"]) == ExitCode.GATE_FAILED
+    assert "carry tool activity only in model requests" in capsys.readouterr().out
+
+
+def test_the_content_switch_comes_from_the_scopes_row(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = _doctor_json(capsys, str(fixture_path("langgraph_openllmetry-hidden")))
+    fixes = " ".join(_only_group(report)["fixes"])
+    assert "TRACELOOP_TRACE_CONTENT" in fixes and "OTEL_INSTRUMENTATION_GENAI" not in fixes

@@ -22,7 +22,7 @@ from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.commands.replay import add_source_arguments, load_spans
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.errors import ExitCode
-from otel_toolcall_eval.replay.doctor import Coverage, Diagnosis, diagnose
+from otel_toolcall_eval.replay.doctor import REQUESTS_ONLY_FIX, Coverage, Diagnosis, diagnose
 from otel_toolcall_eval.replay.engine import replay_spans
 
 
@@ -102,6 +102,13 @@ def _print(diagnosis: Diagnosis, console: Console) -> None:
         console.print(table)
         for s in diagnosis.suspects:
             console.print(f"[yellow]fix[/] {_safe(s.name)}: {_safe(s.fix)}", highlight=False, soft_wrap=True)
+    if diagnosis.requests_only:
+        console.print(
+            f"[yellow]{diagnosis.requests_only} trace(s) carry tool activity only in model requests:[/] "
+            f"{_safe(REQUESTS_ONLY_FIX)}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if diagnosis.truncated:
         console.print("[yellow]more groups than the report keeps: the first ones are shown[/]")
     if diagnosis.healthy:

@@ -19,25 +19,29 @@ from typing import Any, Final
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
 from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS, FrameworkSupport
-from otel_toolcall_eval.conventions.llm_spans import is_llm_span
-from otel_toolcall_eval.conventions.shapes import GENAI_SWITCH, OI_SWITCH, TRACELOOP_SWITCH
+from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, is_llm_span, requested_calls, tool_definitions
+from otel_toolcall_eval.conventions.shapes import shape_named
 
 MAX_GROUPS: Final = 100
 MAX_SUSPECTS: Final = 50
 MAX_NAMES: Final = 20  # tool names (or hinting keys) kept per group
 MAX_TEXT: Final = 200  # characters kept of any string from the trace
 
-# What to set, per convention, when the scope names no tested framework.
-CONVENTION_CAPTURE: Final[Mapping[str, str]] = {
-    "openinference": OI_SWITCH,
-    "genai": GENAI_SWITCH,
-    "mcp": "record `gen_ai.tool.call.arguments` / `.result` on the `tools/call` span (the MCP SDK's content capture)",
-    "traceloop": TRACELOOP_SWITCH,
-    "pydantic_ai": "`InstrumentationSettings(include_content=True)` (pydantic-ai's default)",
-}
+# When the instrumentation scope has no row in the shape table: no switch is guessed from the convention (the GenAI
+# variables do nothing for OpenLLMetry, the Anthropic SDK or pydantic-ai), the row to add is named instead.
+NO_ROW: Final = (
+    "the instrumentation scope `{scope}` has no row in the shape table (otel_toolcall_eval.conventions.shapes), so its "
+    "content switch is not known here: see its documentation, and add a row for it"
+)
+REQUESTS_ONLY_FIX: Final = (
+    "tool calls were requested by the model but no span of them ran as a recognised tool span: the calls are not "
+    "instrumented (instrument the framework or tool runner, not only the model client), or their spans match no "
+    "convention (see the unrecognised spans)"
+)
 SCHEMA_FIX: Final = (
     "no definitions of these tools in the trace: instrument the model client too (its chat spans carry the tools "
     "offered), or list their schemas under `tools:` in the config"
@@ -88,6 +92,11 @@ class Coverage:
     succeeded: int = 0
     result: int = 0  # of the successful calls, those with a recorded result
     failed: int = 0  # outcome other than success (error status, exception, rejected input, empty result)
+    nameless: int = 0  # calls with an empty tool name: the instrumentation records it where nothing reads it
+    wrapped: int = 0  # arguments whose keys miss the schema's properties while a nested object's keys hit them
+    invalid: int = 0  # calls checked against a schema and found invalid
+    undeclared: set[str] | None = None  # the undeclared keys every invalid call shares (None before the first)
+    unused_definitions: list[str] = field(default_factory=list)  # defined in the trace, no call here named them
     tools: list[str] = field(default_factory=list)
     without_schema: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
@@ -112,6 +121,11 @@ class Coverage:
             "succeeded": self.succeeded,
             "succeeded_with_result": self.result,
             "failed": self.failed,
+            "without_name": self.nameless,
+            "wrapper_suspected": self.wrapped,
+            "schema_invalid": self.invalid,
+            "shared_undeclared_keys": sorted(self.undeclared or ()),
+            "unused_definitions": self.unused_definitions,
             "tools": self.tools,
             "tools_without_schema": self.without_schema,
             "fixes": self.fixes,
@@ -148,11 +162,17 @@ class Diagnosis:
     coverage: list[Coverage] = field(default_factory=list)
     suspects: list[Suspect] = field(default_factory=list)
     truncated: bool = False  # more groups or suspects than the bounds keep
+    requests_only: int = 0  # traces whose tool activity is only in model requests (no recognised tool span)
 
     @property
     def healthy(self) -> bool:
         """Tool spans were recognised, each with all the evidence its checks need, and nothing looked unrecognised."""
-        return bool(self.coverage) and all(c.complete for c in self.coverage) and not self.suspects
+        return (
+            bool(self.coverage)
+            and all(c.complete for c in self.coverage)
+            and not self.suspects
+            and not self.requests_only
+        )
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -161,6 +181,8 @@ class Diagnosis:
             "traces_with_verdict": self.verdicts,
             "healthy": self.healthy,
             "truncated": self.truncated,
+            "traces_with_requests_only": self.requests_only,
+            "requests_only_fix": REQUESTS_ONLY_FIX if self.requests_only else None,
             "coverage": [c.as_json() for c in self.coverage],
             "unrecognised": [s.as_json() for s in self.suspects],
         }
@@ -189,11 +211,15 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     registry = registry or default_registry()
     out = Diagnosis()
     groups: dict[tuple[str, str, str], Coverage] = {}
+    defined_by: dict[tuple[str, str, str], dict[str, dict[str, Any] | None]] = {}
     suspects: dict[tuple[str, str, str], Suspect] = {}
     spans = list(spans)
     traces: set[int] = set()
     listed_late: set[int] = set()  # traces whose tool list arrived on the root, after the tool spans
     with_tools: set[int] = set()  # traces with a recognised tool span
+    requested: set[int] = set()  # traces whose model spans requested tool calls
+    schemas: dict[int, dict[str, dict[str, Any] | None]] = {}  # per trace: the tools its model spans defined
+    cache = DefinitionCache()
     for span in spans:
         attrs = span.attributes or {}
         trace_id = span.context.trace_id if span.context is not None else 0
@@ -202,7 +228,15 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
             listed_late.add(trace_id)
         if A.CONVENTION in attrs:
             with_tools.add(trace_id)
+        elif is_llm_span(attrs):
+            if requested_calls(attrs):
+                requested.add(trace_id)
+            defined = schemas.setdefault(trace_id, {})
+            for d in tool_definitions(attrs, cache):
+                if len(defined) < MAX_GROUPS and (d.name not in defined or d.parameters is not None):
+                    defined[d.name] = d.parameters
     out.traces = len(traces)
+    out.requests_only = len(requested - with_tools)
     for span in spans:
         out.spans += 1
         attrs = span.attributes or {}
@@ -221,8 +255,14 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
                 continue
             row = _framework(key[2])
             group = groups[key] = Coverage(*key, framework=row.name if row else None)
-        _count(group, span, attrs, registry, listed_late=trace_id in listed_late)
+        _count(group, span, attrs, registry, listed_late=trace_id in listed_late, defined=schemas.get(trace_id, {}))
+        defined_by[key] = {**defined_by.get(key, {}), **schemas.get(trace_id, {})}
     out.coverage = sorted(groups.values(), key=lambda c: (c.service, c.convention, c.scope))
+    for key, group in groups.items():
+        unused = [n for n in defined_by.get(key, {}) if n not in group.tools]
+        # definitions are offered to every group of the trace: unused only when this group named none of them
+        if unused and len(unused) == len(defined_by.get(key, {})):
+            group.unused_definitions = [_cut(n) for n in unused[:MAX_NAMES]]
     for group in out.coverage:
         group.fixes = _fixes(group)
     out.suspects = sorted(suspects.values(), key=lambda s: (-s.count, s.service, s.scope, s.name))
@@ -232,7 +272,13 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
 
 
 def _count(
-    group: Coverage, span: ReadableSpan, attrs: Mapping[str, Any], registry: ConventionRegistry, *, listed_late: bool
+    group: Coverage,
+    span: ReadableSpan,
+    attrs: Mapping[str, Any],
+    registry: ConventionRegistry,
+    *,
+    listed_late: bool,
+    defined: Mapping[str, dict[str, Any] | None],
 ) -> None:
     if A.SAME_CALL_AS in attrs:
         group.wrapping += 1
@@ -241,8 +287,12 @@ def _count(
     recognised = registry.recognise(span, attrs)
     record = recognised.extract(span, attrs) if recognised is not None else None
     name = _cut(record.name) if record is not None else span.name
-    if name not in group.tools and len(group.tools) < MAX_NAMES:
+    if not name:
+        group.nameless += 1
+    elif name not in group.tools and len(group.tools) < MAX_NAMES:
         group.tools.append(name)
+    if record is not None:
+        _check_arguments(group, record.raw_arguments, defined.get(record.name), attrs)
     if A.PARSE_OK in attrs or A.ARGUMENTS_OVERSIZED in attrs:
         group.arguments += 1
         if record is not None and record.raw_arguments is None:
@@ -265,11 +315,32 @@ def _count(
         group.failed += 1
 
 
+def _check_arguments(group: Coverage, raw: Any, schema: dict[str, Any] | None, attrs: Mapping[str, Any]) -> None:
+    """What the extracted arguments say about the extraction: a wrapper the shape table does not strip (the keys miss
+    the schema's properties, a nested object's keys hit them), and the undeclared keys every invalid call shares."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    value = _json.try_loads(raw) if isinstance(raw, (str, bytes)) else raw
+    if not isinstance(properties, dict) or not properties or not isinstance(value, dict) or not value:
+        return
+    declared = set(properties)
+    keys = set(value)
+    if not keys & declared and any(isinstance(v, dict) and set(v) & declared for v in value.values()):
+        group.wrapped += 1
+    if attrs.get(A.SCHEMA_VALID) is False and schema is not None and schema.get("additionalProperties") is not True:
+        group.invalid += 1
+        extra = {_cut(k) for k in keys - declared}
+        group.undeclared = extra if group.undeclared is None else group.undeclared & extra
+
+
 def _capture(group: Coverage) -> str:
+    """The content switch of the scope's row in the shape table; never a generic one."""
+    shape = shape_named(group.scope)
+    if shape is not None and shape.content_switch:
+        return f"{shape.instrumentation}: {shape.content_switch}"
     row = _framework(group.scope)
     if row is not None and row.capture:
         return f"{row.name}: {row.capture}"
-    return CONVENTION_CAPTURE.get(group.convention, "turn on the instrumentation's content capture")
+    return NO_ROW.format(scope=group.scope)
 
 
 def _fixes(group: Coverage) -> list[str]:
@@ -285,12 +356,31 @@ def _fixes(group: Coverage) -> list[str]:
         fixes.append(f"{missing} of {group.succeeded} successful calls recorded no result: {_capture(group)}")
     expected = n - group.unknown
     if group.schema < expected:
-        row = _framework(group.scope)
-        fix = f"{SCHEMA_FIX}; {row.name}: {row.capture}" if row is not None and row.capture else SCHEMA_FIX
+        shape, row = shape_named(group.scope), _framework(group.scope)
+        if shape is not None and shape.definitions:
+            fix = f"{SCHEMA_FIX}; {shape.instrumentation} records them in: {shape.definitions}; {_capture(group)}"
+        else:
+            fix = f"{SCHEMA_FIX}; {row.name}: {row.capture}" if row is not None and row.capture else SCHEMA_FIX
         names = ", ".join(group.without_schema)
         fixes.append(f"{expected - group.schema} of {expected} calls had no schema ({names}): {fix}")
     if group.tool_list < n:
         fixes.append(f"{n - group.tool_list} of {n} calls had no tool list to check the name against: {TOOL_LIST_FIX}")
+    shape_row = f"the row of `{group.scope}` in the shape table (otel_toolcall_eval.conventions.shapes)"
+    if group.nameless:
+        fixes.append(f"{group.nameless} of {n} calls have no tool name: the instrumentation records it where nothing "
+                     f"reads it; give {shape_row} its `name_keys` or `name_in_span_name`")  # fmt: skip
+    if group.wrapped:
+        fixes.append(f"{group.wrapped} of {n} calls' arguments share no key with the tool's schema while an object "
+                     f"inside them does: a wrapper of the instrumentation's own is suspected; give {shape_row} its "
+                     "`arguments_wrapper`")  # fmt: skip
+    if group.invalid and group.invalid == n and group.undeclared:
+        keys = ", ".join(sorted(group.undeclared)[:MAX_NAMES])
+        fixes.append(f"every call ({n}) is schema-invalid with the same undeclared keys ({keys}): a misread "
+                     f"instrumentation is likelier than a model that always errs; check {shape_row}")  # fmt: skip
+    if group.unused_definitions:
+        names = ", ".join(group.unused_definitions)
+        fixes.append(f"the trace defines tools ({names}) that no call here names: the calls' tool names are read from "
+                     f"the wrong place; check {shape_row}")  # fmt: skip
     return fixes
 
 

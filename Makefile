@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit docs bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit docs pictures bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,6 +20,10 @@ demo: $(STAMP)
 # with --strict (tests/test_docs_site.py). Regenerate the reference pages with `python -m otel_toolcall_eval._docs`.
 docs: $(STAMP)
 	$(BIN)/mkdocs serve
+
+# The documentation's pictures (docs/images/), taken from the real pages by Debian's chromium: see scripts/pictures.py.
+pictures: $(STAMP)
+	$(BIN)/python scripts/pictures.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks setup.py

@@ -62,3 +62,13 @@ def test_every_framework_row_of_the_readme_names_a_real_integration_test() -> No
         source = (integration / file).read_text()
         if name:
             assert re.search(rf"^def {re.escape(name.rstrip('*'))}", source, re.M), row.test
+
+
+def test_every_framework_scope_has_its_row_in_the_shape_table() -> None:
+    """The framework table's content switches come from the shape table: a scope without a row would have none."""
+    from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
+    from otel_toolcall_eval.conventions.shapes import shape_named
+
+    missing = [scope for row in FRAMEWORKS for scope in row.scopes if shape_named(scope) is None]
+    assert missing == []
+    assert all(row.capture for row in FRAMEWORKS if row.scopes)

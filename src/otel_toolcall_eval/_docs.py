@@ -25,6 +25,7 @@ from otel_toolcall_eval.attributes import SESSION_ATTRIBUTES, SPAN_ATTRIBUTES
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.builtin import BUILTIN
 from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
+from otel_toolcall_eval.conventions.shapes import SHAPES
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
 from otel_toolcall_eval.errors import ExitCode
 from otel_toolcall_eval.metrics import METRICS
@@ -66,6 +67,18 @@ def framework_table() -> str:
     ]
     for f in FRAMEWORKS:
         rows.append(f"| {f.name} | {f.instrumentation} | {f.default} | {f.setting} | {f.other} | `{f.test}` |")
+    return "\n".join(rows)
+
+
+def shape_table() -> str:
+    """The shape table (``conventions/shapes.py``): per instrumentation scope, where it keeps what, its switch."""
+    rows = [
+        "| instrumentation scope | instrumentation | definitions | content switch | cannot record |",
+        "|---|---|---|---|---|",
+    ]
+    for s in SHAPES:
+        cells = (s.instrumentation, s.definitions or "-", s.content_switch or "-", s.cannot_record or "-")
+        rows.append(f"| `{s.scope}` | " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(rows)
 
 
@@ -213,6 +226,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "metrics": metric_table,
     "conventions": convention_table,
     "frameworks": framework_table,
+    "shapes": shape_table,
     "config": config_table,
     "cli": cli_reference,
     "dataset-case": lambda: offline_docs.fields_table(DatasetCase, json_columns=JSON_COLUMNS),
@@ -224,7 +238,7 @@ TABLES: dict[str, Callable[[], str]] = {
 
 # which page (relative to the repository root) carries which generated tables
 PAGES: dict[str, tuple[str, ...]] = {
-    "docs/frameworks.md": ("frameworks",),
+    "docs/frameworks.md": ("frameworks", "shapes"),
     "docs/reference/attributes.md": ("attributes",),
     "docs/reference/metrics.md": ("metrics",),
     "docs/reference/conventions.md": ("conventions",),

@@ -154,6 +154,31 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         ("openinference.instrumentation.langchain",),
     ),
     FrameworkSupport(
+        "LangGraph 1.2 `create_react_agent` + `ToolNode`",
+        "opentelemetry-instrumentation-langchain 0.62 (OpenLLMetry)",
+        'everything: arguments unwrapped from its own `{"input_str", "inputs", "kwargs"}` wrapper under '
+        "`gen_ai.tool.call.arguments` (the call id from it), definitions and requests on the chat spans, the bad "
+        "enum's pydantic rejection inside the tool span, the unknown tool (no span) as a request of a tool not "
+        "offered",
+        "`TRACELOOP_TRACE_CONTENT=false`",
+        "outcomes and `tool_known` (the definitions stay); no parse or schema verdict; the bad enum as a rejected "
+        "input; the unknown tool unseen (no requests recorded)",
+        "test_agent_frameworks_pairs.py::test_langgraph_openllmetry (own extra: `make test-pairs`)",
+        ("opentelemetry.instrumentation.langchain",),
+    ),
+    FrameworkSupport(
+        "DSPy 3.4 `ReAct`",
+        "openinference-instrumentation-dspy 0.1.48",
+        "parse verdicts and outcomes: the tool name from the span name (`get_weather.__call__`), arguments from "
+        '`{"kwargs"}`, DSPy\'s own rejection ("Arg unit is invalid") as malformed; `finish` is a call; no schema or '
+        "tool-list verdict (ReAct offers its tools in prompt text, no definitions); its model cannot request a tool "
+        "it was not offered",
+        "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
+        "outcomes only (the rejection's message is kept)",
+        "test_agent_frameworks_pairs.py::test_dspy_react_openinference (own extra: `make test-pairs`)",
+        ("openinference.instrumentation.dspy",),
+    ),
+    FrameworkSupport(
         "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
         "@ai-sdk/otel 1.0 `OpenTelemetry` (GenAI conventions)",
         "everything: `execute_tool` spans with arguments and results, definitions on the `chat` spans; the unknown "

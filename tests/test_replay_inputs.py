@@ -192,17 +192,21 @@ def _proto_message() -> bytes:
 
 def test_zstd_bomb_stops_at_the_decompression_limit(tmp_path: Path) -> None:
     zstandard = pytest.importorskip("zstandard")
-    bomb = zstandard.ZstdCompressor(level=19).compress(b"\n" * (64 << 20))  # 64 MiB of blank lines
+    line = (json.dumps(_otlp()) + "\n").encode()
+    bomb = zstandard.ZstdCompressor(level=19).compress(line * ((64 << 20) // len(line)))  # 64 MiB of spans
     assert len(bomb) < 64 << 10
     native = tmp_path / "bomb.zst"
     native.write_bytes(bomb)
     framed = tmp_path / "bomb-framed.zst"
     framed.write_bytes(len(bomb).to_bytes(4, "big") + bomb)
-    limits = ReadLimits(max_decompressed_bytes=8 << 20)
+    limits = ReadLimits(max_decompressed_bytes=1 << 20)
     for path in (native, framed):
-        with pytest.raises(ReplayInputError, match=r"inflates past the 8 MiB limit \(--max-decompressed\)"):
+        with pytest.raises(ReplayInputError, match=r"inflates past the 1 MiB limit \(--max-decompressed\)"):
             read_file(path, limits=limits)
-    assert read_file(native).spans == []  # 64 MiB of blank lines is under the default: nothing in it
+    blank = tmp_path / "blank.zst"
+    blank.write_bytes(zstandard.ZstdCompressor(level=19).compress(b"\n" * (64 << 20)))  # 64 MiB of blank lines
+    with pytest.raises(ReplayInputError, match=r"not a trace file: 10,000 records in a row"):
+        read_file(blank)  # under the default limit, and nothing in it: stopped early
     assert ReadLimits().max_decompressed_bytes < 2 << 30  # the 2 GiB bomb of the issue stops by default
 
 
@@ -257,3 +261,81 @@ def test_malformed_jaeger_answers_are_warnings_not_tracebacks() -> None:
     assert result.trace_ids == [JAEGER_TRACE["traceID"]] and len(result.spans) == 3
     assert any("not an object" in e for e in result.errors)
     assert f"trace {bad['traceID']}: spans[1].spanID: 12 is not an id of 1 to 16 hex digits" in result.errors
+
+
+# --- garbage: nothing in it is a trace (issue 29) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (b"\x00" * 532, r"zeros\.bin: holds no trace: 133 records read as otlp-proto-file, none with a span"),
+        (b"", r"zeros\.bin: holds no trace: the file is empty"),
+        (b"\n\n  \n", r"zeros\.bin: holds no trace: 3 records"),
+        (
+            b'{"resourceSpans": []}\n{"resourceSpans": []}\n',
+            r"zeros\.bin: holds no trace: 2 records read as otlp-jsonl",
+        ),
+        (b"\x0a\x00", r"zeros\.bin: holds no trace: 1 record read as otlp-proto, none with a span"),
+    ],
+)
+def test_a_file_that_holds_no_trace_exits_2_saying_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, what: str
+) -> None:
+    """A file of zeros was an endless run of empty length-prefixed messages: "replayed 0 spans", exit 0."""
+    path = tmp_path / "zeros.bin"
+    path.write_bytes(content)
+    with pytest.raises(ReplayInputError, match=what):
+        read_file(path)
+    for command in ("replay", "harvest", "doctor"):
+        extra = ["--out", str(tmp_path / "h.jsonl"), "--where", "tool=x"] if command == "harvest" else []
+        assert main([command, str(path), *extra]) == 2, command
+        err = capsys.readouterr().err
+        assert "holds no trace" in err and "Traceback" not in err
+
+
+def test_lenient_reading_of_a_file_of_bad_records_is_no_trace_either(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": 1}\n{"b": 2}\n')
+    with pytest.raises(ReplayInputError, match=r"bad\.jsonl: holds no trace: 2 records .*\(2 skipped as unreadable\)"):
+        read_file(path, strict=False)
+
+
+def test_empty_records_count_against_the_limits(tmp_path: Path) -> None:
+    """Records in a row that hold no span stop the read at ``max_empty_records``, wherever they come from, and
+    the read stops there, not at the end of the input (so the cost is bounded, whatever the file's size)."""
+    zeros = tmp_path / "zeros.bin"
+    zeros.write_bytes(b"\x00" * (4 * 2000) + _framed_proto())
+    limits = ReadLimits(max_empty_records=1000)
+    with pytest.raises(ReplayInputError, match=r"not a trace file: 1,000 records in a row \(to message 1001 "):
+        read_file(zeros, limits=limits)
+    assert len(read_file(zeros).spans) == 1  # under the default, the span after them is read
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b"\n" * 2000 + json.dumps(_otlp()).encode() + b"\n")
+    with pytest.raises(ReplayInputError, match=r"1,000 records in a row \(to line 1001\) hold no span"):
+        read_file(blank, limits=limits)
+    lenient = tmp_path / "bad.jsonl"
+    lenient.write_bytes(b'{"a": 1}\n' * 2000)
+    with pytest.raises(ReplayInputError, match=r"1,000 records in a row \(to line 1001\) hold no span"):
+        read_file(lenient, strict=False, limits=limits)
+
+
+def test_a_zstd_bomb_of_empty_messages_stops_promptly(tmp_path: Path) -> None:
+    """64 KiB inflating to 2 GiB of zeros: before, a decode per 4 bytes and no end in 150 s; now the read stops
+    at the 10,001st empty message, 40 KB into the stream, long before the decompression limit."""
+    zstandard = pytest.importorskip("zstandard")
+    frame = zstandard.ZstdCompressor(level=3).compress(b"\x00" * (64 << 20))
+    bomb = frame * 32  # 2 GiB: one stream of 32 frames, as the native layout allows
+    assert len(bomb) < 128 << 10
+    path = tmp_path / "bomb.zst"
+    path.write_bytes(bomb)
+    with pytest.raises(
+        ReplayInputError,
+        match=r"bomb\.zst: not a trace file: 10,000 records in a row \(to message 10001 \(byte 40000\)\)",
+    ):
+        read_file(path)
+
+
+def _framed_proto() -> bytes:
+    message = _proto_message()
+    return len(message).to_bytes(4, "big") + message

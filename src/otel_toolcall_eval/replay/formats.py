@@ -7,7 +7,11 @@
 - Jaeger's JSON (UI download, ``/api/traces`` response); Tempo's trace-by-id JSON.
 
 Files are untrusted. Line-based layouts (JSON lines, length-prefixed messages, zstd streams) are read one
-record at a time, never whole; a whole-file document is read only up to ``ReadLimits.max_record_bytes``.
+record at a time, never whole, in time linear in the input; a whole-file document is read only up to
+``ReadLimits.max_record_bytes``. Every record counts, empty ones included: ``ReadLimits.max_empty_records``
+records in a row that hold no span end the read (a file of zeros is an endless run of empty length-prefixed
+messages), and a file in which nothing decodes to a span is a ``ReplayInputError`` (``file: holds no trace``),
+never an empty replay that exits 0.
 Every record is validated as it is decoded (``otlp``, ``jaeger``), and a bad one is a ``ReplayInputError``
 naming the file, the line or message, the field and what is wrong; ``strict=False`` (``--lenient``) skips
 the record instead and keeps every other one.
@@ -95,6 +99,8 @@ def read_file(path: str | Path, *, strict: bool = True, limits: ReadLimits = DEF
         raise ReplayInputError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ReplayInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not reader.report.spans:
+        raise ReplayInputError(f"{path}: holds no trace: {reader.nothing()}")
     return reader.report
 
 
@@ -105,6 +111,24 @@ class _Reader:
         self.limits = limits
         self.budget = Budget(limits.max_decompressed_bytes)
         self.report = ReadReport()
+        self.records = 0  # every record read, blank and empty ones included
+        self.empty_run = 0  # records in a row that held no span
+
+    def nothing(self) -> str:
+        """What was read, for a file in which nothing decoded to a span."""
+        if not self.records:
+            return "the file is empty"
+        what = f"{self.records:,} record{'s' if self.records != 1 else ''}"
+        kind = f" read as {self.report.format}" if self.report.format else ""
+        skipped = f" ({len(self.report.errors):,} skipped as unreadable)" if self.report.errors else ""
+        return f"{what}{kind}, none with a span{skipped}"
+
+    def _empty(self, where: str) -> None:
+        """One more record that held no span; past ``max_empty_records`` in a row, not a trace file."""
+        self.empty_run += 1
+        if self.empty_run > self.limits.max_empty_records:
+            at = f" (to {where})" if where else ""
+            raise StreamError(f"not a trace file: {self.limits.max_empty_records:,} records in a row{at} hold no span")
 
     def read(self, handle: IO[bytes]) -> None:
         head = handle.read(8)
@@ -132,6 +156,12 @@ class _Reader:
             self.report.format = "otlp-proto-file"
             try:
                 for index, offset, body in messages(stream, self.limits):
+                    if not body:  # an empty message holds nothing: counted, not decoded
+                        self.records += 1
+                        if self.empty_run >= self.limits.max_empty_records:
+                            self._empty(f"message {index} (byte {offset})")
+                        self.empty_run += 1
+                        continue
                     self._record(f"message {index} (byte {offset})", partial(_spans_from_message, body))
             except StreamError as exc:
                 if exc.framing:
@@ -169,24 +199,32 @@ class _Reader:
         numbered = lines(stream, self.limits)
         peeked: list[tuple[int, bytes | None]] = []
         for number, line in numbered:
+            self.records += 1
             if line is None or line.strip():
                 peeked.append((number, line))
                 if len(peeked) == 2:
                     break
+            else:
+                self._empty(f"line {number}")
         parsed = [_parses(line) for _, line in peeked]
         single = len(peeked) == 1 and peeked[0][1] is not None
         if single or (len(peeked) == 2 and not any(parsed) and None not in (line for _, line in peeked)):
             self._document(peeked, stream)
             return
         self.report.format = "otlp-jsonl"
+        self.records -= len(peeked)  # counted again below
         for number, line in chain(peeked, numbered):
+            self.records += 1
             if line is None:
                 self._bad(f"{number}", too_large(self.limits), line_number=True)
             elif line.strip():
                 self._record(str(number), partial(_json_record, line), line_number=True)
+            else:
+                self._empty(f"line {number}")
 
     def _document(self, peeked: list[tuple[int, bytes | None]], stream: IO[bytes]) -> None:
         """The whole file as one document (bounded); when it is not one either, its lines, each reported."""
+        self.records = 0  # one document, or its lines counted again below
         start = b"".join(line for _, line in peeked if line is not None)
         rest = stream.read(self.limits.max_record_bytes + 1 - len(start))
         data = start + rest
@@ -198,20 +236,29 @@ class _Reader:
             # not one document either: the lines of what was read, each reported on its own
             self.report.format = "otlp-jsonl"
             for number, line in enumerate(data.splitlines(), start=peeked[0][0]):
+                self.records += 1
                 if line.strip():
                     self._record(str(number), partial(_json_record, line), line_number=True)
+                else:
+                    self._empty(f"line {number}")
             return
         self.report.format = "jaeger-json" if isinstance(document, dict) and "data" in document else "otlp-json"
         self._record("", partial(spans_from_document, document))
 
     def _record(self, where: str, decode: Callable[[], list[ReadableSpan]], *, line_number: bool = False) -> None:
         """Decode one record: its spans all go in, or (a ``RecordError``) none do and the error is reported."""
+        if not line_number:
+            self.records += 1  # a line was counted as it was read
         try:
             spans = decode()
         except RecordError as exc:
             self._bad(where, str(exc)[:300], line_number=line_number)
             return
-        self.report.spans.extend(spans)
+        if spans:
+            self.empty_run = 0
+            self.report.spans.extend(spans)
+        else:
+            self._empty(f"line {where}" if line_number else where)
 
     def _bad(self, where: str, what: str, *, line_number: bool = False) -> None:
         if not where:
@@ -223,6 +270,7 @@ class _Reader:
         if self.strict or not where:  # a whole-file document has nothing else to go on with
             raise ReplayInputError(message)
         self.report.errors.append(message)
+        self._empty(f"line {where}" if line_number else where)
 
 
 def _parses(line: bytes | None) -> bool:

@@ -233,6 +233,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "dataset-call": lambda: offline_docs.fields_table(ExpectedCall),
     "dataset-trajectory": lambda: offline_docs.fields_table(TrajectoryOptions),
     "run-file": _run_file_text,
+    "offline-metrics": offline_docs.metrics_table,
+    "tool-metrics": offline_docs.tool_metrics_table,
 }
 
 
@@ -245,6 +247,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "docs/reference/config.md": ("config",),
     "docs/reference/cli.md": ("cli",),
     "docs/reference/formats.md": ("dataset-case", "dataset-call", "dataset-trajectory", "run-file"),
+    "docs/explanation/formulas.md": ("offline-metrics", "tool-metrics"),
 }
 
 

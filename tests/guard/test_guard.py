@@ -44,6 +44,7 @@ class Recorded:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
+        self.tracer_provider = provider
         self.tracer = provider.get_tracer("test")
         self.guard = Guard(EvalConfig.from_dict(config or CONFIG), tracer_provider=provider,
                            meter_provider=MeterProvider(metric_readers=[self.reader]), **kwargs)  # fmt: skip

@@ -92,7 +92,7 @@ COMPILED_SUITES := tests/test_compiled_build.py tests/test_checks.py tests/test_
 
 $(COMPILED_STAMP): $(WHEEL_STAMP)
 	$(COMPILED_VENV)/bin/pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
-	$(COMPILED_VENV)/bin/pip install --quiet $(WHEEL_DIR)/*.whl pytest hypothesis
+	$(COMPILED_VENV)/bin/pip install --quiet "$$(ls $(WHEEL_DIR)/*.whl)[all]" pytest hypothesis
 	touch $@
 
 test-compiled: $(COMPILED_STAMP)
@@ -123,7 +123,7 @@ bench: $(BENCH_STAMP)
 .venv-%/.stamp-installed: pyproject.toml
 	$(PY) -m venv .venv-$*
 	.venv-$*/bin/pip install --quiet --upgrade pip
-	.venv-$*/bin/pip install --quiet -e '.[$*]' pytest hypothesis
+	.venv-$*/bin/pip install --quiet -e '.[$*,eval]' pytest hypothesis
 	touch $@
 
 # CI runs these before `make test` (.ci/run): ~3 min of installs on 2 cores, plus ~7 min for CrewAI's (cold, on a

@@ -103,7 +103,24 @@ def _build_requires() -> list[str]:
     else:
         with open("pyproject.toml", "rb") as f:
             project = tomllib.load(f)["project"]
-    return [MYPY, *STUBS, *project["dependencies"]]
+    # the compiled modules import the offline extra's libraries too (scipy, rapidfuzz): the type check reads them
+    return [MYPY, *STUBS, *_expand(project, ["eval"])]
+
+
+def _expand(project: dict, extras: list[str]) -> list[str]:
+    """The core dependencies and those of ``extras``, an extra naming this project's own (``[otlp,cli]``) expanded."""
+    requirements, seen, todo = list(project["dependencies"]), set(), list(extras)
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for requirement in project["optional-dependencies"][extra]:
+            if requirement.startswith(project["name"] + "["):
+                todo.extend(requirement.split("[", 1)[1].rstrip("]").split(","))
+            else:
+                requirements.append(requirement)
+    return requirements
 
 
 def _ext_modules() -> list[Extension]:

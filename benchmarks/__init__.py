@@ -16,6 +16,7 @@ SUITES: tuple[str, ...] = (
     "benchmarks.session_memory",
     "benchmarks.offline_eval",
     "benchmarks.replay",
+    "benchmarks.footprint",  # a wheel and a fresh venv: what `pip install` gives
     "benchmarks.serve",  # two service processes and a sink, real gRPC
     "benchmarks.instructions",  # callgrind children: minutes, so last (and not in --quick)
 )

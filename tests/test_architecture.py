@@ -41,8 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("checks",),  # pure checks
     ("records", "policy", "attributes", "_json", "_version"),  # plain records, policy objects, names
     # user-facing errors and exit codes, atomic outputs, untrusted text; the fork registry, deadlines, the
-    # byte-bounded cache (stdlib only)
-    ("errors", "_files", "_text", "_fork", "_deadline", "_lru", "_ticker"),
+    # byte-bounded cache (stdlib only); which extra brings which module, the terminal with or without rich
+    ("errors", "_files", "_text", "_fork", "_deadline", "_lru", "_ticker", "extras", "_console"),
 )
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 PURE = ("checks", "engine", "records", "policy")

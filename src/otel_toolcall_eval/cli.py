@@ -11,13 +11,16 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-
+from otel_toolcall_eval import extras
+from otel_toolcall_eval._console import escape, new_console
 from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.errors import ExitCode, ToolcallEvalError, UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["ExitCode", "UsageError", "build_parser", "main"]  # UsageError: where it was defined before errors.py
 
@@ -27,35 +30,69 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    for module in COMMANDS:
-        importlib.import_module(module).register(sub)
+    for module, name, extra in COMMANDS:
+        try:
+            importlib.import_module(module).register(sub)
+        except ModuleNotFoundError as exc:  # its extra is not installed: listed, and exit 2 naming the extra
+            missing = extras.missing_extra(exc, f"otel-toolcall-eval {name}")
+            if missing is None:
+                raise
+            _unavailable(sub, name, extra or missing.extra)
+            continue
+        if extra is not None:
+            sub.choices[name].set_defaults(extra=extra)
     return parser
 
 
+def _unavailable(sub: Any, name: str, extra: str) -> None:
+    """A command whose module needs an extra that is not installed: it still shows in ``--help``, and running it
+    (any arguments) is exit 2 with the ``pip install`` line."""
+    needs = f"needs the '{extra}' extra: {extras.install_line(extra)}"
+    parser = sub.add_parser(
+        name,
+        help=f"({needs})",
+        description=f"otel-toolcall-eval {name} {needs}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the install line unbroken, to copy
+    )
+    parser.set_defaults(extra=extra, func=None, unavailable=True)
+
+
 # One module per command (as pip's ``cli/``): each adds its subcommands with ``register(subparsers)`` and sets
-# ``func=handler`` on them;
-# a handler takes the parsed arguments and a Console and returns the exit code.
-COMMANDS: tuple[str, ...] = (
-    "otel_toolcall_eval.commands.demo",
-    "otel_toolcall_eval.commands.config",
-    "otel_toolcall_eval.commands.replay",
-    "otel_toolcall_eval.commands.harvest",
-    "otel_toolcall_eval.commands.doctor",
-    "otel_toolcall_eval.commands.judge",
-    "otel_toolcall_eval.commands.dataset",
-    "otel_toolcall_eval.commands.eval",
-    "otel_toolcall_eval.commands.serve",
-    "otel_toolcall_eval.commands.pr_comment",
+# ``func=handler`` on them; a handler takes the parsed arguments and a Console and returns the exit code. The
+# extra a command needs beyond the core (pyproject.toml, ``extras.EXTRAS``) is checked before it runs: exit 2
+# naming the ``pip install`` line, never a traceback. (module, the command it registers, its extra)
+COMMANDS: tuple[tuple[str, str, str | None], ...] = (
+    ("otel_toolcall_eval.commands.demo", "demo", None),
+    ("otel_toolcall_eval.commands.config", "config", None),
+    ("otel_toolcall_eval.commands.replay", "replay", "eval"),
+    ("otel_toolcall_eval.commands.harvest", "harvest", "eval"),
+    ("otel_toolcall_eval.commands.doctor", "doctor", "eval"),
+    ("otel_toolcall_eval.commands.judge", "judge", "judge"),
+    ("otel_toolcall_eval.commands.dataset", "dataset", "eval"),
+    ("otel_toolcall_eval.commands.eval", "eval", "eval"),
+    ("otel_toolcall_eval.commands.serve", "serve", "serve"),
+    ("otel_toolcall_eval.commands.pr_comment", "pr-comment", "eval"),
 )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the only place exceptions become exit codes."""
-    args = build_parser().parse_args(argv)
-    console = Console()
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "unavailable", False):  # an unavailable command's arguments are not known
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    feature = f"otel-toolcall-eval {args.command}"
     try:
-        return int(_dispatch(args, console))
+        if getattr(args, "extra", None):
+            extras.require(args.extra, feature)
+        return int(_dispatch(args, new_console()))
     except ToolcallEvalError as exc:
+        return _fail(str(exc), exc.exit_code)
+    except ModuleNotFoundError as exc:  # an option's extra that the command did not check up front
+        missing = extras.missing_extra(exc, feature)
+        if missing is None:
+            raise
+        return _fail(str(missing), missing.exit_code)
         return _fail(str(exc), exc.exit_code)
     except OSError as exc:  # a file the command opened itself, outside the readers (which name the file)
         where = f"{exc.filename}: " if exc.filename else ""
@@ -74,7 +111,7 @@ def _dispatch(args: argparse.Namespace, console: Console) -> int:
 
 
 def _fail(message: str, code: ExitCode = ExitCode.BAD_INPUT) -> int:
-    err = Console(stderr=True)
+    err = new_console(stderr=True)
     err.print(f"[red]error:[/] {escape(terminal_safe(message))}", highlight=False, soft_wrap=True)
     return code
 

@@ -34,10 +34,8 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Protocol
-
-from rapidfuzz import fuzz, utils
 
 from otel_toolcall_eval.checks.schema_at import SchemaAt
 
@@ -76,21 +74,30 @@ class TextSimilarity(Protocol):
     def similarity(self, expected: str, actual: str) -> float: ...
 
 
+# rapidfuzz.fuzz's scorers the config accepts (``arguments.similarity.scorer``)
+SCORERS = ("ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "WRatio", "QRatio")
+
+
 @dataclass(slots=True, frozen=True)
 class RapidfuzzSimilarity:
-    """rapidfuzz ratio / 100, on lower-cased, punctuation-stripped text (``utils.default_process``)."""
+    """rapidfuzz ratio / 100, on lower-cased, punctuation-stripped text (``utils.default_process``). rapidfuzz
+    (the offline extra) is imported at the first comparison: the processor's config reaches this module."""
 
     scorer: str = "token_sort_ratio"
-    _fn: Callable[..., float] = field(init=False, repr=False, compare=False)
+    _fn: Callable[[str, str], float] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        fn = getattr(fuzz, self.scorer, None)
-        if fn is None:
+        if self.scorer not in SCORERS:
             raise ValueError(f"rapidfuzz.fuzz has no scorer '{self.scorer}'")
-        object.__setattr__(self, "_fn", fn)
 
     def similarity(self, expected: str, actual: str) -> float:
-        return float(self._fn(expected, actual, processor=utils.default_process)) / 100.0
+        fn = self._fn
+        if fn is None:
+            from rapidfuzz import fuzz, utils
+
+            fn = partial(getattr(fuzz, self.scorer), processor=utils.default_process)
+            object.__setattr__(self, "_fn", fn)
+        return float(fn(expected, actual)) / 100.0
 
 
 @dataclass(slots=True, frozen=True)

@@ -29,8 +29,6 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rapidfuzz.distance import LCSseq, Levenshtein
-
 
 @dataclass(slots=True, frozen=True)
 class OrderScore:
@@ -59,6 +57,9 @@ def order_score(
         return EXACT
     if not n or not m:
         return OrderScore(0.0, 1.0, False)
+    from rapidfuzz.distance import LCSseq, Levenshtein  # the offline extra, imported here: the processor's config
+    # reaches this module, and the core install has no rapidfuzz (a cached import: a dict lookup per call)
+
     k = LCSseq.similarity(expected, actual)
     distance = Levenshtein.distance(expected, actual)
     return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
@@ -83,6 +84,8 @@ def pair_order_score(
         return EXACT
     e_names = arrange_batches(expected, expected_batches, actual) if expected_batches else expected
     a_names = arrange_batches(actual, actual_batches, expected) if actual_batches else actual
+    from rapidfuzz.distance import Levenshtein  # the offline extra (see order_score)
+
     distance = Levenshtein.distance(e_names, a_names)
     return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
 
@@ -144,6 +147,8 @@ def aligned_pairs(
     e_names = [expected[i] for i in e_order]
     a_names = [actual[j] for j in a_order]
     out: set[tuple[int, int]] = set()
+    from rapidfuzz.distance import LCSseq  # the offline extra (see order_score)
+
     for block in LCSseq.editops(e_names, a_names).as_matching_blocks():
         for d in range(block.size):
             out.add((e_order[block.a + d], a_order[block.b + d]))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-
+from otel_toolcall_eval._console import escape
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.errors import ExitCode
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def register(sub: Any) -> None:

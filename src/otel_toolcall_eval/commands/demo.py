@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
+from otel_toolcall_eval import extras
 from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _rate(text: str) -> float:
@@ -55,6 +57,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    if args.otlp_endpoint:
+        extras.require("otlp", "demo --otlp-endpoint")
+    if args.prometheus_port is not None:
+        extras.require("prometheus", "demo --prometheus-port")
     from otel_toolcall_eval.demo import DemoOptions, run_demo
     from otel_toolcall_eval.demo.agent import FAILURE_CLASSES
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from rich.console import Console
 
+from otel_toolcall_eval import extras
 from otel_toolcall_eval.commands._types import finite
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.config.serve import ServeConfig
@@ -151,6 +152,7 @@ def _prometheus_readers(serve: ServeConfig) -> list[Any]:
     shuts it down with the OTLP one (``serve.metrics_export``) at the end of ``Service.stop``."""
     if serve.prometheus_port is None:
         return []
+    extras.require("prometheus", "serve --prometheus-port (serve.prometheus_port)")
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from prometheus_client import start_http_server
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
+import jsonschema_rs
 import yaml
 from pydantic import (
     BaseModel,
@@ -46,12 +46,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # no option means nan or inf
 
 
+# An empty registry: an unknown ``$schema`` is an error, never a download (jsonschema-rs fetches it otherwise).
+_NO_FETCH = jsonschema_rs.Registry([])
+
+
 def _check_schema(schema: dict[str, Any], where: str) -> dict[str, Any]:
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path)
+    try:  # against its draft's meta-schema (``$schema``, else 2020-12): the hot path's library, no second one
+        jsonschema_rs.meta.validate(schema, registry=_NO_FETCH)
+    except jsonschema_rs.ValidationError as exc:
+        path = "/".join(str(p) for p in exc.instance_path)
         raise ValueError(f"{where} is not a valid JSON Schema at '{path}': {exc.message}") from None
+    except jsonschema_rs.ReferencingError as exc:  # an unknown ``$schema``
+        raise ValueError(f"{where} is not a valid JSON Schema: {exc}") from None
     try:  # the hot path compiles it without fetching anything: a reference outside the document cannot work
         compile_schema(schema)
     except SchemaCompileError as exc:

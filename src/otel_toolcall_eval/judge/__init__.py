@@ -18,6 +18,9 @@ __all__ = ["Judge", "JudgeConfig"]
 
 def __getattr__(name: str) -> Any:
     if name == "Judge":
+        from otel_toolcall_eval import extras
+
+        extras.require("judge", "the LLM judge (the config's judge section)")  # exit 2 in the CLI, else raised
         from otel_toolcall_eval.judge.judge import Judge
 
         return Judge

@@ -29,6 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from otel_toolcall_eval import __version__
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.cli import build_parser, main
+from otel_toolcall_eval.guard.record import GUARD_METRICS
 from otel_toolcall_eval.judge.emit import JUDGE_METRICS
 from otel_toolcall_eval.metrics import METRICS
 
@@ -187,6 +188,8 @@ def known_metrics(emitted: dict[str, set[str]], collector: dict[str, Any]) -> di
     for doc in METRICS:  # documented metrics that EvalMetrics does not record (e.g. the judge's)
         labels = set(re.findall(r"`(\w+)`", doc.labels))
         known[doc.prometheus] = labels | ({"le"} if doc.prometheus.endswith("_bucket") else set())
+    for _, _, labels, prometheus, _ in GUARD_METRICS:  # the guard's (tests/guard/test_record.py: as emitted)
+        known[prometheus] = set(re.findall(r"`(\w+)`", labels))
     known.update(emitted)
     return known
 

@@ -1,0 +1,72 @@
+"""The guard's counters as Prometheus sees them: names and labels from the real exporter, as GUARD_METRICS says."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from otel_toolcall_eval import EvalConfig
+from otel_toolcall_eval.guard import Guard
+from otel_toolcall_eval.guard.record import GUARD_METRICS, MAX_TOOL_LABELS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_exporter_emits_what_the_metric_table_says() -> None:
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    guard = Guard(EvalConfig.from_dict({"policies": {"must_not_call": ["wipe"]}}), meter_provider=provider)
+    guard.check("wipe", {})
+    guard.check("search", {})
+    emitted: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            if sample.name.startswith("toolcall_eval_guard_"):
+                labels = {k for k in sample.labels if not k.startswith("otel_scope_")}  # the exporter's own
+                emitted.setdefault(sample.name, set()).update(labels)
+    documented = {prom: set(re.findall(r"`(\w+)`", labels)) for _, _, labels, prom, _ in GUARD_METRICS}
+    assert emitted == documented
+    provider.shutdown()
+
+
+def test_tool_labels_are_bounded() -> None:
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    guard = Guard(EvalConfig(), meter_provider=MeterProvider(metric_readers=[reader]))
+    for i in range(MAX_TOOL_LABELS + 50):
+        guard.check(f"tool_{i}", {})
+    data = reader.get_metrics_data()
+    tools = {
+        p.attributes["tool"]
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "toolcall_eval.guard.decisions"
+        for p in m.data.data_points
+    }
+    assert len(tools) == MAX_TOOL_LABELS + 1 and "_other" in tools
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)")
+def test_the_block_rate_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
+    """deploy/prometheus/tests/guard.test.yml is not vacuous: at a 50 % threshold the 40 % service stays silent."""
+    rules = ROOT / "deploy" / "prometheus" / "rules" / "toolcall-eval.rules.yml"
+    text = rules.read_text()
+    assert "job:toolcall_eval_guard_blocks:ratio_rate10m > 0.20\n" in text
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "rules" / rules.name).write_text(text.replace("ratio_rate10m > 0.20\n", "ratio_rate10m > 0.50\n"))
+    suite = ROOT / "deploy" / "prometheus" / "tests" / "guard.test.yml"
+    (tmp_path / "tests" / suite.name).write_text(suite.read_text())
+    result = subprocess.run(["promtool", "test", "rules", str(tmp_path / "tests" / suite.name)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert result.returncode != 0 and "ToolCallGuardBlockRateHigh" in result.stdout + result.stderr

@@ -93,6 +93,7 @@ def test_a_missing_module_maps_to_the_smallest_extra_that_brings_it() -> None:
     assert missing("prometheus_client") == "prometheus"
     assert missing("opentelemetry.exporter.otlp.proto.grpc.trace_exporter") == "otlp"
     assert missing("grpc") == "otlp"
+    assert missing("google") == "otlp"  # protobuf missing: its namespace package is what the import reports
     assert missing("rich.table") == "cli"
     assert missing("scipy.optimize") == "eval"
     assert missing("zstandard") == "zstd"

@@ -39,6 +39,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 
 # a top-level module (or package prefix) -> the smallest extra that brings it (for a module found missing late)
 _PROVIDER: dict[str, str] = {
+    "google": "otlp",  # what a missing protobuf is reported as (its namespace package)
+    "opentelemetry.exporter": "otlp",  # likewise, when no exporter package is installed at all
     "grpc": "otlp",
     "google.protobuf": "otlp",
     "opentelemetry.proto": "otlp",

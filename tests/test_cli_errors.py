@@ -35,7 +35,7 @@ def dataset(tmp_path: Path) -> Path:
 
 
 def test_exit_codes_are_named_once() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 130]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 130]
     from otel_toolcall_eval.config import ConfigError
     from otel_toolcall_eval.dataset.errors import LocatedError
     from otel_toolcall_eval.errors import JudgeUncalibrated

@@ -236,6 +236,75 @@ def test_validate_collects_every_bad_row(tmp_path: Path, capsys: pytest.CaptureF
     assert "3 invalid row(s), 1 valid" in err
 
 
+ORDER_TOOL = {
+    "name": "get_order",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "order_id": {"type": "string", "pattern": "^[0-9]+$"},
+            "days": {"type": "integer"},
+            "required": {"type": "boolean"},  # a property named "required" is a property, not the keyword
+            "filter": {
+                "type": "object",
+                "properties": {"status": {"enum": ["open", "closed"]}},
+                "required": ["status"],
+            },
+        },
+        "required": ["order_id", "days"],
+        "additionalProperties": False,
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        ({"name": "get_order", "args": {"order_id": "A-1"}}, "[0] get_order: args/order_id: "),
+        ({"name": "get_order", "args": {"days": "three"}}, "[0] get_order: args/days: "),
+        ({"name": "get_order", "args": {"colour": "red"}}, "[0] get_order: args: "),  # not declared
+        ({"name": "get_order", "args": {"required": 1}}, "[0] get_order: args/required: "),
+        ({"name": "get_order", "arg_options": {"days": [1, "x"]}}, "[0] get_order: arg_options.days[1]: "),
+        ({"name": "get_order", "args": {"filter": {"status": "lost"}}}, "[0] get_order: args/filter/status: "),
+    ],
+)
+def test_validate_checks_expected_arguments_against_the_cases_own_tool_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], call: dict[str, Any], problem: str
+) -> None:
+    """Expected arguments that break the case's own schema were accepted: no schema-valid call could pass."""
+    path = _jsonl(tmp_path, [_row(available_tools=[ORDER_TOOL], expected_tool_calls=[call])])
+    assert main(["dataset", "validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1: expected_tool_calls: {problem}" in err, err
+    assert "(the tool's schema in available_tools)" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"order_id": "12345"},  # only the keys that matter: "days" is required by the schema, not here
+        {"days": 3, "order_id": None},  # null stands for absent
+        {"filter": {"status": "open"}, "required": True},
+        {},
+    ],
+)
+def test_validate_accepts_partial_expected_arguments_within_the_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: dict[str, Any]
+) -> None:
+    alternative = [{"name": "get_order", "args": {"order_id": "1"}}]
+    row = _row(
+        available_tools=[ORDER_TOOL],
+        expected_tool_calls=[{"name": "get_order", "args": args}],
+        acceptable_alternatives=[alternative],
+    )
+    path = _jsonl(tmp_path, [row])
+    assert main(["dataset", "validate", str(path)]) == 0, capsys.readouterr().err
+    bad = _jsonl(
+        tmp_path, [{**row, "acceptable_alternatives": [[{"name": "get_order", "args": {"days": 1.5}}]]}], "b.jsonl"
+    )
+    assert main(["dataset", "validate", str(bad)]) == 2
+    assert "acceptable_alternatives[0]: [0] get_order: args/days: " in capsys.readouterr().err
+
+
 def test_validate_reports_slices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "t.csv"
     assert main(["dataset", "template", "--out", str(path)]) == 0

@@ -173,3 +173,55 @@ def test_a_call_recorded_by_two_instrumentations_is_harvested_once(tmp_path: Pat
     assert [(c.name, c.args) for c in case.expected_tool_calls] == [("get_weather", {"city": "Oslo"})]
     (line,) = [json.loads(x) for x in runs.read_text().splitlines()]
     assert [c["name"] for c in line["tool_calls"]] == ["get_weather"]
+
+
+# --- drafts are ground truth only where the call was right (issue 29) -----------------------------------------
+
+
+def test_harvest_drafts_only_successful_schema_valid_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Failed and schema-invalid calls were drafted as ``expected_tool_calls``: the failure became the answer."""
+    sources = []
+    for kind in ("invalid_args", "tool_error", "unparseable_args"):
+        failures = {**dict.fromkeys(FAILURE_CLASSES, 0.0), kind: 1.0}
+        sources.append(str(_record(tmp_path / f"{kind}.jsonl", failures, traces=4, seed=3)))
+    out, runs = tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
+    config = str(default_config_path())
+    command = ["harvest", *sources, "--where", "composite_ok = false", "--config", config, "--out", str(out)]
+    assert main([*command, "--runs-out", str(runs)]) == 0
+    cases = read_cases(out)
+    assert cases
+    notes = "\n".join(c.notes or "" for c in cases)
+    for why in ("(arguments fail the schema)", "(failed: ", "(arguments did not parse)"):
+        assert why in notes, notes
+    scored = tmp_path / "scored.jsonl"
+    assert main(["replay", *sources, "--config", config, "--out", str(scored)]) == 0
+    good = set()  # (tool, arguments) of every call the processor scored a success with schema-valid arguments
+    for line in scored.read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    attrs = {a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])}
+                    if attrs.get("toolcall_eval.outcome") == "success" and attrs.get("toolcall_eval.schema_valid"):
+                        good.add((attrs["gen_ai.tool.name"], attrs.get("gen_ai.tool.call.arguments")))
+    drafted = [(c.name, json.dumps(c.args, separators=(",", ":"))) for case in cases for c in case.expected_tool_calls]
+    assert drafted
+    for name, args in drafted:
+        assert any(n == name and (a is None or json.loads(a) == json.loads(args)) for n, a in good), (name, args)
+    capsys.readouterr()
+    assert main(["dataset", "validate", str(out)]) == 0, capsys.readouterr().err
+
+
+def test_an_unknown_where_field_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo gave "0 traces matched", exit 0 and an empty file."""
+    source = _record(tmp_path / "t.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=2)
+    out = tmp_path / "o.jsonl"
+    command = ["harvest", str(source), "--out", str(out), "--where"]
+    assert main([*command, "composit_ok = false and tool = authenticate"]) == 2
+    err = capsys.readouterr().err
+    assert "no span has the field 'composit_ok'" in err and "did you mean composite_ok" in err
+    assert "'tool'" not in err  # the known field is not named
+    assert not out.exists()
+    assert main([*command, "user.feedback = thumbs_down"]) == 2  # a dotted key is looked up as it is
+    assert "no span has the field 'user.feedback' (looked up as user.feedback)" in capsys.readouterr().err
+    assert main([*command, "composite_ok = false"]) == 0  # a known field that selects nothing is fine
+    assert "0 traces matched" in capsys.readouterr().out

@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     GATE_FAILED = 1
     BAD_INPUT = 2  # bad input, config or usage, or an output that cannot be written
     JUDGE_UNCALIBRATED = 3  # the gate names a judge metric, but the judge has no valid calibration record
+    JUDGE_FAILED = 4  # `judge run`: questions were asked and none got a verdict (the provider's error is printed)
     INTERRUPTED = 130  # Ctrl-C: the shell's 128 + SIGINT
 
 

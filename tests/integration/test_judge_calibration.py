@@ -181,7 +181,7 @@ def test_errors_are_not_cached_and_a_bad_calibration_file_exits_2(
 ) -> None:
     f = _files(tmp_path, server, max_retries=0)
     server.script.extend([Status(400)] * 4)
-    assert _judge_run(f, tmp_path / "v1.jsonl", tmp_path / "cache") == 0
+    assert _judge_run(f, tmp_path / "v1.jsonl", tmp_path / "cache") == ExitCode.JUDGE_FAILED  # no verdict at all
     assert {json.loads(x)["error"] for x in (tmp_path / "v1.jsonl").read_text().splitlines()} == {"http_400"}
     assert _judge_run(f, tmp_path / "v2.jsonl", tmp_path / "cache") == 0
     assert len(server.requests) == 8  # asked again: an error is never a cached answer
@@ -190,3 +190,21 @@ def test_errors_are_not_cached_and_a_bad_calibration_file_exits_2(
     capsys.readouterr()
     assert main(args) == 2
     assert "calibration.jsonl:1: fingerprint: required" in capsys.readouterr().err
+
+
+def test_a_judge_that_gives_no_verdict_fails_the_run_with_the_providers_error(
+    tmp_path: Path, server: FakeJudgeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The judge unreachable: "errors 4", exit 0 and nothing said about why (issue 29)."""
+    f = _files(tmp_path, server, base_url="http://127.0.0.1:1/v1", max_retries=0)
+    out = tmp_path / "v.jsonl"
+    assert _judge_run(f, out, tmp_path / "cache") == ExitCode.JUDGE_FAILED
+    captured = capsys.readouterr()
+    assert "errors 4" in captured.out
+    assert "error: the judge gave no verdict: all 4 questions failed; the provider's first error: " in captured.err
+    assert "connection_error: ConnectError" in captured.err
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 4 and all(v["error"] for v in lines)  # each question's error is kept in the file
+    # one verdict is enough for a run to be a run: the working judge answers, the errors stay counted
+    f = _files(tmp_path, server)
+    assert _judge_run(f, tmp_path / "v2.jsonl", tmp_path / "cache") == 0

@@ -17,6 +17,7 @@ from otel_toolcall_eval._files import write_atomically
 from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.dataset import bfcl
 from otel_toolcall_eval.dataset.errors import DatasetError, LocatedError
+from otel_toolcall_eval.dataset.expected_args import ToolSchemas, argument_errors
 from otel_toolcall_eval.dataset.io import detect_format, dump_cases, iter_rows
 from otel_toolcall_eval.dataset.models import Slice
 from otel_toolcall_eval.dataset.schema import dataset_json_schema
@@ -73,6 +74,7 @@ def run_validate(args: argparse.Namespace, console: Console) -> int:
     first_line: dict[str, int] = {}
     slices: Counter[str] = Counter()
     difficulty: Counter[str] = Counter()
+    schemas = ToolSchemas()
     try:
         for row in iter_rows(args.file, args.format, collect=collected):
             case = row.case
@@ -88,6 +90,8 @@ def run_validate(args: argparse.Namespace, console: Console) -> int:
                 )
                 continue
             first_line[case.id] = row.line
+            for column, message in argument_errors(case, schemas):
+                errors.append(DatasetError(args.file, row.line, column, message, row.row))
             slices[case.effective_slice.value] += 1
             difficulty[case.difficulty.value] += 1
     except DatasetError as exc:  # unreadable file or bad header: no row can be checked

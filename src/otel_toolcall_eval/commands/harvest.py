@@ -17,7 +17,7 @@ from otel_toolcall_eval.conventions.llm_spans import DefinitionCache
 from otel_toolcall_eval.dataset.io import DatasetError, Format, detect_format, dump_cases, read_cases
 from otel_toolcall_eval.dataset.models import DatasetCase
 from otel_toolcall_eval.errors import ExitCode, OutputError, UsageError
-from otel_toolcall_eval.harvest import WhereError, case_from_trace, matches, parse_where, run_line
+from otel_toolcall_eval.harvest import WhereError, case_from_trace, check_fields, matches, parse_where, run_line
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 
 
@@ -45,6 +45,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     config = EvalConfig.load(args.config) if args.config else EvalConfig()
     spans = load_spans(args, console)
     scored = replay_spans(spans, config).spans  # select on the same scores the online processor would write
+    try:
+        check_fields(conditions, scored)  # a field no span has is a typo, not "0 matched"
+    except WhereError as exc:
+        raise UsageError(str(exc)) from None
     existing = []
     if args.out.exists() and args.out.stat().st_size > 0:
         try:

@@ -64,4 +64,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(Text(f"note: {summary.calls_left_out} calls beyond --max-calls were not judged"))
     if summary.budget_stopped:
         console.print(Text("note: the judge's budget ceiling was reached: the remaining questions were not asked"))
+    if summary.errors and not summary.verdicts:
+        # every question asked failed (judge unreachable, a bad key or model): not a run with "errors 11" to
+        # read past, but no verdict at all; the verdicts file still holds each question's error
+        Console(stderr=True).print(
+            Text(
+                terminal_safe(
+                    f"error: the judge gave no verdict: all {summary.errors} questions failed; "
+                    f"the provider's first error: {summary.first_error}"
+                )
+            ),
+            soft_wrap=True,
+        )
+        return ExitCode.JUDGE_FAILED
     return ExitCode.OK

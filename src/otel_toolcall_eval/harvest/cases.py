@@ -2,8 +2,12 @@
 
 ``user_input`` and ``message_history`` come from the first chat span's input messages (assistant tool calls
 and tool results kept), ``available_tools`` from the definitions the model saw, and the calls the agent
-actually made become a *draft* ``expected_tool_calls``, marked for labelling in ``notes``. Calls that cannot be
-right (a tool that was not offered, a must-not-call tool) are left out of the draft and named in the notes.
+actually made become a *draft* ``expected_tool_calls``, marked for labelling in ``notes``. Only calls that
+succeeded with schema-valid arguments are drafted as expected; the others are left out of the draft and named
+in the notes with why: a tool that was not offered, a must-not-call tool, arguments that did not parse or
+break the schema (the processor's verdict, and the harvested ``available_tools`` schema, which ``dataset
+validate`` checks the row against), a call that failed (its outcome). Drafting a failure as ground truth
+would turn the production failure into the expected answer.
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from otel_toolcall_eval.checks.parse import parse_arguments
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, input_messages, is_llm_span, tool_definitions
+from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
 from otel_toolcall_eval.records import ToolCallRecord
+
+_SCHEMAS = ToolSchemas()  # bounded; one compile per distinct tool list
 
 
 def case_id(trace_id: int) -> str:
@@ -55,6 +62,7 @@ def case_from_trace(
     forbidden = set(config.policies.must_not_call)
     expected: list[ExpectedCall] = []
     left_out: list[str] = []
+    validators = _SCHEMAS.of(list(tools.values()))
     for attrs, record in _recorded_calls(ordered, conventions):
         if tools and record.name not in tools:
             left_out.append(f"{record.name} (not offered)")
@@ -63,22 +71,32 @@ def case_from_trace(
             left_out.append(f"{record.name} (must not call)")
             continue
         parsed = parse_arguments(record.raw_arguments, max_bytes=config.limits.max_argument_bytes)
-        if parsed.value is None and parsed.status.parsed is False:
+        if (parsed.value is None and parsed.status.parsed is False) or attrs.get(A.PARSE_OK) is False:
             left_out.append(f"{record.name} (arguments did not parse)")
+            continue
         batch = attrs.get(A.BATCH)
-        expected.append(
-            ExpectedCall(name=record.name, args=parsed.value or {}, batch=batch if isinstance(batch, int) else None)
-        )
+        call = ExpectedCall(name=record.name, args=parsed.value or {}, batch=batch if isinstance(batch, int) else None)
+        validator = validators.get(record.name)
+        if attrs.get(A.SCHEMA_VALID) is False or (validator is not None and call_errors(call, validator)):
+            left_out.append(f"{record.name} (arguments fail the schema)")
+            continue
+        outcome = attrs.get(A.OUTCOME)
+        if outcome is not None and outcome != "success":
+            left_out.append(f"{record.name} (failed: {outcome})")
+            continue
+        expected.append(call)
 
     findings = _findings(ordered)
     notes = [
         f"DRAFT harvested from trace {format_trace_id(trace_id)}: expected_tool_calls are the calls the agent "
-        "made; correct them, set difficulty, then remove this line.",
+        "made that succeeded with schema-valid arguments; correct them, set difficulty, then remove this line.",
     ]
     if findings:
         notes.append("findings: " + "; ".join(findings))
     if left_out:
         notes.append("left out of the draft: " + ", ".join(left_out))
+        if not expected:
+            notes.append("no call was drafted: expected_no_tool is a placeholder; list the calls that were needed")
     if not messages:
         notes.append("no input messages recorded (content capture off?): fill in user_input")
     return DatasetCase(

@@ -39,6 +39,7 @@ class Condition:
     op: str
     value: Any
     text: str
+    field: str = ""  # as written
 
     def holds(self, attrs: Mapping[str, Any]) -> bool:
         return any(key in attrs and _compare(attrs[key], self.op, self.value) for key in self.keys)
@@ -95,8 +96,8 @@ def _condition(text: str) -> Condition:
                     pattern: Any = re.compile(value)
                 except re.error as exc:
                     raise WhereError(f"--where: bad regex in {text!r}: {exc}") from None
-                return Condition(_keys(field), op, pattern, text)
-            return Condition(_keys(field), op, _literal(value), text)
+                return Condition(_keys(field), op, pattern, text, field)
+            return Condition(_keys(field), op, _literal(value), text, field)
     raise WhereError(f"--where: {text!r} is not FIELD OP VALUE (OP one of {', '.join(_OPS)})")
 
 
@@ -114,6 +115,31 @@ def _compare(actual: Any, op: str, expected: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return {">": a > b, ">=": a >= b, "<": a < b, "<=": a <= b}[op]
+
+
+def check_fields(conditions: Sequence[Condition], spans: Iterable[ReadableSpan]) -> None:
+    """A ``WhereError`` naming each field no span has under any of its keys: a typo (``composit_ok``) would
+    otherwise select nothing and succeed with an empty file. Close matches among the keys present are offered."""
+    wanted = {key for c in conditions for key in c.keys}
+    present: set[str] = set()
+    seen: set[str] = set()
+    for span in spans:
+        attrs = span.attributes or {}
+        present.update(k for k in wanted if k in attrs)
+        if len(seen) < 10_000:
+            seen.update(attrs)
+    missing = [c for c in conditions if not any(k in present for k in c.keys)]
+    if not missing:
+        return
+    from difflib import get_close_matches
+
+    problems = []
+    for c in dict.fromkeys(missing):
+        names = [k.removeprefix(f"{A.PREFIX}trace.").removeprefix(A.PREFIX) for k in seen]
+        close = get_close_matches(c.field, sorted(set(names) | set(seen)), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        problems.append(f"--where: no span has the field '{c.field}' (looked up as {', '.join(c.keys)}){hint}")
+    raise WhereError("\n".join(problems))
 
 
 def matches(spans: Iterable[ReadableSpan], conditions: Sequence[Condition]) -> bool:

@@ -44,14 +44,21 @@ DEFAULT_MAX_CALLS: Final = 10_000
 
 @dataclass
 class JudgeRunSummary:
+    """What a run asked and got; ``verdicts`` counts the questions answered (asked or from the cache)."""
+
     questions_asked: int = 0
     cached: int = 0
     errors: int = 0
+    first_error: str | None = None  # the first provider error, as the judge reported it (kind: message)
     skipped: int = 0  # questions whose data the dataset does not have
     budget_stopped: bool = False
     calls_left_out: int = 0  # beyond max_calls
     cost: float = 0.0
     by_question: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def verdicts(self) -> int:
+        return self.cached + self.questions_asked - self.errors
 
 
 @dataclass(slots=True)
@@ -187,7 +194,10 @@ async def _ask_all(
         value = _stored(verdict)
         if verdict.error is None and cache is not None:
             cache.put(task.key, value)
-        summary.errors += verdict.error is not None
+        if verdict.error is not None:
+            summary.errors += 1
+            if summary.first_error is None:
+                summary.first_error = f"{verdict.error}: {verdict.error_message or ''}".rstrip(": ")[:500]
         lines[i] = _line(task, prints, value, cached=False, cost=verdict.cost)
 
     async with judge.client() as client:

@@ -11,6 +11,7 @@ from __future__ import annotations
 # Run in this order: the cheap in-process figures first, then the ones that run in a child process.
 SUITES: tuple[str, ...] = (
     "benchmarks.processor_cost",
+    "benchmarks.guard_cost",  # the pre-execution guard per call (issue 31)
     "benchmarks.judge_sampling",
     "benchmarks.memory",
     "benchmarks.session_memory",

@@ -146,3 +146,10 @@ def test_the_callgrind_child_runs_each_kind(kind: str) -> None:
 
     _child(kind, True, 3)
     _child(kind, False, 3)
+
+
+def test_the_guard_figures_are_measured(report: dict[str, Any]) -> None:
+    figures = _figures(report)
+    for fig_id in ("guard.decision", "guard.allowed_call", "guard.blocked_call", "guard.decorated_function"):
+        assert _measured(figures[fig_id]), figures[fig_id]
+        assert len(figures[fig_id]["data"]["subject_rounds"]) == report["sizes"]["rounds"]

@@ -64,6 +64,7 @@ class _State:
     history: CallHistory = field(default_factory=new_call_history)
     failed: set[bytes] = field(default_factory=set)
     tools: dict[str, ToolDefinition] | None = None
+    merged: dict[str, ToolDefinition] | None = None  # the tools last merged into ``tools``
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -165,8 +166,9 @@ class Guard:
         """The engine's verdicts on the call, unrecorded: what ``check`` decides from."""
         state = self._state(scope)
         with state.lock:
-            if tools:
+            if tools is not None and tools is not state.merged:  # a plug-in passes the same dict each call
                 state.tools = tools if state.tools is None else {**state.tools, **tools}
+                state.merged = tools
             return precheck(self.scorer, name, arguments, state.history, trace_tools=state.tools, batch=batch,
                             failed_calls=state.failed)  # fmt: skip
 

@@ -21,13 +21,14 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from otel_toolcall_eval.attributes import SESSION_ATTRIBUTES, SPAN_ATTRIBUTES
+from otel_toolcall_eval.attributes import GUARD_ATTRIBUTES, SESSION_ATTRIBUTES, SPAN_ATTRIBUTES
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions.builtin import BUILTIN
 from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
 from otel_toolcall_eval.conventions.shapes import SHAPES
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
 from otel_toolcall_eval.errors import ExitCode
+from otel_toolcall_eval.guard.record import GUARD_METRICS
 from otel_toolcall_eval.metrics import METRICS
 from otel_toolcall_eval.offline import docs as offline_docs
 from otel_toolcall_eval.offline import runs
@@ -42,6 +43,19 @@ def attribute_table() -> str:
 def metric_table() -> str:
     rows = ["| metric | kind | unit | labels | Prometheus name | meaning |", "|---|---|---|---|---|---|"]
     rows += [f"| `{m.name}` | {m.kind} | `{m.unit}` | {m.labels} | `{m.prometheus}` | {m.meaning} |" for m in METRICS]
+    return "\n".join(rows)
+
+
+def guard_attribute_table() -> str:
+    rows = ["| attribute | type | on | meaning |", "|---|---|---|---|"]
+    rows += [f"| `{a.name}` | {a.type} | {a.where} | {a.meaning} |" for a in GUARD_ATTRIBUTES]
+    return "\n".join(rows)
+
+
+def guard_metric_table() -> str:
+    rows = ["| metric | kind | labels | Prometheus name | meaning |", "|---|---|---|---|---|"]
+    rows += [f"| `{name}` | {kind} | {labels} | `{prom}` | {meaning} |" for name, kind, labels, prom, meaning in
+             GUARD_METRICS]  # fmt: skip
     return "\n".join(rows)
 
 
@@ -235,6 +249,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "run-file": _run_file_text,
     "offline-metrics": offline_docs.metrics_table,
     "tool-metrics": offline_docs.tool_metrics_table,
+    "guard-attributes": guard_attribute_table,
+    "guard-metrics": guard_metric_table,
 }
 
 
@@ -248,6 +264,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "docs/reference/cli.md": ("cli",),
     "docs/reference/formats.md": ("dataset-case", "dataset-call", "dataset-trajectory", "run-file"),
     "docs/explanation/formulas.md": ("offline-metrics", "tool-metrics"),
+    "docs/guardrail.md": ("guard-attributes", "guard-metrics"),
 }
 
 

@@ -216,7 +216,57 @@ class ServeConfig(_Strict):
     max_queue_spans: int = Field(
         default=20_000, ge=1, le=10_000_000, description="received spans waiting to be scored; full: 429/UNAVAILABLE"
     )
-    max_concurrent_requests: int = Field(default=32, ge=1, le=10_000, description="HTTP connections and gRPC RPCs")
+    max_queue_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=64 * 1024,
+        le=64 * 1024 * 1024 * 1024,
+        description=(
+            "accepted spans not yet exported (queued, being scored, held, in the export queue), counted in their "
+            "encoded size; full: 429/UNAVAILABLE (one request is always taken when nothing is held)"
+        ),
+    )
+    max_inflight_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        le=64 * 1024 * 1024 * 1024,
+        description=(
+            "memory of the requests being read and decoded at once, estimated from each body's size and structure; "
+            "over: 503/UNAVAILABLE with a retry delay (one request is always taken when none is in flight)"
+        ),
+    )
+    max_span_attributes: int = Field(
+        default=1_024,
+        ge=1,
+        le=1_000_000,
+        description="attributes of one span, event, link, resource or scope; more: that span refused (partial success)",
+    )
+    max_array_values: int = Field(
+        default=4_096, ge=1, le=1_000_000, description="values of one array or key-value list in an attribute value"
+    )
+    max_value_depth: int = Field(
+        default=8, ge=1, le=64, description="arrays and key-value lists nested in one attribute value"
+    )
+    max_concurrent_requests: int = Field(
+        default=32, ge=1, le=10_000, description="authenticated HTTP requests and gRPC calls handled at once"
+    )
+    max_pending_connections: int = Field(
+        default=64,
+        ge=1,
+        le=100_000,
+        description="HTTP connections not (yet) in an authenticated request; more: the oldest of them is closed",
+    )
+    idle_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=3_600, description="an HTTP keep-alive connection waiting for its next request"
+    )
+    head_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=600, description="an HTTP request's line and headers, from their first byte to the last"
+    )
+    request_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3_600,
+        description="an HTTP request's body once its headers are in, and a whole gRPC call, server-side",
+    )
     retry_after_seconds: int = Field(default=1, ge=1, le=3_600, description="what a rejected sender is told to wait")
     shutdown_timeout_seconds: float = Field(
         default=10.0, gt=0, le=3_600, description="SIGTERM: the deadline to drain, score and export what was accepted"

@@ -1,21 +1,39 @@
 """OTLP/HTTP: ``POST /v1/traces`` (protobuf or JSON, gzip/deflate), plus ``/healthz`` and ``/readyz``.
 
-The standard library's threading server, bounded: at most ``max_concurrent_requests`` connections are served
-at once (the next is answered 503 with ``Retry-After`` without being read), a body needs a ``Content-Length``
-no larger than the maximum (else 411/413, unread) or comes chunked (as the OpenTelemetry JS exporters send it),
-read no further than the maximum; sockets time out when idle, and every answer to a valid but
-refused request is retryable per OTLP (429 for a full queue, 503 while shutting down). Errors carry a
-``google.rpc.Status`` in the request's encoding, as the OTLP spec asks. With ``serve.tls`` every connection is
-TLS (handshake on the connection's thread); a plaintext client fails the handshake and reaches nothing.
+The standard library's threading server, bounded against careless and hostile clients (issue 28):
+
+- Time: every read has a deadline for its whole phase, not per ``recv`` (``_DeadlineReader``): a keep-alive
+  connection waits at most ``idle_timeout_seconds`` for its next request, a request's line and headers must all
+  arrive within ``head_timeout_seconds`` of its first byte, and its body within ``request_timeout_seconds`` of the
+  headers; a client dripping a byte at a time is cut off at the deadline.
+- Who holds a thread: a connection that is not in an authenticated request (reading a head, idle between
+  requests, a TLS handshake) is *pending*; at most ``max_pending_connections`` are, and a new connection past that
+  closes the oldest pending one. The token is checked as soon as the headers are in, before the body is read;
+  only then does the request take one of the ``max_concurrent_requests`` slots (none free: 503 with
+  ``Retry-After``), so those slots are for authenticated senders, whatever the unauthenticated ones do.
+- Bytes: a body needs a ``Content-Length`` no larger than ``max_message_bytes`` (else 411/413, unread) or comes
+  chunked (as the OpenTelemetry JS exporters send it), read no further than the maximum; before it is read, and
+  again once decompressed with its decoding cost estimated (``decode.estimate``), it reserves its share of
+  ``max_inflight_bytes`` (none left: 503 with ``Retry-After``); the decoded spans then hold ``max_queue_bytes``
+  until exported (full: 429).
+
+Every answer to a valid but refused request is retryable per OTLP (429 for a full queue, 503 while shutting down
+or busy). Errors carry a ``google.rpc.Status`` in the request's encoding, as the OTLP spec asks. With
+``serve.tls`` every connection is TLS (handshake on the connection's thread, within the head timeout); a
+plaintext client fails the handshake and reaches nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import socket
 import ssl
 import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,20 +48,79 @@ from otel_toolcall_eval.serve.decode import (
     BadPayload,
     decode_spans,
     decompress,
+    estimate,
     media_type,
     partial_success,
 )
 from otel_toolcall_eval.serve.intake import Admission, Intake
+from otel_toolcall_eval.serve.pipeline import Reservation
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
 
-_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %d\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+@dataclass(frozen=True)
+class HttpBounds:
+    """How many connections, and how long each phase of a request may take (``serve:``)."""
+
+    max_concurrent: int = 32
+    max_pending: int = 64
+    idle_seconds: float = 30.0
+    head_seconds: float = 10.0
+    request_seconds: float = 60.0
+
+
+class _Conn:
+    """One connection, as the server tracks it: its socket (the TLS one once wrapped)."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket's bytes, each ``recv`` given only what is left of the handler's current deadline, so a phase
+    (the wait for a request, its head, its body) ends at its deadline however slowly the bytes come."""
+
+    def __init__(self, sock: socket.socket, handler: _Handler) -> None:
+        self._sock = sock
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self._handler.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the request's deadline passed")
+        self._sock.settimeout(remaining)
+        return self._sock.recv_into(buffer)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive, as the OTLP exporters' sessions expect
-    timeout = 30  # an idle or slow connection gives its slot back
+    timeout = None  # per phase instead: ``deadline``, enforced by ``_DeadlineReader``
+    deadline = 0.0
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()
+        self.rfile = self._reader = io.BufferedReader(_DeadlineReader(self.connection, self), 64 * 1024)
+
+    def handle_one_request(self) -> None:
+        """Wait for the next request within the idle timeout, then give its line and headers the head timeout."""
+        bounds = self.server.bounds
+        self.deadline = time.monotonic() + bounds.idle_seconds
+        try:
+            first = self._reader.peek(1)
+        except OSError:  # TimeoutError included: an idle connection closed, or the client went away
+            first = b""
+        if not first:
+            self.close_connection = True
+            return
+        self.deadline = time.monotonic() + bounds.head_seconds
+        super().handle_one_request()
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
@@ -57,40 +134,58 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         intake = self.server.intake
-        intake.begin()
-        try:
-            self._post(intake)
-        finally:
-            intake.end()
-
-    def _post(self, intake: Intake) -> None:
         json = media_type(self.headers.get("Content-Type")) == JSON
         if self.path.split("?", 1)[0] != "/v1/traces":
             self.close_connection = True
             intake.reject("unknown_path")
             self._error(HTTPStatus.NOT_FOUND, "only POST /v1/traces is served", json)
             return
-        if not intake.authorized(self.headers.get("Authorization")):
+        if not intake.authorized(self.headers.get("Authorization")):  # as soon as the headers are in
             self.close_connection = True
             intake.reject("unauthenticated")
             self._error(HTTPStatus.UNAUTHORIZED, "a valid bearer token is required", json)
             return
-        body = self._body()
+        if not self.server.enter():
+            self.close_connection = True  # the body is never read
+            intake.reject("too_many_requests")
+            self._error(HTTPStatus.SERVICE_UNAVAILABLE, "busy: retry later", json, retry_after=intake.retry_after)
+            return
+        intake.begin()
+        reservation = intake.inflight.reservation()
+        try:
+            self.deadline = time.monotonic() + self.server.bounds.request_seconds
+            self._post(intake, reservation, json)
+        except TimeoutError:
+            self.close_connection = True
+            intake.reject("timeout")
+        finally:
+            reservation.close()
+            intake.end()
+            self.server.leave()
+
+    def _busy(self, json: bool, close: bool) -> None:
+        """The requests in flight hold ``max_inflight_bytes``: retryable; ``close`` when the body was not read."""
+        self.close_connection = self.close_connection or close
+        intake = self.server.intake
+        self._error(HTTPStatus.SERVICE_UNAVAILABLE, f"{intake.busy().value}: retry later", json, intake.retry_after)
+
+    def _post(self, intake: Intake, reservation: Reservation, json: bool) -> None:
+        body = self._body(reservation, json)
         if body is None:
             return
         invalid: list[str] = []
+        content_type = self.headers.get("Content-Type")
         try:
-            spans = decode_spans(
-                decompress(body, self.headers.get("Content-Encoding"), intake.max_bytes),
-                self.headers.get("Content-Type"),
-                intake.queue.max_spans,
-                invalid,
-            )
+            decoded = decompress(body, self.headers.get("Content-Encoding"), intake.max_bytes)
+            if not reservation.grow_to(len(body) + estimate(decoded, content_type)):
+                self._busy(json, close=False)
+                return
+            spans = decode_spans(decoded, content_type, intake.queue.max_spans, invalid, intake.limits)
         except BadPayload as exc:
             intake.reject("too_large" if exc.status == 413 else "bad_payload")
             self._error(HTTPStatus(exc.status), str(exc), json)
             return
-        outcome = intake.admit(spans, "http", invalid=len(invalid))
+        outcome = intake.admit(spans, "http", invalid=len(invalid), nbytes=len(decoded))
         if outcome is Admission.ACCEPTED:
             response = partial_success(invalid)
             if json:
@@ -102,12 +197,16 @@ class _Handler(BaseHTTPRequestHandler):
         status = HTTPStatus.TOO_MANY_REQUESTS if outcome is Admission.FULL else HTTPStatus.SERVICE_UNAVAILABLE
         self._error(status, f"{outcome.value}: retry later", json, retry_after=intake.retry_after)
 
-    def _body(self) -> bytes | None:
-        """The request body, by Content-Length or chunked; ``None`` when refused (the answer is sent)."""
+    def _body(self, reservation: Reservation, json: bool) -> bytes | None:
+        """The request body, by Content-Length or chunked, its bytes reserved before they are read; ``None``
+        when refused (the answer is sent)."""
         coding = self.headers.get("Transfer-Encoding")
         if coding is None:
             length = self._content_length()
             if length is None:
+                return None
+            if not reservation.grow_to(length):
+                self._busy(json, close=True)
                 return None
             body = self.rfile.read(length)
             if len(body) < length:
@@ -117,9 +216,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._refuse(HTTPStatus.NOT_IMPLEMENTED, "only the chunked transfer coding is supported")
         if self.headers.get("Content-Length") is not None:  # RFC 9112 6.3: a smuggling attempt, never both
             return self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length and Transfer-Encoding together")
-        return self._chunked()
+        return self._chunked(reservation, json)
 
-    def _chunked(self) -> bytes | None:
+    def _chunked(self, reservation: Reservation, json: bool) -> bytes | None:
         """A chunked body (the OpenTelemetry JS exporters send one), read chunk by chunk: a chunk that would take
         the body past ``max_message_bytes`` is refused before it is read, and every size or trailer line is
         bounded, so an endless or lying sender costs at most the limit."""
@@ -142,6 +241,9 @@ class _Handler(BaseHTTPRequestHandler):
             if total > limit:
                 self.server.intake.reject("too_large")
                 return self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body exceeds {limit} bytes", counted=True)
+            if not reservation.grow_to(total):
+                self._busy(json, close=True)
+                return None
             chunk = self.rfile.read(size)
             if len(chunk) < size or self.rfile.read(2) != b"\r\n":
                 return self._refuse(HTTPStatus.BAD_REQUEST, "chunked body cut short")
@@ -194,6 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, body, json, retry_after)
 
     def _send(self, status: HTTPStatus, body: bytes, json: bool, retry_after: int | None = None) -> None:
+        self.connection.settimeout(self.server.bounds.head_seconds)  # a client that does not read is cut off
         self.send_response(status)
         self.send_header("Content-Type", JSON if json else PROTOBUF)
         self.send_header("Content-Length", str(len(body)))
@@ -205,11 +308,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _plain(self, status: HTTPStatus, body: bytes) -> None:
+        self.connection.settimeout(self.server.bounds.head_seconds)
         self.send_response(status)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def log_error(self, format: str, *args: Any) -> None:
+        if format.startswith("Request timed out"):  # the head's deadline passed (the standard library's words)
+            self.server.intake.reject("timeout")
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # one line per request would be the service's heaviest output; the metrics count what matters
@@ -239,34 +347,67 @@ class _Server(ThreadingHTTPServer):
         self,
         address: tuple[str, int],
         intake: Intake,
-        max_connections: int,
+        bounds: HttpBounds,
         tls: ssl.SSLContext | None = None,
     ) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.intake = intake
+        self.bounds = bounds
         self._tls = tls
-        self._slots = threading.BoundedSemaphore(max_connections)
+        self._slots = threading.BoundedSemaphore(bounds.max_concurrent)
+        self._lock = threading.Lock()
+        self._pending: OrderedDict[_Conn, None] = OrderedDict()  # oldest first
+        self._local = threading.local()  # the connection this thread serves
         super().__init__(address, _Handler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.intake.reject("too_many_connections")
-            if self._tls is None:  # with TLS the answer would need a handshake on the accepting thread: closed
-                with contextlib.suppress(OSError):
-                    request.sendall(_BUSY % self.intake.retry_after)
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except Exception:
-            self._slots.release()
-            raise
+    # --- who holds a thread -------------------------------------------------------------------------------
+    def _pend(self, conn: _Conn) -> None:
+        """``conn`` is not in an authenticated request; past ``max_pending`` the oldest such connection is closed
+        (its thread's read fails at once and it ends), so nobody can hold the threads by saying nothing."""
+        victims = []
+        with self._lock:
+            self._pending[conn] = None
+            while len(self._pending) > self.bounds.max_pending:
+                victims.append(self._pending.popitem(last=False)[0])
+        for victim in victims:
+            self.intake.reject("evicted")
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(victim.sock, socket.SHUT_RDWR)  # the plain socket's, TLS or not
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def _unpend(self, conn: _Conn) -> None:
+        with self._lock:
+            self._pending.pop(conn, None)
+
+    def enter(self) -> bool:
+        """The current request is authenticated: it leaves the pending connections for a request slot;
+        ``False`` when every slot is taken (the caller answers 503 and closes)."""
+        conn: _Conn = self._local.conn
+        self._unpend(conn)
+        return self._slots.acquire(blocking=False)
+
+    def leave(self) -> None:
+        """The authenticated request is answered: its slot is free, the connection pending again (keep-alive)."""
+        self._slots.release()
+        self._pend(self._local.conn)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        conn = _Conn(request)
+        self._pend(conn)
+        thread = threading.Thread(
+            target=self._serve, args=(request, client_address, conn), name="toolcall-eval-serve-http-conn"
+        )
+        thread.daemon = True
+        thread.start()
+
+    def _serve(self, request: Any, client_address: Any, conn: _Conn) -> None:
+        self._local.conn = conn
         try:
-            super().process_request_thread(request, client_address)
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - what socketserver's own thread does: the client's business, logged
+            self.handle_error(request, client_address)
         finally:
-            self._slots.release()
+            self._unpend(conn)
+            self.shutdown_request(request)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """With TLS, the handshake runs here, on the connection's own thread (a slow or plaintext client never
@@ -274,12 +415,13 @@ class _Server(ThreadingHTTPServer):
         if self._tls is None:
             super().finish_request(request, client_address)
             return
-        request.settimeout(_Handler.timeout)
+        request.settimeout(self.bounds.head_seconds)  # per read; the pending bound closes a slow one's connection
         try:
             secure = self._tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
         except OSError:
             self.intake.reject("tls_handshake")
             return
+        self._local.conn.sock = secure
         try:
             try:
                 secure.do_handshake()
@@ -300,9 +442,9 @@ class _Server(ThreadingHTTPServer):
 
 class HttpReceiver:
     def __init__(
-        self, host: str, port: int, intake: Intake, max_connections: int, tls: ssl.SSLContext | None = None
+        self, host: str, port: int, intake: Intake, bounds: HttpBounds, tls: ssl.SSLContext | None = None
     ) -> None:
-        self._server = _Server((host, port), intake, max_connections, tls)
+        self._server = _Server((host, port), intake, bounds, tls)
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="toolcall-eval-serve-http"

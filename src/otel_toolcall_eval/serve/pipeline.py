@@ -16,16 +16,89 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otel_toolcall_eval._sdk import stash, stashed
 from otel_toolcall_eval.replay.engine import end_order
 from otel_toolcall_eval.serve.metrics import EXPORTED, SCORED, ServeMetrics
 
+WEIGHT: Final = "_toolcall_eval_bytes"  # a received span's share of its request's encoded size (``ByteBudget``)
 SpanKey = tuple[int, int]  # (trace id, span id): the scored copy the processor forwards keeps the context
 
 logger = logging.getLogger("otel_toolcall_eval.serve")
+
+
+class ByteBudget:
+    """Bytes taken and given back, at most ``limit`` in use, except by a taker alone (so the largest request
+    ``max_message_bytes`` allows always gets through when nothing else is in): ``peak`` is the most ever in use.
+
+    Two of them bound the service's memory: the requests in flight (``serve.max_inflight_bytes``: each reserves
+    its estimated decoding cost, ``Reservation``), and the spans accepted and not yet exported
+    (``serve.max_queue_bytes``: a request's encoded size, spread over its spans, ``weigh``, and given back as the
+    exporter reports each span done, ``CountingExporter``), which covers the queue, the scoring, the spans the
+    processor holds and the export queue at once, so a next hop that does not answer turns into retryable
+    refusals before memory grows."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self.used = 0
+        self.peak = 0
+
+    def take(self, n: int, mine: int = 0) -> bool:
+        """``n`` more bytes for a taker already holding ``mine`` of them; ``False`` (nothing taken) when over."""
+        with self._lock:
+            if self.used > mine and self.used + n > self.limit:
+                return False
+            self.used += n
+            self.peak = max(self.peak, self.used)
+            return True
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.used = max(0, self.used - n)
+
+    def reservation(self) -> Reservation:
+        return Reservation(self)
+
+
+class Reservation:
+    """One request's share of a ``ByteBudget``, grown as its cost becomes known and given back by ``close``."""
+
+    def __init__(self, budget: ByteBudget) -> None:
+        self._budget = budget
+        self.amount = 0
+
+    def grow_to(self, total: int) -> bool:
+        """Hold ``total`` bytes in all (never less than held already); ``False`` when the budget has no room."""
+        extra = total - self.amount
+        if extra <= 0:
+            return True
+        if not self._budget.take(extra, self.amount):
+            return False
+        self.amount = total
+        return True
+
+    def close(self) -> None:
+        self._budget.give(self.amount)
+        self.amount = 0
+
+
+def weigh(spans: Sequence[ReadableSpan], nbytes: int) -> None:
+    """Stash each span's share of ``nbytes`` (the processor's scored copy carries it to the exporter)."""
+    if not spans:
+        return
+    share, rest = divmod(nbytes, len(spans))
+    for n, span in enumerate(spans):
+        stash(span, WEIGHT, share + (1 if n < rest else 0))
+
+
+def weight(spans: Sequence[ReadableSpan]) -> int:
+    """What ``weigh`` stashed on ``spans`` in all (0 for spans the service made itself)."""
+    return sum(stashed(span, WEIGHT) or 0 for span in spans)
 
 
 class SpanQueue:
@@ -169,12 +242,18 @@ class CountingExporter(SpanExporter):
     """The real exporter, counting results and closing the export window as batches finish."""
 
     def __init__(
-        self, inner: SpanExporter, window: _ExportWindow, metrics: ServeMetrics, arrivals: Arrivals | None = None
+        self,
+        inner: SpanExporter,
+        window: _ExportWindow,
+        metrics: ServeMetrics,
+        arrivals: Arrivals | None = None,
+        held: ByteBudget | None = None,
     ) -> None:
         self._inner = inner
         self._window = window
         self._metrics = metrics
         self._arrivals = arrivals
+        self._held = held
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result = SpanExportResult.FAILURE
@@ -194,6 +273,8 @@ class CountingExporter(SpanExporter):
             if not ok:
                 logger.warning("toolcall-eval serve: %d spans not accepted by the next hop", len(spans))
             self._window.release(len(spans))
+            if self._held is not None:
+                self._held.give(weight(spans))
         return result
 
     def shutdown(self) -> None:

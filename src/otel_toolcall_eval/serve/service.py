@@ -37,14 +37,16 @@ from opentelemetry.trace import TracerProvider
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
+from otel_toolcall_eval.serve.decode import Limits
 from otel_toolcall_eval.serve.export import metric_reader, next_hop
 from otel_toolcall_eval.serve.grpc_receiver import GrpcReceiver
-from otel_toolcall_eval.serve.http_receiver import HttpReceiver
+from otel_toolcall_eval.serve.http_receiver import HttpBounds, HttpReceiver
 from otel_toolcall_eval.serve.intake import Intake
 from otel_toolcall_eval.serve.metrics import EXPORTED, RECEIVED, SCORED, ServeMetrics
 from otel_toolcall_eval.serve.pipeline import (
     Arrivals,
     Borrowed,
+    ByteBudget,
     CountingExporter,
     ScoringWorker,
     SpanQueue,
@@ -147,8 +149,9 @@ class Service:
                     schedule_delay_millis=serve.export.schedule_delay_millis,
                 )
             )
+        self._held = ByteBudget(serve.max_queue_bytes)  # accepted and not yet exported, in encoded bytes
         self._batch = BatchSpanProcessor(
-            CountingExporter(Borrowed(span_exporter), window, self.metrics, self._arrivals),
+            CountingExporter(Borrowed(span_exporter), window, self.metrics, self._arrivals, self._held),
             max_queue_size=serve.export.max_queue_spans,
             max_export_batch_size=serve.export.max_batch_spans,
             schedule_delay_millis=serve.export.schedule_delay_millis,
@@ -180,7 +183,15 @@ class Service:
             self._queue, self.processor if scoring else self._batch, window, self.metrics, serve.export.max_batch_spans
         )
         self.intake = Intake(
-            self._queue, self.metrics, token, serve.retry_after_seconds, serve.max_message_bytes, self._arrivals
+            self._queue,
+            self.metrics,
+            token,
+            serve.retry_after_seconds,
+            serve.max_message_bytes,
+            self._arrivals,
+            held=self._held,
+            inflight=ByteBudget(serve.max_inflight_bytes),
+            limits=Limits(serve.max_span_attributes, serve.max_array_values, serve.max_value_depth),
         )
         self._http: HttpReceiver | None = None
         self._grpc: GrpcReceiver | None = None
@@ -203,7 +214,13 @@ class Service:
                     serve.host,
                     serve.http_port,
                     self.intake,
-                    serve.max_concurrent_requests,
+                    HttpBounds(
+                        max_concurrent=serve.max_concurrent_requests,
+                        max_pending=serve.max_pending_connections,
+                        idle_seconds=serve.idle_timeout_seconds,
+                        head_seconds=serve.head_timeout_seconds,
+                        request_seconds=serve.request_timeout_seconds,
+                    ),
                     None if self._tls is None else self._tls.http,
                 )
                 self._http.start()
@@ -214,6 +231,7 @@ class Service:
                     self.intake,
                     serve.max_concurrent_requests,
                     None if self._tls is None else self._tls.grpc_credentials(),
+                    serve.request_timeout_seconds,
                 )
                 self._grpc.start()
         except OSError:

@@ -1,0 +1,430 @@
+"""The scoring service under hostile and careless clients (issue 28), each finding reproduced with real parts:
+real sockets on 127.0.0.1, the real gRPC server and client, the OpenTelemetry SDK's OTLP exporters as the
+authorised senders, and a real gRPC next hop (``otlp_receiver``).
+
+Every loop that an attacker runs here is bounded (a number of rounds or a deadline) and every wait polls with a
+deadline, so a regression fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import httpx
+import orjson
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from otel_toolcall_eval.replay.otlp import encode_json
+from otel_toolcall_eval.serve import Service
+from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS
+
+from .otlp_receiver import GrpcTraceReceiver
+from .test_serve import PROTOBUF, GatedExporter, _plain_spans, config_for, wait_until
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "s3cret-token"
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+@pytest.fixture
+def receiver() -> Iterator[GrpcTraceReceiver]:
+    rx = GrpcTraceReceiver()
+    yield rx
+    rx.close()
+
+
+def _started(receiver: GrpcTraceReceiver, exporter: Any = None, **serve: Any) -> Service:
+    svc = Service(config_for(receiver, **serve), span_exporter=exporter)
+    svc.start()
+    return svc
+
+
+def _guarded(receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch, **serve: Any) -> Service:
+    """A service that requires ``TOKEN``."""
+    monkeypatch.setenv("SERVE_HOSTILE_TOKEN", TOKEN)
+    return _started(receiver, bearer_token_env="SERVE_HOSTILE_TOKEN", **serve)
+
+
+# --- finding 1: bounded work per request ----------------------------------------------------------------------
+
+
+def _kv(key: str, value: AnyValue) -> KeyValue:
+    return KeyValue(key=key, value=value)
+
+
+def _nested(depth: int) -> AnyValue:
+    value = AnyValue(string_value="leaf")
+    for _ in range(depth):
+        outer = AnyValue()
+        outer.array_value.values.append(value)
+        value = outer
+    return value
+
+
+def _oversized(shape: str) -> ExportTraceServiceRequest:
+    """Two spans, the first over one structural limit of the service below (16 attributes, 16 values, depth 3)."""
+    message = encode_spans(_plain_spans(2, 7))
+    span = message.resource_spans[0].scope_spans[0].spans[0]
+    if shape == "attributes":
+        span.attributes.extend(_kv(f"a{i}", AnyValue(string_value="x")) for i in range(200))
+    elif shape == "array":
+        many = AnyValue()
+        many.array_value.values.extend(AnyValue(int_value=i) for i in range(100))
+        span.attributes.append(_kv("many", many))
+    elif shape == "event":
+        event = span.events.add(name="e", time_unix_nano=span.start_time_unix_nano)
+        event.attributes.extend(_kv(f"e{i}", AnyValue(bool_value=True)) for i in range(50))
+    else:
+        span.attributes.append(_kv("deep", _nested(6)))
+    return message
+
+
+LIMITS = {"max_span_attributes": 16, "max_array_values": 16, "max_value_depth": 3}
+SETTING = {
+    "attributes": "serve.max_span_attributes",
+    "array": "serve.max_array_values",
+    "event": "serve.max_span_attributes",
+    "depth": "serve.max_value_depth",
+}
+
+
+@pytest.mark.parametrize("shape", ["attributes", "array", "event", "depth"])
+@pytest.mark.parametrize("transport", ["http-json", "http-protobuf", "grpc"])
+def test_a_span_over_the_structural_limits_is_refused_alone(
+    transport: str, shape: str, receiver: GrpcTraceReceiver
+) -> None:
+    """Finding 1 (per request): a span with too many attributes (on itself or an event), an array with too many
+    values or values nested too deep is refused by OTLP partial success, naming the setting; its neighbour is
+    scored and forwarded."""
+    svc = _started(receiver, **LIMITS)
+    try:
+        message = _oversized(shape)
+        good = message.resource_spans[0].scope_spans[0].spans[1].span_id
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        if transport == "http-json":
+            answer = httpx.post(
+                url,
+                content=orjson.dumps(_as_json(message)),
+                headers={"Content-Type": "application/json"},
+                timeout=10,
+            )
+            assert answer.status_code == 200, answer.text
+            partial = answer.json()["partialSuccess"]
+            rejected, reason = int(partial["rejectedSpans"]), partial["errorMessage"]
+        elif transport == "http-protobuf":
+            answer = httpx.post(
+                url, content=message.SerializeToString(), headers={"Content-Type": PROTOBUF}, timeout=10
+            )
+            assert answer.status_code == 200
+            response = ExportTraceServiceResponse.FromString(answer.content)
+            rejected, reason = response.partial_success.rejected_spans, response.partial_success.error_message
+        else:
+            with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
+                response = TraceServiceStub(channel).Export(message, timeout=10)  # type: ignore[no-untyped-call]
+            rejected, reason = response.partial_success.rejected_spans, response.partial_success.error_message
+        assert rejected == 1
+        assert SETTING[shape] in reason and "spans[0]" in reason
+        arrived = receiver.wait_for_spans(1)
+        assert [s.span.span_id for s in arrived] == [good]
+    finally:
+        svc.stop(timeout=10)
+
+
+def _as_json(message: ExportTraceServiceRequest) -> dict[str, Any]:
+    from google.protobuf import json_format
+
+    document: dict[str, Any] = json_format.MessageToDict(message)
+    for rs in document["resourceSpans"]:  # OTLP JSON: hex ids, not protobuf's base64
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        import base64
+
+                        span[key] = base64.b64decode(span[key]).hex()
+    return document
+
+
+def _stalled_body(port: int, length: int, content_type: str = "application/json") -> socket.socket:
+    """An authorised request whose headers and first bytes are in and whose body then stops: it holds its share
+    of the in-flight memory until the test sends the rest (or closes it)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    head = (
+        f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nContent-Length: {length}\r\n\r\n"
+    )
+    sock.sendall(head.encode() + b"{")
+    return sock
+
+
+def _answer(sock: socket.socket) -> bytes:
+    data = b""
+    deadline = time.monotonic() + 10
+    while b"\r\n\r\n" not in data and time.monotonic() < deadline:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_requests_in_flight_are_bounded_in_bytes(receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 1 (in total): while requests in flight hold ``max_inflight_bytes``, the next is refused with the
+    retryable answer (HTTP 503 + Retry-After, gRPC UNAVAILABLE + RetryInfo); the SDK's exporter retries and
+    delivers once the memory is given back; the budget's high-water mark stays within the bound."""
+    limit = 1024 * 1024
+    svc = _guarded(receiver, monkeypatch, max_inflight_bytes=limit)
+    try:
+        document = encode_json(_plain_spans(3, 1))
+        body = orjson.dumps(document)
+        stalled = _stalled_body(svc.http_port or 0, limit - 1000)  # holds all but 1000 bytes of the budget
+        try:
+            wait_until(lambda: svc.intake.inflight.used >= limit - 1000, "the stalled body's reservation")
+            answer = httpx.post(
+                f"http://127.0.0.1:{svc.http_port}/v1/traces",
+                content=body,
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+                timeout=10,
+            )
+            assert (answer.status_code, answer.headers.get("retry-after")) == (503, "1"), answer.text
+            with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
+                with pytest.raises(grpc.RpcError) as err:
+                    TraceServiceStub(channel).Export(  # type: ignore[no-untyped-call]
+                        encode_spans(_plain_spans(2, 2)), metadata=(("authorization", f"Bearer {TOKEN}"),), timeout=10
+                    )
+            assert err.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert any(key == "google.rpc.retryinfo-bin" for key, _ in err.value.trailing_metadata() or ())
+            # the SDK's exporter, retrying on its own, is refused while the stalled request holds the memory
+            refused = svc.metrics.total(REJECTED_REQUESTS, "memory_busy")
+            sender = HttpSpanExporter(
+                endpoint=f"http://127.0.0.1:{svc.http_port}/v1/traces",
+                headers={"Authorization": f"Bearer {TOKEN}"},
+                timeout=30,
+            )
+            spans = _plain_spans(4, 3)
+            result: list[SpanExportResult] = []
+            thread = threading.Thread(target=lambda: result.append(sender.export(spans)))
+            thread.start()
+            wait_until(lambda: svc.metrics.total(REJECTED_REQUESTS, "memory_busy") > refused, "the SDK refused")
+        finally:
+            stalled.close()  # the stalled request ends (a short body): its reservation is given back
+        thread.join(30)
+        assert result == [SpanExportResult.SUCCESS]
+        sender.shutdown()
+        assert svc.intake.inflight.peak <= limit
+        wait_until(lambda: svc.intake.inflight.used == 0, "every reservation given back")
+        receiver.wait_for_spans(4)
+    finally:
+        svc.stop(timeout=10)
+
+
+# --- finding 2: queues bounded in bytes -----------------------------------------------------------------------
+
+
+def _one_big_span(seed: int, size: int) -> bytes:
+    message = encode_spans(_plain_spans(1, seed))
+    message.resource_spans[0].scope_spans[0].spans[0].attributes.append(
+        _kv("payload", AnyValue(string_value="x" * size))
+    )
+    return message.SerializeToString()
+
+
+def test_the_queue_is_bounded_in_bytes(receiver: GrpcTraceReceiver) -> None:
+    """Finding 2: with a next hop that does not answer, one-span requests of 100 KB fill ``max_queue_bytes``
+    (256 KiB here) long before ``max_queue_spans``: the next is answered 429 with Retry-After, and once the next hop answers every accepted span is forwarded and the sender's retry is taken."""
+    gated = GatedExporter(GrpcSpanExporter(endpoint=receiver.endpoint, insecure=True))
+    svc = _started(receiver, gated, max_queue_bytes=256 * 1024)
+    try:
+        url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+        statuses = []
+        for seed in range(8):  # bounded: 8 x 100 KB against 256 KiB
+            answer = httpx.post(
+                url, content=_one_big_span(seed, 100_000), headers={"Content-Type": PROTOBUF}, timeout=10
+            )
+            statuses.append((answer.status_code, answer.headers.get("retry-after")))
+        accepted = statuses.count((200, None))
+        assert accepted == 2, statuses  # 2 x 100 KB fit in 256 KiB; the third does not
+        assert statuses[accepted:] == [(429, "1")] * (8 - accepted)
+        assert svc.intake.held.peak <= 256 * 1024
+        gated.gate.set()
+        receiver.wait_for_spans(2)
+        wait_until(lambda: svc.intake.held.used == 0, "the exported spans' bytes given back")
+        answer = httpx.post(url, content=_one_big_span(99, 100_000), headers={"Content-Type": PROTOBUF}, timeout=10)
+        assert answer.status_code == 200
+        receiver.wait_for_spans(3)
+    finally:
+        gated.gate.set()
+        svc.stop(timeout=10)
+
+
+# --- finding 3: HTTP slowloris ---------------------------------------------------------------------------------
+
+
+class _Dripper:
+    """``count`` connections each sending a request head one byte per ``every`` seconds, for at most ``rounds``
+    rounds; records when the service closed each one."""
+
+    def __init__(self, port: int, count: int, every: float, rounds: int) -> None:
+        self.socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+        self.closed_after: list[float] = []
+        self._every, self._rounds = every, rounds
+        self._head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 1000
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._started = time.monotonic()
+        self._thread.start()
+
+    def _run(self) -> None:
+        live = list(self.socks)
+        for n in range(self._rounds):
+            if not live:
+                return
+            for sock in list(live):
+                try:
+                    sock.sendall(self._head[n : n + 1])
+                except OSError:
+                    live.remove(sock)
+                    self.closed_after.append(time.monotonic() - self._started)
+            time.sleep(self._every)
+
+    def join(self) -> None:
+        self._thread.join(60)
+        for sock in self.socks:
+            sock.close()
+
+
+def test_slowloris_does_not_hold_the_request_slots(
+    receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 3: 12 connections dripping a header byte every 0.2 s (more than the 2 request slots and the 8
+    pending ones) neither hold a slot nor keep an authorised sender (the SDK's HTTP exporter) from delivering; each
+    drip is cut off by the head's deadline (1 s here) or closed to make room, not left for the 30 s of a per-read
+    timeout."""
+    svc = _guarded(
+        receiver, monkeypatch, max_concurrent_requests=2, max_pending_connections=8, head_timeout_seconds=1.0
+    )
+    try:
+        dripper = _Dripper(svc.http_port or 0, count=12, every=0.2, rounds=40)  # at most 8 s of dripping
+        try:
+            time.sleep(0.5)  # every drip connection is in and sending
+            sender = HttpSpanExporter(
+                endpoint=f"http://127.0.0.1:{svc.http_port}/v1/traces",
+                headers={"Authorization": f"Bearer {TOKEN}"},
+                timeout=5,
+            )
+            spans = _plain_spans(3, 5)
+            assert sender.export(spans) is SpanExportResult.SUCCESS
+            sender.shutdown()
+            receiver.wait_for_spans(3)
+            wait_until(lambda: len(dripper.closed_after) == 12, "every drip connection closed", timeout=10)
+            assert max(dripper.closed_after) < 4.0  # the head deadline (1 s), not the drip's 8 s
+        finally:
+            dripper.join()
+        assert svc.metrics.total(REJECTED_REQUESTS, "timeout") + svc.metrics.total(REJECTED_REQUESTS, "evicted") >= 12
+    finally:
+        svc.stop(timeout=10)
+
+
+def test_a_slow_body_is_cut_off_at_the_request_deadline(
+    receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 3 (body): an authorised request whose body drips is answered by the request deadline (1 s here),
+    not kept for as long as it drips."""
+    svc = _guarded(receiver, monkeypatch, request_timeout_seconds=1.0)
+    try:
+        sock = _stalled_body(svc.http_port or 0, 10_000)
+        started = time.monotonic()
+        try:
+            for _ in range(40):  # at most 8 s of dripping
+                try:
+                    sock.sendall(b" ")
+                except OSError:
+                    break
+                if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) if _readable(sock) else False:
+                    break
+                time.sleep(0.2)
+            assert time.monotonic() - started < 4.0
+        finally:
+            sock.close()
+        wait_until(lambda: svc.metrics.total(REJECTED_REQUESTS, "timeout") == 1, "the timeout counted")
+    finally:
+        svc.stop(timeout=10)
+
+
+def _readable(sock: socket.socket) -> bool:
+    import select
+
+    return bool(select.select([sock], [], [], 0)[0])
+
+
+# --- finding 4: gRPC calls that never send their message -----------------------------------------------------
+
+
+def _silent_calls(port: int, count: int, metadata: tuple[tuple[str, str], ...] = ()) -> tuple[Any, list[Any]]:
+    """``count`` Export calls that send their headers and never a message (a request stream that stays open)."""
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    never = threading.Event()
+
+    def nothing() -> Iterator[bytes]:
+        never.wait(30)  # bounded: the stream ends by itself after 30 s
+        return
+        yield b""
+
+    call = channel.stream_unary(EXPORT, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    futures = [call.future(nothing(), metadata=metadata) for _ in range(count)]
+    return (channel, never), futures
+
+
+def test_grpc_calls_without_a_message_do_not_block_an_authorised_sender(
+    receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 4: 40 calls that send headers (no token) and never a message are refused UNAUTHENTICATED at once
+    (the interceptor, before any handler waits), so the SDK's gRPC exporter with the token still delivers; 6
+    authorised calls that never send are cancelled server-side at ``request_timeout_seconds`` (1 s here)."""
+    svc = _guarded(receiver, monkeypatch, max_concurrent_requests=8, request_timeout_seconds=1.0)
+    (channel, never), futures = _silent_calls(svc.grpc_port or 0, 40)
+    try:
+        for future in futures:
+            with pytest.raises(grpc.RpcError) as err:
+                future.result(timeout=15)  # at once: well before the silent streams' own end (30 s)
+            assert err.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        sender = GrpcSpanExporter(
+            endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, headers={"authorization": f"Bearer {TOKEN}"}
+        )
+        assert sender.export(_plain_spans(3, 6)) is SpanExportResult.SUCCESS
+        sender.shutdown()
+        receiver.wait_for_spans(3)
+        (channel2, never2), authorised = _silent_calls(
+            svc.grpc_port or 0, 6, metadata=(("authorization", f"Bearer {TOKEN}"),)
+        )
+        try:
+            started = time.monotonic()
+            for future in authorised:
+                with pytest.raises(grpc.RpcError) as err:
+                    future.result(timeout=20)
+                assert err.value.code() is grpc.StatusCode.CANCELLED
+            assert time.monotonic() - started < 15.0  # the server's 1 s, not the silent streams' own 30 s
+        finally:
+            never2.set()
+            channel2.close()
+        wait_until(lambda: svc.metrics.total(REJECTED_REQUESTS, "timeout") == 6, "6 calls counted timed out")
+        assert svc.metrics.total(RECEIVED) == 3
+    finally:
+        never.set()
+        channel.close()
+        svc.stop(timeout=10)

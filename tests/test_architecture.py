@@ -20,7 +20,7 @@ PACKAGE = "otel_toolcall_eval"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "commands", "_docs", "demo"),  # the command line and what only it uses
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
-    ("replay", "harvest"),  # adapters built on the processor
+    ("replay", "harvest", "configurator"),  # adapters built on the processor (configurator: zero-code enablement)
     ("processor", "offline", "guard"),  # the online and the offline adapter; the pre-execution guard
     (
         "background",

@@ -404,3 +404,18 @@ def uninstrumented() -> Iterator[None]:
         yield
     finally:
         otel_context.detach(token)
+
+
+# --- the SDK's auto-configuration (what ``opentelemetry-instrument`` runs), for zero-code enablement ---------
+
+
+def initialize_sdk(export_span_processor: Callable[[SpanExporter], SpanProcessor], **kwargs: Any) -> None:
+    """The SDK's own auto-configuration from the ``OTEL_*`` variables (what opentelemetry-distro's configurator
+    runs: the providers, the exporters they name, the sampler, the resource), with ``export_span_processor``
+    building the span processor of each exporter (a ``BatchSpanProcessor`` otherwise). Both are private:
+    ``_initialize_components`` and its ``export_span_processor`` parameter (opentelemetry-sdk 1.39+).
+    tests/test_sdk_configuration.py fails on an SDK release that renames or drops either."""
+    from opentelemetry.sdk import _configuration
+
+    builder: Any = export_span_processor  # the SDK types it as a Protocol taking (span_exporter, *args, **kwargs)
+    _configuration._initialize_components(export_span_processor=builder, **kwargs)

@@ -35,6 +35,7 @@ def test_the_alert_shown_is_the_rule_as_shipped() -> None:
 def test_the_python_names_it_shows_exist() -> None:
     from otel_toolcall_eval.guard import Guard, ToolCallBlocked, definitions  # noqa: F401
     from otel_toolcall_eval.guard.functions import guarded  # noqa: F401
+    from otel_toolcall_eval.guard.langgraph import guarded_tool_node  # noqa: F401
     from otel_toolcall_eval.guard.mcp import GuardMiddleware, guarded_proxy  # noqa: F401
     from otel_toolcall_eval.guard.openai_agents import protect, tool_guardrails  # noqa: F401
     from otel_toolcall_eval.guard.pydantic_ai import GuardCapability  # noqa: F401

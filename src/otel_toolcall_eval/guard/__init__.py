@@ -2,7 +2,8 @@
 
 ``Guard`` decides (allow, warn, ask, block) and records by the GenAI guardrail convention; the plug-ins put it where
 tools are called: ``guard.functions`` (plain Python functions), ``guard.mcp`` (an MCP proxy),
-``guard.openai_agents`` (the OpenAI Agents SDK's tool guardrails), ``guard.pydantic_ai`` (a pydantic-ai toolset).
+``guard.openai_agents`` (the OpenAI Agents SDK's tool guardrails), ``guard.pydantic_ai`` (a pydantic-ai capability),
+``guard.langgraph`` (LangGraph's tool node).
 Each plug-in imports its library; this package imports none of them.
 """
 

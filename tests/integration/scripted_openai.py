@@ -98,6 +98,26 @@ class ScriptedModel:
             "modelVersion": "fake-model",
         }
 
+    def respond_anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /v1/messages (the Anthropic Messages API): a ``tool_use`` block per tool turn, then the text."""
+        n, turn = self.next_turn(body)
+        if turn is not None:
+            call_id, name, args = turn
+            content: list[dict[str, Any]] = [{"type": "tool_use", "id": call_id, "name": name, "input": args}]
+            stop = "tool_use"
+        else:
+            content, stop = [{"type": "text", "text": FINAL_TEXT}], "end_turn"
+        return {
+            "id": f"msg_{n + 1}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/chat/completions."""
         n, turn = self.next_turn(body)
@@ -142,6 +162,9 @@ def scripted_openai(
             path = self.path.rstrip("/")
             if path.endswith(":generateContent"):
                 self.reply(fake.respond_gemini(body))
+                return
+            if path == "/v1/messages" and not body.get("stream"):
+                self.reply(fake.respond_anthropic(body))
                 return
             if path == "/v1/chat/completions" and body.get("stream"):
                 self.stream(fake.respond(body))

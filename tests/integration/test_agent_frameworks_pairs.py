@@ -152,3 +152,84 @@ def test_dspy_react_openinference(run: Run, mode: str, monkeypatch: pytest.Monke
         instrumentor.uninstrument()
     assert out.answer == FINAL_TEXT
     run.finish(f"dspy-{mode}")
+
+
+# --- the Anthropic SDK's tool runner: its own spans, OpenInference's, OpenLLMetry's ------------------------
+
+
+def _anthropic_tools() -> list[Any]:
+    from anthropic import beta_tool
+
+    @beta_tool
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+        """Current weather in a city."""
+        return f"sunny, 21 degrees {unit}, in {city}"
+
+    @beta_tool(name="get_population")
+    def population(city: str) -> int:
+        """Population of a city."""
+        return get_population(city)
+
+    return [get_weather, population]
+
+
+def _run_anthropic_agent(open_telemetry: Any) -> None:
+    import anthropic
+
+    with scripted_openai() as fake:
+        client = anthropic.Anthropic(
+            base_url=fake.base_url.removesuffix("/v1"), api_key="test-key", max_retries=0, open_telemetry=open_telemetry
+        )
+        runner = client.beta.messages.tool_runner(
+            model="fake-model",
+            max_tokens=256,
+            messages=[{"role": "user", "content": "Weather in Paris, Rome and Oslo?"}],
+            tools=_anthropic_tools(),
+        )
+        final = runner.until_done()
+    assert [b.text for b in final.content if b.type == "text"] == [FINAL_TEXT]
+
+
+@pytest.mark.parametrize("mode", ["default", "content"])
+def test_anthropic_tool_runner_own_spans(run: Run, mode: str) -> None:
+    pytest.importorskip("anthropic", reason="the pairs extra is not installed")
+    # the SDK's own tracing (scope ``com.anthropic.sdk.python``); content: its ``traces.content_mode`` option, or
+    # ``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``
+    traces: dict[str, Any] = {"enabled": True}
+    if mode == "content":
+        traces["content_mode"] = "content"
+    _run_anthropic_agent({"tracer_provider": PROVIDER, "propagation": False, "traces": traces})
+    run.finish(f"anthropic_sdk-{mode}")
+
+
+def _anthropic_with(run: Run, name: str, instrumentor: Any, mode: str) -> None:
+    """The tool runner under an instrumentation of the model calls only, in an application's root span (the tools
+    run on no span: the SDK's own tracing is off), as a user who adds the instrumentation to their client gets.
+    Instrumented for this run only: both instrument the same client methods."""
+    instrumentor.instrument(tracer_provider=PROVIDER)
+    try:
+        with PROVIDER.get_tracer("weather-app").start_as_current_span("agent"):
+            _run_anthropic_agent({"traces": False})
+    finally:
+        instrumentor.uninstrument()
+    run.finish(f"{name}-{mode}")
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_anthropic_tool_runner_openinference(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openinference.instrumentation.anthropic", reason="the pairs extra is not installed")
+    from openinference.instrumentation.anthropic import AnthropicInstrumentor
+
+    # read by OpenInference's default TraceConfig when it is instrumented
+    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true" if mode == "hidden" else "false")
+    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "true" if mode == "hidden" else "false")
+    _anthropic_with(run, "anthropic_openinference", AnthropicInstrumentor(), mode)
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_anthropic_tool_runner_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("opentelemetry.instrumentation.anthropic", reason="the pairs extra is not installed")
+    from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true" if mode == "content" else "false")
+    _anthropic_with(run, "anthropic_openllmetry", AnthropicInstrumentor(), mode)

@@ -179,6 +179,29 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         ("openinference.instrumentation.dspy",),
     ),
     FrameworkSupport(
+        "Anthropic SDK 2.10 `beta.messages.tool_runner`",
+        "the SDK's own tracing (`open_telemetry` client option)",
+        "outcomes only: `execute_tool` spans with call ids but no arguments, results or error text (a rejected input "
+        "and a raising tool are both `tool_error` failures); no definitions anywhere",
+        "`ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content`",
+        "parse verdicts, the SDK's rejection of the bad enum from the result's content blocks (\"Invalid arguments "
+        'for function ...") as malformed, the unknown tool (no span) from the "not found" reply; no schema or '
+        "tool-list verdict (no definitions recorded)",
+        "test_agent_frameworks_pairs.py::test_anthropic_tool_runner_own_spans (own extra: `make test-pairs`)",
+        ("com.anthropic.sdk.python",),
+    ),
+    FrameworkSupport(
+        "Anthropic SDK 2.10 `beta.messages.tool_runner`, model calls instrumented only",
+        "openinference-instrumentation-anthropic 3.1; opentelemetry-instrumentation-anthropic 0.62 (OpenLLMetry)",
+        "the root's verdict from the requests alone: unexecuted calls, the unknown tool requested, model calls and "
+        "tokens; no call verdicts (the tools run on no span; `doctor` says so)",
+        "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`; `TRACELOOP_TRACE_CONTENT=false`",
+        "nothing: no requests recorded, no verdict",
+        "test_agent_frameworks_pairs.py::test_anthropic_tool_runner_openinference (and `_openllmetry`; own extra: "
+        "`make test-pairs`)",
+        ("openinference.instrumentation.anthropic", "opentelemetry.instrumentation.anthropic"),
+    ),
+    FrameworkSupport(
         "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
         "@ai-sdk/otel 1.0 `OpenTelemetry` (GenAI conventions)",
         "everything: `execute_tool` spans with arguments and results, definitions on the `chat` spans; the unknown "

@@ -230,6 +230,31 @@ SHAPES: tuple[Shape, ...] = (
         "unknown-tool verdict",
     ),
     Shape(
+        "com.anthropic.sdk.python",
+        "anthropic 2.10 (the SDK's own tracing)",
+        # the tool's result as content blocks (``[{"type": "text", "text": ...}]``), its error text among them
+        result_keys=("anthropic.tool_result.content",),
+        definitions="none: the SDK records no tool definitions",
+        content_switch="`ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content` (or the client option "
+        '`open_telemetry={"traces": {"content_mode": "content"}}`)',
+        cannot_record="tool definitions (no schema or tool-list verdict); by default any error text (a rejected "
+        "input and a raising tool are both `tool_error`)",
+    ),
+    Shape(
+        "openinference.instrumentation.anthropic",
+        "openinference-instrumentation-anthropic 3.1",
+        definitions=OI_LLM_TOOLS + " (the first request of a message thread only)",
+        content_switch=OI_SWITCH,
+        cannot_record="tool runs (model calls only): requested calls are the only evidence of the tools",
+    ),
+    Shape(
+        "opentelemetry.instrumentation.anthropic",
+        "opentelemetry-instrumentation-anthropic 0.62 (OpenLLMetry)",
+        definitions="the chat spans' `gen_ai.tool.definitions` (the first request of a message thread only)",
+        content_switch=TRACELOOP_SWITCH,
+        cannot_record="tool runs (model calls only): requested calls are the only evidence of the tools",
+    ),
+    Shape(
         "opentelemetry.instrumentation.langchain",
         "opentelemetry-instrumentation-langchain 0.62 (OpenLLMetry)",
         # ``{"input_str", "tags", "metadata", "inputs", "kwargs": {"tool_call_id", ...}}`` under both

@@ -91,6 +91,7 @@ class _Collector:
         self._log_requests: list[ExportLogsServiceRequest] = []
         self._metric_requests: list[tuple[ExportMetricsServiceRequest, dict[str, str]]] = []
         self.fail = False
+        self.delay = 0.0  # seconds a trace export is answered late (after it is recorded): a slow next hop
 
     def _record(self, request: ExportTraceServiceRequest, metadata: dict[str, str]) -> None:
         with self._lock:
@@ -166,6 +167,8 @@ class _Servicer(TraceServiceServicer):
 
     def Export(self, request: ExportTraceServiceRequest, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         self._collector._record(request, {k: str(v) for k, v in context.invocation_metadata()})
+        if self._collector.delay:
+            time.sleep(self._collector.delay)
         if self._collector.fail:
             context.abort(grpc.StatusCode.UNAVAILABLE, "receiver is down (test)")
         return ExportTraceServiceResponse()

@@ -428,3 +428,84 @@ def test_grpc_calls_without_a_message_do_not_block_an_authorised_sender(
         never.set()
         channel.close()
         svc.stop(timeout=10)
+
+
+# --- finding 5: one deadline for the whole stop -----------------------------------------------------------------
+
+
+class _BlackHole:
+    """A next hop that stopped answering: connections are taken by the kernel (listen backlog) and never read."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.endpoint = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+def test_sigterm_ends_within_the_shutdown_timeout_with_the_summary(tmp_path: Any) -> None:
+    """Finding 5: with a next hop that accepts connections and never answers (export timeout 10 s, the default),
+    SIGTERM ends the real ``serve`` process within ``--shutdown-timeout 2`` plus start-up slack, exit 1, with the
+    summary line counting every accepted span as lost (none was acknowledged)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from .test_serve import DEMO_CONFIG
+
+    hole = _BlackHole()
+    cmd = [sys.executable, "-m", "otel_toolcall_eval.cli", "serve", "--config", str(DEMO_CONFIG)]
+    cmd += ["--http-port", "0", "--grpc-port", "0", "--export-endpoint", hole.endpoint, "--shutdown-timeout", "2"]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "400"}
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        ports = dict(part.split("=", 1) for part in first.split() if "=" in part)
+        sender = HttpSpanExporter(endpoint=f"http://127.0.0.1:{ports['http']}/v1/traces", timeout=10)
+        spans = _plain_spans(6, 8)
+        assert sender.export(spans) is SpanExportResult.SUCCESS  # accepted: the service's to deliver
+        sender.shutdown()
+        time.sleep(0.5)  # the export to the black hole is under way
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        elapsed = time.monotonic() - started
+        out = proc.stdout.read()
+        assert code == 1, (out, proc.stderr.read() if proc.stderr else "")
+        assert elapsed < 4.0, f"the stop took {elapsed:.1f}s against a deadline of 2s"
+        summary = [line for line in out.splitlines() if line.startswith("stopped:")]
+        assert summary and "received 6," in summary[0] and "exported 0," in summary[0] and "lost 6" in summary[0]
+        assert "deadline" in summary[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        hole.close()
+
+
+# --- finding 9: a late next hop is not loss ---------------------------------------------------------------------
+
+
+def test_a_next_hop_answering_after_the_export_timeout_is_not_counted_as_loss(receiver: GrpcTraceReceiver) -> None:
+    """Finding 9: a next hop that records the batch and answers 1.5 s later than asked (export timeout 1 s) has the
+    spans; the stop report counts them as timed out (delivery unknown), not failed and not lost, and says so."""
+    receiver.delay = 1.5
+    svc = _started(receiver, export={"timeout_seconds": 1.0})
+    try:
+        sender = HttpSpanExporter(endpoint=f"http://127.0.0.1:{svc.http_port}/v1/traces", timeout=10)
+        assert sender.export(_plain_spans(3, 9)) is SpanExportResult.SUCCESS
+        sender.shutdown()
+        receiver.wait_for_spans(3)  # the next hop has them, whatever it answers
+    finally:
+        report = svc.stop(timeout=10)
+    assert (report.received, report.exported, report.export_failed, report.lost) == (3, 0, 0, 0)
+    assert report.export_timed_out >= 3
+    assert not report.complete
+    line = report.summary()
+    assert "export timed out" in line and "may have them" in line and "lost 0" in line

@@ -8,7 +8,9 @@ when everything accepted was exported, 1 when the deadline or the next hop lost 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,13 +134,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     while not stop.wait(1.0):
         pass
     report = service.stop()
-    console.print(
-        f"stopped: received {report.received}, scored {report.scored}, exported {report.exported}, "
-        f"export failed {report.export_failed}, lost {report.lost}",
-        highlight=False,
-    )
+    console.print(report.summary(), highlight=False, soft_wrap=True)
     # 1 (the gate code): the service's own guarantee, everything accepted exported, did not hold
-    return ExitCode.OK if report.complete else ExitCode.GATE_FAILED
+    code = ExitCode.OK if report.complete else ExitCode.GATE_FAILED
+    if report.overran:  # threads still exporting to a next hop that does not answer: exit now, as promised
+        console.file.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _metrics_line(service: Service) -> str:

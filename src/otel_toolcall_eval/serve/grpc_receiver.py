@@ -199,5 +199,5 @@ class GrpcReceiver:
 
     def stop(self, grace: float) -> None:
         """Refuse new RPCs; those in progress get ``grace`` seconds to finish."""
-        self._server.stop(grace).wait(grace + 1)
+        self._server.stop(grace).wait(grace)
         self._watchdog.stop()

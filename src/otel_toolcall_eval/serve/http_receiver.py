@@ -453,8 +453,8 @@ class HttpReceiver:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, deadline: float) -> None:
         """Stop accepting connections; requests in progress finish (``Intake.wait_idle`` waits for them)."""
         self._server.shutdown()
         self._server.server_close()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -32,7 +32,11 @@ LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 _COUNTERS: Final = {
     RECEIVED: ("protocol", "{span}", "spans accepted into the scoring queue, by receiver (grpc, http)"),
     SCORED: ("", "{span}", "spans run through the processor"),
-    EXPORTED: ("result", "{span}", "spans handed to the next hop, by result (ok, failed)"),
+    EXPORTED: (
+        "result",
+        "{span}",
+        "spans handed to the next hop, by result (ok, failed, timed_out: no answer within the export timeout)",
+    ),
     REJECTED_SPANS: ("reason", "{span}", "spans refused: retryable (queue_full, shutting_down) or invalid"),
     REJECTED_REQUESTS: ("reason", "{request}", "requests refused, by reason (bad_payload, too_large, queue_full ...)"),
 }

@@ -248,29 +248,37 @@ class CountingExporter(SpanExporter):
         metrics: ServeMetrics,
         arrivals: Arrivals | None = None,
         held: ByteBudget | None = None,
+        timeout: float | None = None,
     ) -> None:
         self._inner = inner
         self._window = window
         self._metrics = metrics
         self._arrivals = arrivals
         self._held = held
+        # a failed export that took the exporter's whole timeout was not answered in time: the next hop may have
+        # it (a late answer; OTLP is at-least-once), so it is counted apart from a refusal (``timed_out``)
+        self._slow = None if timeout is None else timeout * 0.95
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result = SpanExportResult.FAILURE
+        started = time.monotonic()
         try:
             result = self._inner.export(spans)
         except Exception:
             logger.warning("export to the next hop raised", exc_info=True)
         finally:
             ok = result is SpanExportResult.SUCCESS
-            self._metrics.add(EXPORTED, len(spans), "ok" if ok else "failed")
+            late = not ok and self._slow is not None and time.monotonic() - started >= self._slow
+            self._metrics.add(EXPORTED, len(spans), "ok" if ok else "timed_out" if late else "failed")
             if self._arrivals is not None:
                 arrived = self._arrivals.pop(spans)
                 if ok:
                     now = time.monotonic()
                     for t in arrived:
                         self._metrics.latency(now - t)
-            if not ok:
+            if late:
+                logger.warning("toolcall-eval serve: %d spans not acknowledged by the next hop in time", len(spans))
+            elif not ok:
                 logger.warning("toolcall-eval serve: %d spans not accepted by the next hop", len(spans))
             self._window.release(len(spans))
             if self._held is not None:

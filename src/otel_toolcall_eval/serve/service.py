@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -69,15 +70,32 @@ def own_resource() -> Resource:
 
 @dataclass(frozen=True)
 class StopReport:
-    received: int
+    """What became of the spans accepted since start, at the end of ``Service.stop``."""
+
+    received: int  # accepted (answered 200 / OK)
     scored: int
-    exported: int
-    export_failed: int
-    lost: int  # accepted but not scored or exported before the deadline
+    exported: int  # acknowledged by the next hop
+    export_failed: int  # refused by the next hop, or not reached, before the export timeout
+    lost: int  # accepted and not through any export attempt when the stop ended (queued, scoring, exporting)
+    export_timed_out: int = 0  # no answer within serve.export.timeout_seconds: the next hop may have them
+    overran: bool = False  # the stop's deadline passed before the drain and the export finished
 
     @property
     def complete(self) -> bool:
-        return self.lost == 0 and self.export_failed == 0 and self.exported == self.received
+        return (
+            self.lost == 0 and self.export_failed == 0 and self.export_timed_out == 0 and self.exported == self.received
+        )
+
+    def summary(self) -> str:
+        """The ``serve`` command's last line: every count, and what it counts."""
+        line = (
+            f"stopped: received {self.received}, scored {self.scored}, exported {self.exported}, "
+            f"export failed {self.export_failed}, export timed out {self.export_timed_out}"
+            f"{' (the next hop may have them)' if self.export_timed_out else ''}, lost {self.lost}"
+        )
+        if self.overran:
+            line += " (the shutdown deadline passed: what was still queued or exporting is lost)"
+        return line
 
 
 class Service:
@@ -151,7 +169,14 @@ class Service:
             )
         self._held = ByteBudget(serve.max_queue_bytes)  # accepted and not yet exported, in encoded bytes
         self._batch = BatchSpanProcessor(
-            CountingExporter(Borrowed(span_exporter), window, self.metrics, self._arrivals, self._held),
+            CountingExporter(
+                Borrowed(span_exporter),
+                window,
+                self.metrics,
+                self._arrivals,
+                self._held,
+                None if self.next_hop is None else serve.export.timeout_seconds,
+            ),
             max_queue_size=serve.export.max_queue_spans,
             max_export_batch_size=serve.export.max_batch_spans,
             schedule_delay_millis=serve.export.schedule_delay_millis,
@@ -239,7 +264,9 @@ class Service:
             raise
 
     def stop(self, timeout: float | None = None) -> StopReport:
-        """Graceful shutdown within ``timeout`` (default ``serve.shutdown_timeout_seconds``); idempotent."""
+        """Graceful shutdown within ``timeout`` (default ``serve.shutdown_timeout_seconds``), one deadline for the
+        whole stop; idempotent. Whatever has not finished by then (a next hop that does not answer, a drain that
+        takes longer) is left to daemon threads and counted lost in the report (``overran``)."""
         if self._stopped is not None:
             return self._stopped
         deadline = time.monotonic() + (self.settings.shutdown_timeout_seconds if timeout is None else timeout)
@@ -247,10 +274,34 @@ class Service:
         if self._grpc is not None:
             self._grpc.stop(grace=max(0.0, min(5.0, deadline - time.monotonic())))
         if self._http is not None:
-            self._http.stop()
+            self._http.stop(deadline)
+        drain = threading.Thread(target=self._drain, args=(deadline,), name="toolcall-eval-serve-stop", daemon=True)
+        drain.start()
+        drain.join(max(0.0, deadline - time.monotonic()))
+        received = self.metrics.total(RECEIVED)
+        exported = self.metrics.total(EXPORTED, "ok")
+        failed = self.metrics.total(EXPORTED, "failed")
+        timed_out = self.metrics.total(EXPORTED, "timed_out")
+        report = StopReport(
+            received=received,
+            scored=self.metrics.total(SCORED),
+            exported=exported,
+            export_failed=failed,
+            lost=max(0, received - exported - failed - timed_out),
+            export_timed_out=timed_out,
+            overran=drain.is_alive(),
+        )
+        self._stopped = report
+        if not report.complete:
+            logger.warning("toolcall-eval serve: shutdown incomplete: %s", report)
+        return report
+
+    def _drain(self, deadline: float) -> None:
+        """Requests in progress, the queue, the scoring, the export and the providers, in that order; on the
+        stop's thread, which waits for it no longer than ``deadline``."""
         self.intake.wait_idle(deadline)
         self._queue.close()
-        drained = self._worker.join(deadline)
+        self._worker.join(deadline)
         remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
         self.processor.force_flush(remaining_ms)
         self._window.idle(deadline)
@@ -262,19 +313,6 @@ class Service:
         self._exporter.shutdown()
         if self._own_meter_provider is not None:  # the final totals, exported once more
             self._shutdown_metrics(deadline)
-        received = self.metrics.total(RECEIVED)
-        scored = self.metrics.total(SCORED)
-        report = StopReport(
-            received=received,
-            scored=scored,
-            exported=self.metrics.total(EXPORTED, "ok"),
-            export_failed=self.metrics.total(EXPORTED, "failed"),
-            lost=(received - scored) if drained else max(received - scored, self._worker.lost),
-        )
-        self._stopped = report
-        if not report.complete:
-            logger.warning("toolcall-eval serve: shutdown incomplete: %s", report)
-        return report
 
     def _shutdown_metrics(self, deadline: float) -> None:
         """The metrics' last collection and export, in what is left of the deadline (at least a millisecond, so

@@ -33,11 +33,10 @@ SCRIPT = [
 
 def _run(mode: str) -> tuple[Recorded, list[str], Any]:
     import openai
-    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+    from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, function_tool
 
     from otel_toolcall_eval.guard.openai_agents import protect
 
-    set_tracing_disabled(True)  # the SDK's own exporter would talk to OpenAI's servers
     ran: list[str] = []
 
     @function_tool
@@ -65,7 +64,9 @@ def _run(mode: str) -> tuple[Recorded, list[str], Any]:
         agent = Agent(name="bank", instructions="Use the tools.", tools=[delete_all, login, transfer],
                       model=OpenAIResponsesModel(model="fake-model", openai_client=client))  # fmt: skip
         protect(agent, r.guard, scope="run-1")
-        result = Runner.run_sync(agent, "Clean up and pay", max_turns=10)
+        # the SDK's own trace exporter would talk to OpenAI's servers: off for this run only (a global switch would
+        # leave the other framework tests without spans)
+        result = Runner.run_sync(agent, "Clean up and pay", max_turns=10, run_config=RunConfig(tracing_disabled=True))
         assert result.final_output
         return r, ran, fake
 

@@ -168,8 +168,13 @@ def _tool_spans(spans: list[ReadableSpan]) -> list[dict[str, Any]]:
 def _offline(offered: list[str], line: dict[str, Any]) -> list[dict[str, Any]]:
     prep = Preparer(CONFIG)
     result = score_case(prep.prepare(_case(offered)), parse_run_line("run.jsonl", 1, orjson.dumps(line)), prep)
+    return offline_rows(result.checks)
+
+
+def offline_rows(checks: list[Any]) -> list[dict[str, Any]]:
+    """The ``COMPARED`` verdicts of each scored call, as the processor writes them."""
     out = []
-    for c in result.checks:
+    for c in checks:
         row: dict[str, Any] = {
             "step": c.step,
             "batch": c.batch,

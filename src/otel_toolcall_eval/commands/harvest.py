@@ -12,12 +12,14 @@ from rich.console import Console
 from otel_toolcall_eval._files import StagedFile
 from otel_toolcall_eval.commands.replay import add_source_arguments, load_spans
 from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.config.judge import Redaction
 from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache
 from otel_toolcall_eval.dataset.io import DatasetError, Format, detect_format, dump_cases, read_cases
 from otel_toolcall_eval.dataset.models import DatasetCase
 from otel_toolcall_eval.errors import ExitCode, OutputError, UsageError
 from otel_toolcall_eval.harvest import WhereError, case_from_trace, check_fields, matches, parse_where, run_line
+from otel_toolcall_eval.judge.questions import Redactor
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 
 
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     known = {c.id for c in existing} | {c.source_trace_id for c in existing if c.source_trace_id}
     registry = default_registry()
     cache = DefinitionCache()
+    redact = Redactor(config.judge.redact if config.judge is not None else Redaction())  # as the judge redacts
     new = []
     runs: list[dict[str, Any]] = []
     selected = 0
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             continue
         known.add(case.id)
         new.append(case)
-        runs.append(run_line(group, registry))
+        runs.append(run_line(group, registry, redact))
     _write_both(args.out, out_format, [*existing, *new] if new or not args.out.exists() else None, args.runs_out, runs)
     console.print(
         f"{selected} traces matched '{args.where}': {len(new)} new rows, "

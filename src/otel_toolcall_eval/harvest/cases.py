@@ -15,17 +15,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import format_trace_id
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.parse import parse_arguments
 from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.config.judge import Redaction
 from otel_toolcall_eval.conventions import ConventionRegistry
-from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, input_messages, is_llm_span, tool_definitions
+from otel_toolcall_eval.conventions.llm_spans import (
+    DefinitionCache,
+    input_messages,
+    is_llm_span,
+    requested_calls,
+    tool_definitions,
+)
 from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
-from otel_toolcall_eval.records import ToolCallRecord
+from otel_toolcall_eval.judge.questions import MAX_ERROR_MESSAGE_CHARS, Redactor
+from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
+from otel_toolcall_eval.trace_stats import records_output
 
 _SCHEMAS = ToolSchemas()  # bounded; one compile per distinct tool list
 
@@ -112,22 +122,102 @@ def case_from_trace(
     )
 
 
-def run_line(spans: Sequence[ReadableSpan], conventions: ConventionRegistry) -> dict[str, Any]:
-    """What the agent did in the trace, as a run-file line for ``eval``: every call, as recorded.
+MAX_RESULT_CHARS = 4096  # a call's result in a run line: enough for every check that reads it (they read 512)
 
-    Evaluated against the harvested (and then corrected) row, it reproduces the production failure: the red
-    gate a fix must turn green.
+
+def run_line(
+    spans: Sequence[ReadableSpan], conventions: ConventionRegistry, redact: Redactor | None = None
+) -> dict[str, Any]:
+    """What the agent did in the trace, as a run-file line for ``eval``: every call as recorded, with what the trace
+    recorded of its execution, so ``eval`` gives the processor's verdicts (repeated failures, recovery classes,
+    prerequisites that failed, cost columns).
+
+    Per call: ``error`` (the span's status, exception, ``error.type`` and rejected-input evidence; texts cut to
+    512 characters after redaction with the judge's ``redact`` rules), ``result`` (when recorded; redacted, cut to
+    ``MAX_RESULT_CHARS``), ``latency_ms``. Per line: ``latency_ms`` (the trace's span), ``tokens`` (the model
+    calls' usage, when recorded) and ``answered`` (the trace ends with a model turn that answered without a
+    tool: what follows a failed call last in the trace, ``handed_back`` online too). Evaluated against the
+    harvested (and then corrected) row, it reproduces the production failure: the red gate a fix must turn green.
     """
+    redact = redact or Redactor(Redaction())
     ordered = sorted(spans, key=lambda s: s.start_time or 0)
     trace_id = next(s.context.trace_id for s in ordered if s.context is not None)
     calls = []
+    last_call_end = 0
     for attrs, record in _recorded_calls(ordered, conventions):
         call: dict[str, Any] = {"name": record.name, "arguments": record.raw_arguments}
         batch = attrs.get(A.BATCH)
         if isinstance(batch, int):
             call["batch"] = batch
+        error = _error(record.error, redact)
+        if error is not None:
+            call["error"] = error
+        if record.result_recorded:
+            call["result"] = _result(record.result, redact)
+        if record.start_ns is not None and record.end_ns is not None:
+            call["latency_ms"] = round((record.end_ns - record.start_ns) / 1e6, 3)
+        last_call_end = max(last_call_end, record.end_ns or 0)
         calls.append(call)
-    return {"id": case_id(trace_id), "tool_calls": calls}
+    line: dict[str, Any] = {"id": case_id(trace_id), "tool_calls": calls}
+    starts = [s.start_time for s in ordered if s.start_time is not None]
+    ends = [s.end_time for s in ordered if s.end_time is not None]
+    if starts and ends:
+        line["latency_ms"] = round((max(ends) - min(starts)) / 1e6, 3)
+    tokens = {}
+    for span in ordered:
+        attrs = span.attributes or {}
+        for key, name in ((A.TRACE_INPUT_TOKENS, "input"), (A.TRACE_OUTPUT_TOKENS, "output")):
+            value = attrs.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                tokens[name] = value
+    if tokens:
+        line["tokens"] = tokens
+    line["answered"] = _answered(ordered, last_call_end)
+    return line
+
+
+def _answered(spans: Sequence[ReadableSpan], last_call_end: int) -> bool:
+    """Does a model turn that recorded its output, with no tool requested, end after the last call? (The online
+    recovery's hand-back: a turn that recorded nothing is no evidence of an answer.)"""
+    for span in spans:
+        attrs = span.attributes or {}
+        if (span.end_time or 0) < last_call_end or not is_llm_span(attrs) or not records_output(attrs):
+            continue
+        if not requested_calls(attrs):
+            return True
+    return False
+
+
+def _error(error: ErrorEvidence, redact: Redactor) -> dict[str, Any] | None:
+    """A call's recorded failure for its run line (``offline.runs`` reads it back into the same evidence)."""
+    if not error.any:
+        return None
+    out: dict[str, Any] = {}
+    if error.exception_type:
+        out["type"] = error.exception_type[:MAX_ERROR_MESSAGE_CHARS]
+    if error.exception_message:
+        out["message"] = redact.cut(error.exception_message, MAX_ERROR_MESSAGE_CHARS)
+    if error.status_error:
+        description = error.status_description
+        out["status"] = redact.cut(description, MAX_ERROR_MESSAGE_CHARS) if description else True
+    if error.error_type:
+        out["error_type"] = error.error_type[:MAX_ERROR_MESSAGE_CHARS]
+    if error.retry_cause:
+        out["retry"] = redact.cut(error.retry_cause, MAX_ERROR_MESSAGE_CHARS)
+    return out
+
+
+def _result(value: Any, redact: Redactor) -> Any:
+    """A recorded result, redacted and cut: a string as text, anything else as itself while its JSON is short."""
+    if isinstance(value, str):
+        return redact.cut(value, MAX_RESULT_CHARS)
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        return None
+    if len(text) <= MAX_RESULT_CHARS and redact(text) == text:
+        return value
+    return redact.cut(text, MAX_RESULT_CHARS)
 
 
 def _recorded_calls(

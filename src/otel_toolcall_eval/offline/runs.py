@@ -1,14 +1,18 @@
 """Run files: what the agent did, one JSONL line per case, turned into the records the online path scores.
 
 A line is ``{"id": ..., "tool_calls": [...]}`` with optional ``latency_ms``, ``tokens`` (a number, or an object
-of numbers whose ``total`` or sum counts) and ``error``; other keys are ignored (harness metadata). A call is
-any of:
+of numbers whose ``total`` or sum counts), ``error`` (the run failed: every call counts as failed) and
+``answered`` (false: the run did not end with the agent's answer); other keys are ignored (harness metadata).
+A call is any of:
 
 - ``{"name", "arguments"}``: arguments an object or a JSON string (the GenAI ``tool_call`` part has this shape),
 - an OpenAI ``tool_calls`` item: ``{"id", "type": "function", "function": {"name", "arguments"}}``,
 - an Anthropic ``tool_use`` block: ``{"type": "tool_use", "id", "name", "input"}``,
 
-each with an optional ``batch`` (calls of one model turn share it). Parsing is plain code, no pydantic: this
+each with an optional ``batch`` (calls of one model turn share it), ``error`` (this call failed: a string, or
+``{"type", "message", "status", "error_type", "retry"}``, what ``harvest --runs-out`` writes from the span's
+exception, status, ``error.type`` and rejected-input evidence), ``result`` (what the tool returned) and
+``latency_ms`` (informational). Parsing is plain code, no pydantic: this
 runs once per case on the hot path. Arguments stay as recorded; ``checks.parse`` decides later whether they
 parse, exactly as it does for spans.
 """
@@ -40,6 +44,7 @@ class RunCase:
     latency_ms: float | None = None
     tokens: float | None = None
     error: str | None = None
+    answered: bool | None = None  # False: the run did not end with the agent's answer (``harvest`` knows)
 
     def turns(self) -> list[int | None] | None:
         """The ``batch`` labels as 1-based model turns, in the order each label first appears (a call without
@@ -109,12 +114,18 @@ def parse_run_line(path: str | Path, number: int, text: bytes | str) -> RunCase:
         entry.latency_ms = _number(path, number, "latency_ms", obj.get("latency_ms"))
         entry.tokens = _tokens(path, number, obj.get("tokens"))
         entry.error = _error(obj.get("error"))
+        answered = obj.get("answered")
+        if answered is not None:
+            if not isinstance(answered, bool):
+                raise RunFileError(path, number, "answered", "must be true or false")
+            entry.answered = answered
         if entry.error is not None:
             # the line does not say which call failed: each counts as failed (fail closed), so none is a
-            # prerequisite or a confirmation for the policies
+            # prerequisite or a confirmation for the policies; a call with its own error keeps it
             evidence = ErrorEvidence(status_error=True, status_description=entry.error)
             for record in calls:
-                record.error = evidence
+                if record.error is NO_ERROR:
+                    record.error = evidence
     return entry
 
 
@@ -147,11 +158,53 @@ def _call(path: str | Path, line: int, i: int, item: Any) -> tuple[ToolCallRecor
     batch = item.get("batch")
     if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool)):
         raise RunFileError(path, line, f"{where}.batch", "must be an integer")
+    error = NO_ERROR
+    result: Any = None
+    recorded = False
+    if len(item) > 2:  # the optional keys of a harvested call: skipped cheaply when absent
+        failure = item.get("error")
+        if failure is not None and failure is not False:
+            error = _call_error(path, line, f"{where}.error", failure)
+        if "result" in item:
+            result, recorded = item["result"], True
     record = new_tool_call_record(
-        name, raw, None, False, NO_ERROR, call_id if isinstance(call_id, str) else None, convention, None, "", "",
+        name, raw, result, recorded, error, call_id if isinstance(call_id, str) else None, convention, None, "", "",
         None, None, None,
     )  # fmt: skip
     return record, batch
+
+
+_ERROR_KEYS = ("type", "message", "status", "error_type", "retry")
+
+
+def _call_error(path: str | Path, line: int, where: str, value: Any) -> ErrorEvidence:
+    """One call's ``error``: a string (a failure so described) or the evidence object ``harvest`` writes."""
+    if value is True:
+        return ErrorEvidence(status_error=True)
+    if isinstance(value, str):
+        return ErrorEvidence(status_error=True, status_description=value or None)
+    if not isinstance(value, dict):
+        raise RunFileError(path, line, where, "must be a string or an object (type, message, status, ...)")
+    for key in _ERROR_KEYS:
+        part = value.get(key)
+        if part is not None and not isinstance(part, str) and not (key == "status" and isinstance(part, bool)):
+            raise RunFileError(path, line, f"{where}.{key}", "must be a string" + (" or a boolean" * (key == "status")))
+    status = value.get("status")
+    exception_type = value.get("type") or None
+    message = value.get("message") or None
+    error_type = value.get("error_type") or None
+    retry = value.get("retry") or None
+    if status is None and not (exception_type or error_type or retry):
+        status = message or True  # {"message": ...} alone: a failure so described
+        message = None
+    return ErrorEvidence(
+        status_error=bool(status),
+        status_description=status if isinstance(status, str) and status else None,
+        exception_type=exception_type,
+        exception_message=message,
+        error_type=error_type,
+        retry_cause=retry,
+    )
 
 
 def _number(path: str | Path, line: int, field: str, value: Any) -> float | None:

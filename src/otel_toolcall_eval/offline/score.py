@@ -241,7 +241,7 @@ def score_case(case: PreparedCase, run: RunCase | None, prep: Preparer) -> CaseR
     if errors:  # the engine counted a call that did not succeed: classify what followed each
         assert run is not None
         repeated = [name for name, positions in by_name.items() if len(positions) > 1]
-        decided = recoveries(checks, answered=run.error is None, repeated=repeated)
+        decided = recoveries(checks, answered=run.error is None and run.answered is not False, repeated=repeated)
         result.recovery = [cls for _, cls in decided]
         by_step = dict(decided)
         result.call_recovery = [by_step.get(c.step) for c in checks]

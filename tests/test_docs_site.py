@@ -26,7 +26,7 @@ def test_every_page_is_in_the_nav_and_the_nav_has_the_four_sections() -> None:
     sections = [next(iter(e)) for e in config["nav"] if isinstance(e, dict)]
     assert sections[-4:] == ["Tutorials", "How-to guides", "Reference", "Explanation"]
     on_disk = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md"))
-    assert sorted(_nav_pages(config["nav"])) == on_disk
+    assert sorted(_nav_pages(config["nav"])) == on_disk, "add each page to mkdocs.yml's nav, in its section"
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:

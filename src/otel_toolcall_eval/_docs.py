@@ -211,12 +211,13 @@ def cli_reference() -> str:
 
     out = ["Exit codes (`otel_toolcall_eval.errors.ExitCode`):", "", "| code | name |", "|---|---|"]
     out += [f"| {c.value} | `{c.name}` |" for c in ExitCode]
-    for path, summary, parser in _commands(build_parser(), ()):
-        out += ["", f"## `otel-toolcall-eval {' '.join(path)}`", ""]
+    root = build_parser()
+    for path, summary, parser in [((), "", root), *_commands(root, ())]:
+        out += ["", f"## `{' '.join(('otel-toolcall-eval', *path))}`", ""]
         if summary:
             out += [summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else "."), ""]
         if parser.description:
-            out += [parser.description.strip(), ""]
+            out += [re.sub(r"``([^`]+)``", r"`\1`", parser.description.strip()), ""]
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if subs:
             names = ", ".join(f"`{n}`" for n in subs[0].choices)

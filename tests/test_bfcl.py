@@ -354,6 +354,7 @@ MUST_AGREE = (
     "wrong_value",
     "wrong_type",
     "int_for_float",
+    "float_for_int",
     "null_for_optional",
     "list_reordered",
     "missing_required",
@@ -369,7 +370,7 @@ MUST_AGREE = (
 )
 # Classes where we differ on principle: only the side the docs name may pass alone.
 ONLY_BFCL_PASSES = ("case_changed", "whitespace_padded", "spaces_removed", "punctuation_changed", "variable_whitespace")
-ONLY_OURS_PASSES = ("date_reformatted", "float_for_int", "swapped_order")
+ONLY_OURS_PASSES = ("date_reformatted", "swapped_order")
 
 
 @pytest.fixture(scope="module")

@@ -71,7 +71,7 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 
 _FILE_NAME = re.compile(r"BFCL_v\d+_(?P<category>[a-z_]+)\.json")
 # BFCL's type names (Python, Java and JavaScript categories) as JSON Schema types; None: no type constraint.
-_TYPES: dict[str, str | None] = {
+JSON_TYPES: dict[str, str | None] = {
     "string": "string",
     "String": "string",
     "char": "string",
@@ -213,8 +213,8 @@ class _Converter:
         out: dict[str, Any] = {}
         declared = node.get("type")
         json_type: str | None = None
-        if isinstance(declared, str) and declared in _TYPES:
-            json_type = _TYPES[declared]
+        if isinstance(declared, str) and declared in JSON_TYPES:
+            json_type = JSON_TYPES[declared]
         elif declared is not None:
             self.warn(f"{where}.type", f"unknown type {declared!r}: no type constraint")
         if json_type is not None:

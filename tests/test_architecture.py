@@ -21,19 +21,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "commands", "_docs", "demo"),  # the command line and what only it uses
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
     ("replay", "harvest", "configurator"),  # adapters built on the processor (configurator: zero-code enablement)
-    ("processor", "offline", "guard"),  # the online and the offline adapter; the pre-execution guard
-    (
-        "background",
-        "enrich",
-        "trace_state",
-        "trace_stats",
-        "held_spans",
-        "sessions",
-        "judge",
-        "metrics",
-        "summary",
-        "exporters",
-    ),  # processor parts
+    ("processor", "offline", "guard"),  # the online adapter's public face, the offline adapter, the pre-execution guard
+    # the online pipeline (``online/``), a layer per part, bottom up: per-trace state, the enriched copy, metrics and
+    # the queue; holds and features (held spans, sessions, the judge, which plugs in beside them)
+    ("online.held_spans", "online.sessions", "judge"),
+    ("online.background", "online.enrich", "online.trace_state", "online.trace_stats", "online.metrics"),
+    ("online",),  # the package's docstring only
     ("config",),  # the file format (pydantic), compiled to policy objects
     ("conventions", "dataset"),  # reading spans and dataset rows into records
     ("_sdk",),  # every private SDK access (probed at import): the readers' and the processor's span fields
@@ -55,7 +48,10 @@ def graph() -> grimp.ImportGraph:
 
 
 def _unit(module: str) -> str:
+    """The top-level module or package; inside ``online/``, each module is a unit of its own (its layers)."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "online":
+        return "online." + parts[2]
     return parts[1] if len(parts) > 1 else ""
 
 

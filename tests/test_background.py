@@ -18,11 +18,11 @@ from opentelemetry.trace import Tracer
 
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.background import BackgroundQueue
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.conventions import default_registry
 from otel_toolcall_eval.conventions.builtin import GENAI
-from otel_toolcall_eval.metrics import QUEUE_SIZE, QUEUE_WAITS
+from otel_toolcall_eval.online.background import BackgroundQueue
+from otel_toolcall_eval.online.metrics import QUEUE_SIZE, QUEUE_WAITS
 from tests.helpers import WEATHER_TOOL, Pipeline, chat_span, report_from_fork, scores, tool_span
 
 POLICIES: dict[str, Any] = {

@@ -348,6 +348,7 @@ def test_the_hot_path_factories_set_every_field_by_name() -> None:
     import inspect
     from dataclasses import fields
 
+    from otel_toolcall_eval.online.trace_state import ScoredChild, new_scored_child
     from otel_toolcall_eval.records import (
         CallScore,
         TraceVerdict,
@@ -355,7 +356,6 @@ def test_the_hot_path_factories_set_every_field_by_name() -> None:
         new_tool_call_record,
         new_trace_verdict,
     )
-    from otel_toolcall_eval.trace_state import ScoredChild, new_scored_child
 
     fresh = {"duplicate": False, "repeated_failure": False, "arguments_key": None, "digest": None}
     for factory, cls, defaults in (
@@ -538,9 +538,9 @@ def test_the_per_trace_factories_build_what_the_dataclasses_build() -> None:
     from dataclasses import fields
 
     from otel_toolcall_eval.checks.cost import TraceCost, new_trace_cost
+    from otel_toolcall_eval.online.trace_state import TraceState, new_trace_state
+    from otel_toolcall_eval.online.trace_stats import TraceStats, new_trace_stats
     from otel_toolcall_eval.records import CallHistory, new_call_history
-    from otel_toolcall_eval.trace_state import TraceState, new_trace_state
-    from otel_toolcall_eval.trace_stats import TraceStats, new_trace_stats
 
     for made, want in (
         (new_call_history(), CallHistory()),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from opentelemetry import trace
 
-from otel_toolcall_eval import metrics as M
+from otel_toolcall_eval.online import metrics as M
 
 from .helpers import WEATHER_TOOL, chat_span, make_pipeline, tool_span
 

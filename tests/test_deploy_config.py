@@ -31,7 +31,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.cli import build_parser, main
 from otel_toolcall_eval.guard.record import GUARD_METRICS
 from otel_toolcall_eval.judge.emit import JUDGE_METRICS
-from otel_toolcall_eval.metrics import METRICS
+from otel_toolcall_eval.online.metrics import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -121,7 +121,7 @@ def emitted() -> dict[str, set[str]]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from opentelemetry.sdk.metrics import MeterProvider
 
-    from otel_toolcall_eval.metrics import EvalMetrics, SessionMetrics
+    from otel_toolcall_eval.online.metrics import EvalMetrics, SessionMetrics
     from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
 
     registry = CollectorRegistry()

@@ -22,7 +22,7 @@ from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.recovery import CARRIED_ON, CORRECTED_RETRY, HANDED_BACK, REPEATED, SWITCHED_TOOL
 from otel_toolcall_eval.config import ConfigError
-from otel_toolcall_eval.metrics import RECOVERY_UNCLASSIFIED
+from otel_toolcall_eval.online.metrics import RECOVERY_UNCLASSIFIED
 
 from .helpers import WEATHER_TOOL, Pipeline, make_pipeline, scores, tool_span
 from .test_trace_stats import LOOKUP_TOOL, _chat

@@ -25,7 +25,7 @@ from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval.attributes import PREFIX
 from otel_toolcall_eval.demo import default_config_path
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
-from otel_toolcall_eval.enrich import with_attributes
+from otel_toolcall_eval.online.enrich import with_attributes
 from otel_toolcall_eval.replay import read_file, replay_spans
 from otel_toolcall_eval.replay.engine import end_order
 

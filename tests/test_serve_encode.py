@@ -19,7 +19,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from otel_toolcall_eval import ToolCallEvalProcessor
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
-from otel_toolcall_eval.enrich import with_attributes
+from otel_toolcall_eval.online.enrich import with_attributes
 from otel_toolcall_eval.serve import encode as E
 from otel_toolcall_eval.serve.decode import spans_from_message
 

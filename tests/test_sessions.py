@@ -15,9 +15,9 @@ from opentelemetry.trace import Tracer, set_span_in_context
 
 from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval import metrics as M
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, TurnSummary, session_verdict
 from otel_toolcall_eval.config import ConfigError
+from otel_toolcall_eval.online import metrics as M
 from otel_toolcall_eval.records import call_digest
 from tests.helpers import COMPILED, WEATHER_TOOL, Pipeline, make_pipeline, tool_span
 

@@ -26,8 +26,8 @@ from otel_toolcall_eval.checks.recovery import (
 )
 from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
 from otel_toolcall_eval.config import ConfigError
+from otel_toolcall_eval.online.trace_stats import ToolListChanges
 from otel_toolcall_eval.records import ToolDefinition
-from otel_toolcall_eval.trace_stats import ToolListChanges
 
 from .helpers import WEATHER_TOOL, make_pipeline, scores, tool_span
 
@@ -139,7 +139,7 @@ def test_the_root_fingerprint_is_the_tool_lists_whether_or_not_it_was_seen_befor
     """The root's fingerprint is taken once per tool list (memoised by its definition objects): a repeated list,
     an equal list of other objects, a changed one and more lists than the memo keeps all get
     ``tool_list_fingerprint`` of their own tools, and the memo stays bounded in entries and in bytes."""
-    from otel_toolcall_eval.trace_stats import Fingerprints, root_attributes
+    from otel_toolcall_eval.online.trace_stats import Fingerprints, root_attributes
 
     memo = Fingerprints(max_bytes=64 * 1024, max_entries=8)
 
@@ -391,7 +391,7 @@ def test_histograms_are_off_by_default_and_the_root_keeps_its_numbers() -> None:
 
 
 def test_the_terminal_summary_counts_recoveries() -> None:
-    from otel_toolcall_eval.summary import SummaryExporter
+    from otel_toolcall_eval.commands._summary import SummaryExporter
 
     p = make_pipeline()
     t = p.tracer

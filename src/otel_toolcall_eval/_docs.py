@@ -29,9 +29,9 @@ from otel_toolcall_eval.conventions.shapes import SHAPES
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
 from otel_toolcall_eval.errors import ExitCode
 from otel_toolcall_eval.guard.record import GUARD_METRICS
-from otel_toolcall_eval.metrics import METRICS
 from otel_toolcall_eval.offline import docs as offline_docs
 from otel_toolcall_eval.offline import runs
+from otel_toolcall_eval.online.metrics import METRICS
 
 
 def attribute_table() -> str:

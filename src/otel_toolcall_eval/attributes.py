@@ -434,7 +434,7 @@ OPENLLMETRY_PROMPT_PREFIX: Final = "gen_ai.prompt."
 OPENLLMETRY_COMPLETION_PREFIX: Final = "gen_ai.completion."
 
 # =================================================================================================
-# --- sessions (otel_toolcall_eval.sessions): a conversation's traces rolled up into one verdict ----
+# --- sessions (otel_toolcall_eval.online.sessions): a conversation's traces rolled up into one verdict ----
 # Read from any span of a trace (the first one seen wins); ``sessions.attributes`` in the config may list others.
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 OPENINFERENCE_SESSION_ID: Final = "session.id"  # OpenInference's `using_session`; Langfuse's own SDK writes it too

@@ -23,7 +23,6 @@ from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval._ticker import Ticker
-from otel_toolcall_eval.background import BackgroundQueue
 from otel_toolcall_eval.checks.cost import tool_latency
 from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
 from otel_toolcall_eval.checks.verdict import trace_verdict
@@ -40,14 +39,14 @@ from otel_toolcall_eval.conventions.llm_spans import (
     unknown_tool_replies,
 )
 from otel_toolcall_eval.engine import Scorer, call_digest_of
-from otel_toolcall_eval.enrich import EnrichedSpan, call_attributes, verdict_attributes
-from otel_toolcall_eval.held_spans import FLUSH, SHUTDOWN, HeldSpans, Slot
 from otel_toolcall_eval.judge.hook import JudgeHook
-from otel_toolcall_eval.metrics import EvalMetrics
-from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict
-from otel_toolcall_eval.sessions import SessionRollup, conversation_id, turn_summary
-from otel_toolcall_eval.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
-from otel_toolcall_eval.trace_stats import (
+from otel_toolcall_eval.online.background import BackgroundQueue
+from otel_toolcall_eval.online.enrich import EnrichedSpan, call_attributes, verdict_attributes
+from otel_toolcall_eval.online.held_spans import FLUSH, SHUTDOWN, HeldSpans, Slot
+from otel_toolcall_eval.online.metrics import EvalMetrics
+from otel_toolcall_eval.online.sessions import SessionRollup, conversation_id, turn_summary
+from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
+from otel_toolcall_eval.online.trace_stats import (
     Decisions,
     Fingerprints,
     ToolListChanges,
@@ -55,6 +54,7 @@ from otel_toolcall_eval.trace_stats import (
     root_attributes,
     tool_list_source,
 )
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, TraceVerdict
 
 logger = logging.getLogger("otel_toolcall_eval")
 

@@ -160,7 +160,7 @@ def test_json_and_gzip_over_http(receiver: GrpcTraceReceiver, service: Service) 
 
 
 def _without_scores(span: ReadableSpan) -> ReadableSpan:
-    from otel_toolcall_eval.enrich import with_attributes
+    from otel_toolcall_eval.online.enrich import with_attributes
 
     attrs = {k: v for k, v in (span.attributes or {}).items() if not k.startswith("toolcall_eval.")}
     return with_attributes(span, attrs)
@@ -458,7 +458,7 @@ def test_grpc_message_over_the_limit_is_resource_exhausted(receiver: GrpcTraceRe
 
 
 def _with_attribute(span: ReadableSpan, value: str) -> ReadableSpan:
-    from otel_toolcall_eval.enrich import with_attributes
+    from otel_toolcall_eval.online.enrich import with_attributes
 
     return with_attributes(span, {**(span.attributes or {}), "padding": value})
 

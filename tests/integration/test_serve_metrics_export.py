@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval import metrics as M
+from otel_toolcall_eval.online import metrics as M
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve.metrics import ADDED_LATENCY, EXPORTED, QUEUE_SIZE, RECEIVED, SCORED
 

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolcall_eval import ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval import metrics as M
+from otel_toolcall_eval.online import metrics as M
 from tests.framework_scenario import CALL_IDS, CALLS, FINAL_TEXT, get_population
 from tests.integration.scripted_openai import scripted_openai
 

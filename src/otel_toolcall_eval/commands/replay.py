@@ -17,14 +17,14 @@ from rich.progress import Progress, TaskID
 
 from otel_toolcall_eval._files import write_atomically
 from otel_toolcall_eval._text import terminal_safe
+from otel_toolcall_eval.commands._exporters import otlp_exporters
+from otel_toolcall_eval.commands._summary import SummaryExporter
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.errors import ExitCode, UsageError
-from otel_toolcall_eval.exporters import otlp_exporters
 from otel_toolcall_eval.replay.engine import end_order, replay_spans
 from otel_toolcall_eval.replay.formats import ReadLimits, ReplayInputError, read_file
 from otel_toolcall_eval.replay.otlp import encode_json
 from otel_toolcall_eval.replay.remote import FetchResult, fetch_jaeger, fetch_tempo, unique
-from otel_toolcall_eval.summary import SummaryExporter
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 

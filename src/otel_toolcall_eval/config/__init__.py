@@ -284,7 +284,7 @@ class Evaluation(_Strict):
 
 
 class Sessions(_Strict):
-    """Traces that share a conversation id roll up into a session verdict (``otel_toolcall_eval.sessions``)."""
+    """Traces that share a conversation id roll up into a session verdict (``otel_toolcall_eval.online.sessions``)."""
 
     enabled: bool = Field(default=True, description="roll traces up into sessions and emit their verdicts")
     attributes: list[str] = Field(

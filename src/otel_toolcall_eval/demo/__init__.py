@@ -19,11 +19,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from rich.console import Console
 from rich.live import Live
 
+from otel_toolcall_eval.commands._exporters import otlp_exporters
+from otel_toolcall_eval.commands._summary import SummaryExporter
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
-from otel_toolcall_eval.exporters import otlp_exporters
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
-from otel_toolcall_eval.summary import SummaryExporter
 
 
 def default_config_path() -> Path:

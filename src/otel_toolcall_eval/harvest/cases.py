@@ -34,8 +34,8 @@ from otel_toolcall_eval.conventions.llm_spans import (
 from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
 from otel_toolcall_eval.judge.questions import MAX_ERROR_MESSAGE_CHARS, Redactor
+from otel_toolcall_eval.online.trace_stats import records_output
 from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
-from otel_toolcall_eval.trace_stats import records_output
 
 _SCHEMAS = ToolSchemas()  # bounded; one compile per distinct tool list
 

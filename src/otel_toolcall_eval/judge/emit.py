@@ -21,7 +21,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, S
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._version import __version__
-from otel_toolcall_eval.metrics import MetricDoc
+from otel_toolcall_eval.online.metrics import MetricDoc
 
 SCOPE: Final = "otel_toolcall_eval.judge"
 SPAN_PREFIX: Final = "toolcall_eval.judge "

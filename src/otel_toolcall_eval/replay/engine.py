@@ -23,7 +23,7 @@ from otel_toolcall_eval.attributes import PREFIX
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
 from otel_toolcall_eval.conventions.base import plain_attributes
-from otel_toolcall_eval.enrich import with_attributes
+from otel_toolcall_eval.online.enrich import with_attributes
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
 
 _SEP = "\x00"

@@ -1,7 +1,7 @@
 """The service's own metrics, through the processor's MeterProvider: what came in, what was scored and exported,
 what was refused and why, and how full the queue is.
 
-Counters are observable over in-process tallies (as in ``otel_toolcall_eval.metrics``): the receiving threads
+Counters are observable over in-process tallies (as in ``otel_toolcall_eval.online.metrics``): the receiving threads
 only bump a dict entry under a lock, and the SDK reads the totals when its reader collects. ``snapshot`` gives
 the same totals to tests and to the shutdown summary.
 """

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.enrich import EnrichedSpan
+from otel_toolcall_eval.online.enrich import EnrichedSpan
 
 # why a held span went out without its class (the ``reason`` label of ``toolcall_eval.recovery.unclassified``)
 MAX_HELD: Final = "max_held_spans"

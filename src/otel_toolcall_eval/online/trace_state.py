@@ -29,8 +29,8 @@ from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS
+from otel_toolcall_eval.online.trace_stats import TraceStats
 from otel_toolcall_eval.records import CallHistory, ToolDefinition, new_call_history
-from otel_toolcall_eval.trace_stats import TraceStats
 
 FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
 WINDOW: Final = "window"  # ``on_drop``'s reason for a held root whose grace window ended

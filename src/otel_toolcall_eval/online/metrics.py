@@ -50,7 +50,7 @@ COVERAGE_CALLS: Final = "toolcall_eval.coverage.calls"
 COVERAGE_MISSING: Final = "toolcall_eval.coverage.missing"
 MISSING_PARTS: Final = ("arguments", "schema", "result")  # the ``missing`` label's values
 LATE_SPANS: Final = "toolcall_eval.late_spans"
-# sessions (``otel_toolcall_eval.sessions``)
+# sessions (``otel_toolcall_eval.online.sessions``)
 SESSIONS: Final = "toolcall_eval.sessions"
 SESSION_TURNS: Final = "toolcall_eval.session.turns"
 SESSION_DROPPED: Final = "toolcall_eval.session.dropped"

@@ -29,10 +29,10 @@ from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.checks.session import SessionTally, SessionVerdict, TurnSummary
-from otel_toolcall_eval.metrics import SessionMetrics
+from otel_toolcall_eval.online.metrics import SessionMetrics
 from otel_toolcall_eval.records import TraceVerdict
 
-SCOPE: Final = "otel_toolcall_eval.sessions"
+SCOPE: Final = "otel_toolcall_eval.sessions"  # the instrumentation scope users filter on: kept when the module moved
 
 
 def conversation_id(attrs: Any, keys: tuple[str, ...], max_length: int) -> str | None:

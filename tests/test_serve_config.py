@@ -63,6 +63,41 @@ def test_a_missing_token_variable_is_a_config_error(
         Service(config, span_exporter=InMemorySpanExporter())
 
 
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("s3cret\n", "whitespace"),  # a mounted secret file's trailing newline
+        ("s3cret \r\n", "whitespace"),
+        (" s3cret", "whitespace"),
+        ("s3c\u00e9ret", "printable ASCII"),
+        ("s3c\x7fret", "printable ASCII"),
+    ],
+)
+def test_a_token_no_sender_can_send_is_refused_at_start_up(token: str, why: str, tmp_path: Path) -> None:
+    """Issue 28, finding 6: a header value loses its edge whitespace on the wire and carries printable ASCII only,
+    so such a token could never match and every sender would get 401 (which OTLP exporters drop); the service
+    refuses to start (exit 2) naming the variable, before it listens."""
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / "c.yaml"
+    config.write_text("serve:\n  http_port: 0\n  grpc_port: 0\n  bearer_token_env: SERVE_TOKEN_FROM_FILE\n")
+    cmd = [sys.executable, "-m", "otel_toolcall_eval.cli", "serve", "--config", str(config)]
+    cmd += ["--export-endpoint", "http://127.0.0.1:9", "--shutdown-timeout", "1"]
+    env = {**os.environ, "SERVE_TOKEN_FROM_FILE": token, "COLUMNS": "400"}
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:  # a service that started anyway would run until stopped: bounded here
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError("the service started with a token no sender can send") from None
+    assert proc.returncode == 2, err
+    assert "serve.bearer_token_env" in err and "SERVE_TOKEN_FROM_FILE" in err and why in err
+    assert token.strip() not in err  # the secret itself is never printed
+
+
 # --- serve.tls: files checked at start-up, errors naming the field -------------------------------------
 
 

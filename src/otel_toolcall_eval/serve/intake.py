@@ -48,7 +48,7 @@ class Intake:
         self.held = held or ByteBudget(1 << 62)  # spans accepted and not yet exported, in encoded bytes
         self.inflight = inflight or ByteBudget(1 << 62)  # requests being read and decoded, in estimated bytes
         self.limits = limits or Limits()
-        self._expected = None if token is None else f"Bearer {token}".encode()
+        self._expected = None if token is None else token.encode()
         self._cond = threading.Condition()
         self._active = 0
         self.closing = False
@@ -56,8 +56,10 @@ class Intake:
     def authorized(self, header: str | None) -> bool:
         if self._expected is None:
             return True
-        given = (header or "").strip().encode("utf-8", "replace")
-        return hmac.compare_digest(given, self._expected)
+        scheme, _, given = (header or "").strip().partition(" ")
+        # the scheme is case-insensitive (RFC 9110 11.1); the token compared in constant time
+        ok = hmac.compare_digest(given.strip().encode("utf-8", "replace"), self._expected)
+        return ok and scheme.lower() == "bearer"
 
     def admit(self, spans: list[ReadableSpan], protocol: str, invalid: int = 0, nbytes: int = 0) -> Admission:
         """``invalid``: spans of the request refused as invalid (OTLP partial success), counted once it is taken;

@@ -98,6 +98,21 @@ class StopReport:
         return line
 
 
+def _check_token(token: str, variable: str) -> None:
+    """A token a sender can present: a header value arrives without its edge whitespace and carries printable
+    ASCII only (gRPC metadata, HTTP), so another token would match no request, and every sender would get 401,
+    which the OTLP exporters do not retry (their data dropped) while the service looked healthy. Refused here, at
+    start-up, naming the variable and never showing the value."""
+    where = f"serve.bearer_token_env: environment variable {variable}"
+    if token != token.strip():
+        raise ConfigError(
+            f"{where} starts or ends with whitespace (a secret file's trailing newline?): no sender could present "
+            "it; strip it (e.g. $(tr -d '\\n' < file))"
+        )
+    if any(not (" " <= ch <= "~") for ch in token):
+        raise ConfigError(f"{where} holds a character a header cannot carry (printable ASCII only)")
+
+
 class Service:
     """One scoring service. ``span_exporter`` replaces the OTLP exporter built from ``serve.export``.
 
@@ -133,6 +148,7 @@ class Service:
             token = os.environ.get(serve.bearer_token_env)
             if not token:
                 raise ConfigError(f"serve.bearer_token_env: environment variable {serve.bearer_token_env} is not set")
+            _check_token(token, serve.bearer_token_env)
         self._tls = None if serve.tls is None else load_tls(serve.tls)  # before anything listens: errors name the field
         if self.next_hop is not None:  # after every check that can refuse the config: no channel or thread leaks
             span_exporter = self.next_hop.span_exporter()  # re-sends the received messages with the scores added

@@ -236,6 +236,58 @@ def _run_file_text() -> str:
     return re.sub(r"``([^`]+)``", r"`\1`", doc.split("\n\n", 1)[1])
 
 
+def _signature(obj: Callable[..., Any]) -> str:
+    """The signature with the annotations resolved and each type by its own name (``ReadableSpan``, not
+    ``opentelemetry.sdk.trace.ReadableSpan``)."""
+    try:
+        text = str(inspect.signature(obj, eval_str=True))
+    except (NameError, TypeError, ValueError):  # a forward reference only a type checker resolves
+        text = str(inspect.signature(obj))
+    parts = re.split(r"""('[^']*'|"[^"]*")""", text)  # string defaults stay as they are
+    return "".join(
+        p if i % 2 else re.sub(r"\b(?:[a-z_][a-z0-9_]*\.)+([A-Za-z_]\w*)", r"\1", p) for i, p in enumerate(parts)
+    )
+
+
+def _summary(obj: object) -> str:
+    first = (inspect.getdoc(obj) or "").split("\n\n")[0]
+    return _cell(re.sub(r":\w+:`~?([^`]+)`", r"`\1`", first))  # Sphinx roles (the SDK's docstrings) as code
+
+
+def api_reference() -> str:
+    """Every name of ``otel_toolcall_eval.__all__``: its signature, what its docstring says first, and the public
+    methods its class defines itself (not the ones pydantic or the SDK's base classes give it)."""
+    import otel_toolcall_eval
+
+    out: list[str] = []
+    for name in otel_toolcall_eval.__all__:
+        obj = getattr(otel_toolcall_eval, name)
+        if not callable(obj):
+            out += [f"## `{name}`", "", f"The installed version, a `{type(obj).__name__}`.", ""]
+            continue
+        model = isinstance(obj, type) and issubclass(obj, BaseModel)
+        if isinstance(obj, type) and (issubclass(obj, BaseException) or getattr(obj, "_is_protocol", False)):
+            head = f"class {name}({', '.join(b.__name__ for b in obj.__bases__ if b is not typing.Generic)})"
+        else:
+            head = f"{name}(...)" if model else f"{name}{_signature(obj)}"
+        out += [f"## `{name}`", "", f"```python\n{head}\n```", "", _summary(obj), ""]
+        if model:
+            out += ["Its fields are the keys of the [configuration](config.md).", ""]
+        if isinstance(obj, type):
+            for attr, member in vars(obj).items():
+                function = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+                if attr.startswith(("_", "model_")) or not inspect.isfunction(function):
+                    continue
+                bound = isinstance(member, classmethod | staticmethod)  # the class's attribute has no cls
+                signature = _signature(getattr(obj, attr) if bound else function)
+                signature = signature.replace("(self, ", "(", 1).replace("(self)", "()", 1)
+                summary = _summary(function)
+                out += [f"- `{name}.{attr}{signature}`" + (f": {summary}" if summary else "")]
+            if out[-1].startswith("- "):
+                out.append("")
+    return "\n".join(out).rstrip()
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "attributes": attribute_table,
     "metrics": metric_table,
@@ -252,6 +304,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "tool-metrics": offline_docs.tool_metrics_table,
     "guard-attributes": guard_attribute_table,
     "guard-metrics": guard_metric_table,
+    "python-api": api_reference,
 }
 
 
@@ -266,6 +319,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "docs/reference/formats.md": ("dataset-case", "dataset-call", "dataset-trajectory", "run-file"),
     "docs/explanation/formulas.md": ("offline-metrics", "tool-metrics"),
     "docs/guardrail.md": ("guard-attributes", "guard-metrics"),
+    "docs/reference/python-api.md": ("python-api",),
 }
 
 

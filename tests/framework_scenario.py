@@ -118,7 +118,7 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
 
 def _tool_name(span: ReadableSpan) -> str:
     a = span.attributes or {}
-    for key in (A.OPENINFERENCE_TOOL_NAME, A.GEN_AI_TOOL_NAME, A.VERCEL_AI_TOOL_CALL_NAME):
+    for key in (A.OPENINFERENCE_TOOL_NAME, A.GEN_AI_TOOL_NAME, A.VERCEL_AI_TOOL_CALL_NAME, A.TRACELOOP_ENTITY_NAME):
         if key in a:
             return str(a[key])
     return span.name.removesuffix(".__call__")  # DSPy's tool spans: named ``<tool>.__call__``, nothing else
@@ -299,6 +299,32 @@ def _anthropic(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _google_genai(parse_ok: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    ok = call("success", parse_ok=parse_ok)
+    return [*[("get_weather", ok)] * 3, ("get_population", call("execution_failed", "error.type", parse_ok=parse_ok))]
+
+
+def _agno_hidden() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("get_weather", call("success")),
+        ("get_weather", call("success")),
+        ("get_weather", call("malformed_call", "input_rejected")),
+        ("get_population", call("execution_failed", "status")),
+    ]
+
+
+def _mcp1(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    ok = call("success", parse_ok=content)
+    failed = call("execution_failed", "error.type")
+    return [
+        ("get_weather", ok),
+        ("get_weather", ok),
+        ("get_weather", call("malformed_call", "input_rejected", parse_ok=True) if content else failed),
+        ("book_flight", call("malformed_call", "unknown_tool", parse_ok=True, tool_known=False) if content else failed),
+        ("get_population", call("execution_failed", "error.type", parse_ok=content)),
+    ]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -394,4 +420,23 @@ EXPECTED: dict[str, Expected] = {
     "anthropic_openinference-hidden": Expected([], correct=False, errors=0, verdict=False),
     "anthropic_openllmetry-content": Expected([], correct=False, errors=0, unknown_tool_requests=1),
     "anthropic_openllmetry-hidden": Expected([], correct=False, errors=0, verdict=False),
+    # google-genai's automatic function calling + the official instrumentation: it cannot convert a Literal argument
+    # (the unit is a plain string, so "kelvin" runs) and raises on a tool it does not have (not requested); one
+    # ``generate_content`` span wraps the whole loop and ends after the tool spans, so its definitions (parameters
+    # null: no schema) are checked on the root (``trace.unlisted_calls``), not per call
+    "google_genai-default": Expected(_google_genai(None), correct=True, errors=1),
+    "google_genai-capture": Expected(_google_genai(True), correct=True, errors=1),
+    # Agno + OpenInference: arguments in ``input.value`` and again in ``tool.parameters`` (the spec's place for the
+    # schema), where hidden inputs leave them: read neither as arguments nor as a schema there (its row), so hidden
+    # means no parse verdict; Agno validates the bad enum itself (pydantic's text in the status) and runs no span for
+    # the unknown tool; its raising tool is a status ERROR with the message as output
+    "agno-content": Expected(_content(True, "status"), correct=False, errors=2, unknown_tool_requests=1),
+    "agno-hidden": Expected(_agno_hidden(), correct=False, errors=2),
+    # MCP 1.x client sessions + OpenLLMetry's MCP instrumentation (a tool loop on an uninstrumented OpenAI client):
+    # ``{"tool_name", "arguments"}`` and ``{"result", "is_error"}`` wrappers (its row); the server's own replies say
+    # it all: pydantic's "validation error" (rejected), "Unknown tool: book_flight", the raising tool's error. No
+    # definitions are read (only the ``tools/list`` span's output has them). Without content the replies are gone:
+    # every failure is a ``tool_error`` execution failure, so the trace reads correct
+    "mcp1_openllmetry-content": Expected(_mcp1(True), correct=False, errors=3),
+    "mcp1_openllmetry-hidden": Expected(_mcp1(None), correct=True, errors=3),
 }

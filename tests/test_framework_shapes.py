@@ -479,3 +479,12 @@ def test_odd_framework_values_are_forwarded_once_and_never_raise(odd: str) -> No
     out = exporter.get_finished_spans()
     assert len(out) == len(spans)
     assert not [s for s in out if EVAL_ERROR in (s.attributes or {})]
+
+
+def test_agno_tool_parameters_are_its_arguments_not_a_schema() -> None:
+    """A tool whose argument is called ``type`` would make Agno's ``tool.parameters`` look like a JSON Schema."""
+    attrs = _oi_tool(
+        '{"type": "object", "city": "Paris"}', **{"tool.parameters": '{"type": "object", "city": "Paris"}'}
+    )
+    assert _extract(_span(attrs, "openinference.instrumentation.agno")).span_schema is None
+    assert _extract(_span(attrs, "x")).span_schema is not None  # another scope's schema is read as its convention says

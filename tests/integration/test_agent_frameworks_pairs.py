@@ -12,7 +12,9 @@ spans.
 """
 
 # no ``from __future__ import annotations``: LangChain builds a tool's schema from its live annotations
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import pytest
@@ -26,6 +28,9 @@ from tests.integration.scripted_openai import scripted_openai
 from tests.integration.test_agent_frameworks import Run
 
 pytestmark = pytest.mark.integration
+
+# LiteLLM (under DSPy, and imported by Agno when present) fetches a model cost map from the network unless told not to
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "true")
 
 
 class Relay(SpanProcessor):
@@ -51,6 +56,16 @@ RELAY = Relay()
 PROVIDER = TracerProvider()  # never the global provider
 PROVIDER.add_span_processor(RELAY)
 _INSTRUMENTED: dict[str, Any] = {}
+
+
+@contextmanager
+def instrumented_for_this_run(instrumentor: Any, **options: Any) -> Iterator[None]:
+    """Instrument on this module's provider for one run (where the instrumentor uninstruments cleanly)."""
+    instrumentor.instrument(tracer_provider=PROVIDER, **options)
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
 
 
 def instrumented(name: str, instrumentor: Any) -> None:
@@ -137,19 +152,14 @@ def test_dspy_react_openinference(run: Run, mode: str, monkeypatch: pytest.Monke
     # unknown tool cannot be requested: the four other calls, then ``finish``
     texts = [_react_turn(*CALLS[i]) for i in (0, 1, 2, 4)] + [_react_turn("finish", {})]
     texts.append(f"[[ ## reasoning ## ]]\nDone.\n\n[[ ## answer ## ]]\n{FINAL_TEXT}\n\n[[ ## completed ## ]]")
-    instrumentor = DSPyInstrumentor()
     config = TraceConfig(hide_inputs=True, hide_outputs=True) if mode == "hidden" else TraceConfig()
     # the TraceConfig is bound at instrumentation: DSPy is instrumented afresh for each mode
-    instrumentor.instrument(tracer_provider=PROVIDER, config=config)
-    try:
+    with instrumented_for_this_run(DSPyInstrumentor(), config=config), scripted_openai(texts=texts) as fake:
         dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
-        with scripted_openai(texts=texts) as fake:
-            lm = dspy.LM("openai/fake-model", api_base=fake.base_url, api_key="test-key", cache=False, num_retries=0)
-            tools = [dspy.Tool(get_weather), dspy.Tool(population, name="get_population")]
-            with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
-                out = dspy.ReAct("question -> answer", tools=tools)(question="Weather in Paris, Rome and Oslo?")
-    finally:
-        instrumentor.uninstrument()
+        lm = dspy.LM("openai/fake-model", api_base=fake.base_url, api_key="test-key", cache=False, num_retries=0)
+        tools = [dspy.Tool(get_weather), dspy.Tool(population, name="get_population")]
+        with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+            out = dspy.ReAct("question -> answer", tools=tools)(question="Weather in Paris, Rome and Oslo?")
     assert out.answer == FINAL_TEXT
     run.finish(f"dspy-{mode}")
 
@@ -206,12 +216,8 @@ def _anthropic_with(run: Run, name: str, instrumentor: Any, mode: str) -> None:
     """The tool runner under an instrumentation of the model calls only, in an application's root span (the tools
     run on no span: the SDK's own tracing is off), as a user who adds the instrumentation to their client gets.
     Instrumented for this run only: both instrument the same client methods."""
-    instrumentor.instrument(tracer_provider=PROVIDER)
-    try:
-        with PROVIDER.get_tracer("weather-app").start_as_current_span("agent"):
-            _run_anthropic_agent({"traces": False})
-    finally:
-        instrumentor.uninstrument()
+    with instrumented_for_this_run(instrumentor), PROVIDER.get_tracer("weather-app").start_as_current_span("agent"):
+        _run_anthropic_agent({"traces": False})
     run.finish(f"{name}-{mode}")
 
 
@@ -233,3 +239,119 @@ def test_anthropic_tool_runner_openllmetry(run: Run, mode: str, monkeypatch: pyt
 
     monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true" if mode == "content" else "false")
     _anthropic_with(run, "anthropic_openllmetry", AnthropicInstrumentor(), mode)
+
+
+# --- google-genai + opentelemetry-instrumentation-google-genai -------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["default", "capture"])
+def test_google_genai_official_instrumentation(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("opentelemetry.instrumentation.google_genai", reason="the pairs extra is not installed")
+    from google import genai
+    from google.genai import types
+    from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
+
+    # google-genai's automatic function calling cannot convert a ``Literal`` (nor a str Enum) argument: the
+    # scenario's own ``get_weather`` takes the unit as a plain string, so "kelvin" is valid for this tool and runs
+    from tests.framework_scenario import get_weather
+
+    if mode == "capture":  # read when the instrumentor is instrumented
+        monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    # google-genai's automatic function calling raises KeyError on a tool it does not have: not requested here
+    with (
+        instrumented_for_this_run(GoogleGenAiSdkInstrumentor()),
+        scripted_openai(order=[0, 1, 2, 4]) as fake,
+        PROVIDER.get_tracer("weather-app").start_as_current_span("agent"),
+    ):
+        client = genai.Client(
+            api_key="test-key", http_options=types.HttpOptions(base_url=fake.base_url.removesuffix("/v1"))
+        )
+        config = types.GenerateContentConfig(tools=[get_weather, get_population])
+        out = client.models.generate_content(
+            model="fake-model", contents="Weather in Paris, Rome and Oslo?", config=config
+        )
+    assert out.text == FINAL_TEXT
+    run.finish(f"google_genai-{mode}")
+
+
+# --- Agno + OpenInference ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_agno_openinference(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openinference.instrumentation.agno", reason="the pairs extra is not installed")
+    from agno.agent import Agent
+    from agno.models.openai import OpenAIChat
+    from openinference.instrumentation.agno import AgnoInstrumentor
+
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+        """Current weather in a city."""
+        return f"sunny, 21 degrees {unit}, in {city}"
+
+    # read by OpenInference's default TraceConfig when it is instrumented
+    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true" if mode == "hidden" else "false")
+    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "true" if mode == "hidden" else "false")
+    monkeypatch.setenv("AGNO_TELEMETRY", "false")  # Agno's own usage telemetry goes to the network
+    with instrumented_for_this_run(AgnoInstrumentor()), scripted_openai() as fake:
+        model = OpenAIChat(id="fake-model", base_url=fake.base_url, api_key="test-key", max_retries=0)
+        agent = Agent(model=model, tools=[get_weather, get_population], telemetry=False)
+        out = agent.run("Weather in Paris, Rome and Oslo?")
+    assert out.content == FINAL_TEXT
+    run.finish(f"agno-{mode}")
+
+
+# --- MCP 1.x + OpenLLMetry's opentelemetry-instrumentation-mcp ---------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_mcp1_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool loop on the OpenAI client (not instrumented) whose tools live on an MCP 1.x FastMCP server, reached over
+    the SDK's in-memory transport; OpenLLMetry's MCP instrumentation traces the client's and the server's side."""
+    pytest.importorskip("opentelemetry.instrumentation.mcp", reason="the pairs extra is not installed")
+    import asyncio
+    import json
+
+    from mcp.server.fastmcp import FastMCP
+    from mcp.shared.memory import create_connected_server_and_client_session
+    from openai import OpenAI
+    from opentelemetry.instrumentation.mcp import McpInstrumentor
+
+    server = FastMCP("weather")
+
+    @server.tool()
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+        """Current weather in a city."""
+        return f"sunny, 21 degrees {unit}, in {city}"
+
+    server.tool()(get_population)  # the scenario's tool, which raises
+
+    async def agent(base_url: str) -> str:
+        model = OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+        async with create_connected_server_and_client_session(server._mcp_server) as session:
+            listed = (await session.list_tools()).tools
+            tools = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.inputSchema},
+                }
+                for t in listed
+            ]
+            messages: list[Any] = [{"role": "user", "content": "Weather in Paris, Rome and Oslo?"}]
+            while True:
+                reply = model.chat.completions.create(model="fake-model", messages=messages, tools=tools).choices[0]
+                if not reply.message.tool_calls:
+                    return str(reply.message.content)
+                messages.append(reply.message.model_dump(exclude_none=True))
+                for tool_call in reply.message.tool_calls:
+                    result = await session.call_tool(tool_call.function.name, json.loads(tool_call.function.arguments))
+                    text = "\n".join(getattr(c, "text", "") for c in result.content)
+                    messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": text})
+
+    # read at every call; instrumented once (its uninstrument leaves a wrapper, a second one would nest its spans)
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true" if mode == "content" else "false")
+    instrumented("mcp", McpInstrumentor())
+    with scripted_openai() as fake, PROVIDER.get_tracer("weather-app").start_as_current_span("agent"):
+        text = asyncio.run(agent(fake.base_url))
+    assert text == FINAL_TEXT
+    run.finish(f"mcp1_openllmetry-{mode}")

@@ -202,6 +202,41 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         ("openinference.instrumentation.anthropic", "opentelemetry.instrumentation.anthropic"),
     ),
     FrameworkSupport(
+        "google-genai 2.34 automatic function calling",
+        "opentelemetry-instrumentation-google-genai 1.3b0",
+        "outcomes; no arguments; the definitions (names only, `parameters` null) only with content capture",
+        GENAI_SWITCH,
+        "also parse verdicts and the tool list, checked on the root (`trace.unlisted_calls`: the one "
+        "`generate_content` span of the loop ends after its tool spans); no schema anywhere; google-genai cannot "
+        "convert a `Literal` argument and raises on a tool it does not have, before any span",
+        "test_agent_frameworks_pairs.py::test_google_genai_official_instrumentation (own extra: `make test-pairs`)",
+        ("opentelemetry.instrumentation.google_genai",),
+    ),
+    FrameworkSupport(
+        "Agno 3.1 `Agent`",
+        "openinference-instrumentation-agno 1.0.15",
+        "everything: schemas and tool list from the LLM spans, Agno's own pydantic rejection of the bad enum as "
+        "malformed, the unknown tool (no span) as a request of a tool not offered; `tool.parameters` (the arguments "
+        "again) is not read as a schema",
+        "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
+        "outcomes, the rejection from its status text; no parse verdict: the arguments Agno still writes to "
+        "`tool.parameters` are not read (the user asked to hide inputs); the unknown tool unseen",
+        "test_agent_frameworks_pairs.py::test_agno_openinference (own extra: `make test-pairs`)",
+        ("openinference.instrumentation.agno",),
+    ),
+    FrameworkSupport(
+        "MCP 1.30 `ClientSession` (a tool loop on the OpenAI client)",
+        "opentelemetry-instrumentation-mcp 0.62 (OpenLLMetry)",
+        'parse verdicts and outcomes: arguments and results unwrapped from its `{"tool_name", "arguments"}` / '
+        '`{"result", "is_error"}`; the server\'s pydantic rejection as malformed, "Unknown tool: X" as an unknown '
+        "tool; no schema or tool-list verdict (the definitions are only in the `tools/list` span's output)",
+        "`TRACELOOP_TRACE_CONTENT=false`",
+        "outcomes only, and every failure an execution failure: the error texts are content (the trace reads "
+        "correct though a call was rejected)",
+        "test_agent_frameworks_pairs.py::test_mcp1_openllmetry (own extra: `make test-pairs`)",
+        ("opentelemetry.instrumentation.mcp.instrumentation",),
+    ),
+    FrameworkSupport(
         "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
         "@ai-sdk/otel 1.0 `OpenTelemetry` (GenAI conventions)",
         "everything: `execute_tool` spans with arguments and results, definitions on the `chat` spans; the unknown "

@@ -206,7 +206,7 @@ SHAPES: tuple[Shape, ...] = (
     Shape(
         "opentelemetry.util.genai.handler",
         "opentelemetry-util-genai 1.1b0 (`TelemetryHandler.tool`)",
-        definitions="none in opentelemetry-instrumentation-openai-v2 2.4b0",
+        definitions="the model instrumentation's chat spans, where it records them (openai-v2 2.4b0 records none)",
         content_switch=f"{GENAI_SWITCH}; the tools' schemas: list them under `tools:` in the config",
         cannot_record="the request's tool definitions",
     ),
@@ -253,6 +253,37 @@ SHAPES: tuple[Shape, ...] = (
         definitions="the chat spans' `gen_ai.tool.definitions` (the first request of a message thread only)",
         content_switch=TRACELOOP_SWITCH,
         cannot_record="tool runs (model calls only): requested calls are the only evidence of the tools",
+    ),
+    Shape(
+        "opentelemetry.instrumentation.google_genai",
+        "opentelemetry-instrumentation-google-genai 1.3b0 (google-genai 2.x)",
+        definitions="the `generate_content` span's `gen_ai.tool.definitions` (`parameters` null), which wraps the "
+        "whole automatic-function-calling loop and ends after its tool spans (checked on the root)",
+        content_switch=GENAI_SWITCH,
+        cannot_record="tool schemas (parameters null); each model request of an automatic-function-calling loop "
+        "(one span for the loop)",
+    ),
+    Shape(
+        "openinference.instrumentation.agno",
+        "openinference-instrumentation-agno 1.0.15",
+        # it writes the call's arguments to ``tool.parameters`` too (OpenInference's place for the tool's schema),
+        # where ``hide_inputs`` leaves them: neither a schema nor, when inputs are hidden, evidence a user allowed
+        schema_on_span=False,
+        definitions=OI_LLM_TOOLS,
+        content_switch=OI_SWITCH,
+        cannot_record="the unknown tool's call (no span; its request is on the LLM span with content only)",
+    ),
+    Shape(
+        "opentelemetry.instrumentation.mcp.instrumentation",
+        "opentelemetry-instrumentation-mcp 0.62 (OpenLLMetry; MCP 1.x client sessions)",
+        # ``traceloop.entity.input`` = ``{"tool_name", "arguments"}``; output ``{"result", "is_error"}``
+        arguments_wrapper=Wrapper(frozenset({"tool_name", "arguments"}), ("arguments",)),
+        result_wrapper=Wrapper(frozenset({"result", "is_error"}), ("result",)),
+        definitions="only in the `tools/list.mcp` span's output (not read): the model client's spans, when it is "
+        "instrumented too",
+        content_switch=TRACELOOP_SWITCH,
+        cannot_record="the error text without content (a rejected input, an unknown tool and a raising tool are all "
+        "`tool_error`)",
     ),
     Shape(
         "opentelemetry.instrumentation.langchain",

@@ -57,22 +57,28 @@ def random_traces(tracer: Tracer, seed: int, traces: int) -> None:
         with tracer.start_as_current_span(
             "invoke_agent weather-bot", attributes={"gen_ai.operation.name": "invoke_agent"}
         ):
-            calls = [
-                (f"c{t}_{k}", rng.choice(["get_weather", "lookup_user", "drop_database", "nope"]))
-                for k in range(rng.randint(0, 6))
-            ]
-            chat_span(tracer, [WEATHER_TOOL], calls)
-            for call_id, name in calls:
-                arguments: Any = rng.choice(
-                    [{"city": "Paris"}, {"city": "paris "}, {"city": 3}, {"days": 2}, "{not json", "Oslo", None]
-                )
-                error = RuntimeError("boom") if rng.random() < 0.2 else None
-                tool_span(
-                    tracer, name, arguments, call_id=call_id, result=rng.choice(['{"t": 20}', "", None]), error=error
-                )
-                if rng.random() < 0.3:
-                    with tracer.start_as_current_span("GET /weather", attributes={"http.request.method": "GET"}):
-                        pass
+            for turn in range(1 + t % 2):  # every other trace two model turns: a batch issued past the budget
+                calls = [
+                    (f"c{t}_{turn}_{k}", rng.choice(["get_weather", "lookup_user", "drop_database", "nope"]))
+                    for k in range(rng.randint(0, 6))
+                ]
+                chat_span(tracer, [WEATHER_TOOL], calls)
+                for call_id, name in calls:
+                    arguments: Any = rng.choice(
+                        [{"city": "Paris"}, {"city": "paris "}, {"city": 3}, {"days": 2}, "{not json", "Oslo", None]
+                    )
+                    error = RuntimeError("boom") if rng.random() < 0.2 else None
+                    tool_span(
+                        tracer,
+                        name,
+                        arguments,
+                        call_id=call_id,
+                        result=rng.choice(['{"t": 20}', "", None]),
+                        error=error,
+                    )
+                    if rng.random() < 0.3:
+                        with tracer.start_as_current_span("GET /weather", attributes={"http.request.method": "GET"}):
+                            pass
 
 
 def scored_by_id(spans: Sequence[ReadableSpan]) -> dict[int, dict[str, Any]]:

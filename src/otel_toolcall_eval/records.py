@@ -282,6 +282,11 @@ class CallHistory:
     failures: set[bytes] | None = None  # digests of earlier failures (call, outcome, error); None until one
     succeeded: dict[str, list[int | None]] = field(default_factory=dict)
     pending: dict[str, PendingCall | None] = field(default_factory=dict)  # tool -> its first call, until keyed
+    # the step budget counts a parallel batch where it starts (``engine.call.budget_position``): the batch being
+    # scored, the calls made before it, and the furthest budget position reached (over a budget when above it)
+    batch: int | None = None
+    batch_start: int = 0
+    budget_position: int = 0
 
     def first_call_of(self, name: str) -> bool:
         """No earlier call of ``name``: this call cannot repeat one."""
@@ -357,6 +362,9 @@ def new_call_history() -> CallHistory:
     history.failures = None
     history.succeeded = {}
     history.pending = {}
+    history.batch = None
+    history.batch_start = 0
+    history.budget_position = 0
     return history
 
 

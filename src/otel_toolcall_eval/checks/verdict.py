@@ -24,7 +24,8 @@ def trace_verdict(
     return new_trace_verdict(  # positional: once per trace (``records.new_trace_verdict``)
         history.calls,
         history.errors,
-        step_budget is not None and history.calls > step_budget,
+        # a call over it: a parallel batch counts where it starts (``engine.call.budget_position``)
+        step_budget is not None and history.budget_position > step_budget,
         history.violations,
         history.violation_weight,
         history.all_correct and not unknown_tool_requests and not unlisted_calls,

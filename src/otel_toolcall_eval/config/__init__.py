@@ -177,7 +177,10 @@ class Policies(_Strict):
     """The rules a trace (offline: a case) must keep, beyond what each call's schema says."""
 
     step_budget: int | None = Field(
-        default=None, ge=1, description="the most tool calls a trace may make; later calls get over_budget"
+        default=None,
+        ge=1,
+        description="the most tool calls a trace may make; later calls get over_budget (a parallel batch counts "
+        "where it starts: issued within the budget, it runs whole)",
     )
     must_not_call: list[str] = Field(
         default_factory=list, description="tools that must never be called: one call fails the trace (must_not_call)"

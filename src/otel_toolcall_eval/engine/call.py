@@ -255,7 +255,7 @@ class Scorer:
             resolved.drift,
             source,
             batch,
-            None if self._budget is None else over_budget(step, self._budget),
+            over_budget(budget_position(history, step, batch), self._budget),
             violations,
             weight,
             arguments,
@@ -347,3 +347,21 @@ def call_digest_of(score: CallScore) -> bytes:
     if digest is None:
         digest = score.digest = call_digest(call_key(score))
     return digest
+
+
+def budget_position(history: CallHistory, step: int, batch: int | None) -> int:
+    """The step budget's one rule for online and offline: a call's budget position is where its parallel batch
+    starts (1 + the calls made before the batch; a call without a batch, its own step). The calls of one batch
+    were issued at once, so their order among themselves (the order they ended online, the order a run line
+    lists them offline) never decides which is over: a batch issued within the budget runs whole within it, a
+    batch issued after it is over as a whole. The trace is over the budget when a call is (``checks.verdict``
+    reads the furthest position). A batch label met again after another counts from where it is met again."""
+    if batch is None:
+        position = step
+    else:
+        if history.batch != batch:
+            history.batch, history.batch_start = batch, step - 1
+        position = history.batch_start + 1
+    if position > history.budget_position:
+        history.budget_position = position
+    return position

@@ -13,7 +13,6 @@ from typing import NamedTuple
 
 from otel_toolcall_eval.checks.destructive import VIOLATION as DESTRUCTIVE
 from otel_toolcall_eval.checks.must_not_call import VIOLATION as MUST_NOT_CALL
-from otel_toolcall_eval.checks.step_budget import over_budget
 from otel_toolcall_eval.records import CallScore
 
 OVER_BUDGET = "over_budget"
@@ -61,7 +60,7 @@ def policy_violations_of(scores: Sequence[CallScore], step_budget: int | None) -
         for v in score.violations:
             if v != MUST_NOT_CALL:
                 out.append(PolicyViolation(v, score.name, score.step))
-    if over_budget(len(scores), step_budget):  # the trace's verdict online: its last step over the budget
+    if step_budget is not None and any(s.over_budget for s in scores):  # the trace's verdict online (engine)
         out.append(PolicyViolation(OVER_BUDGET, None, len(scores), step_budget))
     return out
 

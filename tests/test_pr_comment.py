@@ -42,6 +42,8 @@ class FakeGitHub:
     flaky: list[tuple[str, int]] = field(default_factory=list)  # (method, status) answered once each, first
     url: str = ""
     next_id: int = 1000
+    login: str | None = None  # GET /user's login; None: 403, as for an installation token (GITHUB_TOKEN)
+    author: str = "github-actions[bot]"  # who the comments the token creates are by
 
     def add(self, body: str, login: str = "someone") -> int:
         self.next_id += 1
@@ -79,7 +81,12 @@ def github() -> Iterator[FakeGitHub]:
                 self._send(fake.fail[method], {"message": "Resource not accessible by integration"})
                 return
             url = urlsplit(self.path)
-            if method == "GET" and url.path == f"/repos/{REPO}/issues/{PR}/comments":
+            if method == "GET" and url.path == "/user":
+                if fake.login is None:
+                    self._send(403, {"message": "Resource not accessible by integration"})
+                else:
+                    self._send(200, {"login": fake.login, "type": "User"})
+            elif method == "GET" and url.path == f"/repos/{REPO}/issues/{PR}/comments":
                 query = parse_qs(url.query)
                 size = min(int(query.get("per_page", ["30"])[0]), fake.page_size)
                 page = int(query.get("page", ["1"])[0])
@@ -89,7 +96,7 @@ def github() -> Iterator[FakeGitHub]:
                     headers["Link"] = f'<{fake.url}{url.path}?per_page=100&page={page + 1}>; rel="next"'
                 self._send(200, items, headers)
             elif method == "POST" and url.path == f"/repos/{REPO}/issues/{PR}/comments":
-                new = fake.add(body["body"], login="github-actions[bot]")
+                new = fake.add(body["body"], login=fake.author)
                 self._send(201, {"id": new, "body": body["body"], "html_url": f"https://example.test/c/{new}"})
             elif method == "PATCH" and (m := re.fullmatch(rf"/repos/{REPO}/issues/comments/(\d+)", url.path)):
                 target = next((c for c in fake.comments if c["id"] == int(m.group(1))), None)
@@ -164,7 +171,8 @@ def test_first_run_creates_the_comment_and_the_second_updates_it(
     assert main(["pr-comment", "--report", str(second)]) == 0
     assert "updated" in capsys.readouterr().out
     assert _own(github) == [{**comment, "body": MARKER + "\n" + second.read_text()}]
-    assert [m for m, _ in github.requests] == ["GET", "PATCH"]
+    assert github.requests[1] == ("GET", "/user")  # whose is the marked comment: asked once, when one is found
+    assert [m for m, _ in github.requests] == ["GET", "GET", "PATCH"]
     assert len(github.comments) == 2  # LGTM and ours: one comment however often it runs
     summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
     assert first.read_text() in summary and second.read_text() in summary  # appended, one per step
@@ -176,12 +184,58 @@ def test_its_earlier_comment_is_found_on_a_later_page(tmp_path: Path, github: Fa
     ours = github.add(MARKER + "\nold report", login="github-actions[bot]")
     github.add("after")
     assert main(["pr-comment", "--report", str(_report(tmp_path, "new report\n"))]) == 0
-    gets = [path for method, path in github.requests if method == "GET"]
+    gets = [path for method, path in github.requests if method == "GET" and path != "/user"]
     assert len(gets) == 3  # pages of 3: ours is the 8th comment
     assert [m for m, _ in github.requests][-1] == "PATCH"
     assert github.requests[-1][1].endswith(f"/comments/{ours}")
     assert [c["body"] for c in _own(github)] == [MARKER + "\nnew report\n"]
     assert len(github.comments) == 9
+
+
+def test_a_marked_comment_someone_else_wrote_is_never_edited(
+    tmp_path: Path, github: FakeGitHub, env: dict[str, str]
+) -> None:
+    """Issue 28, finding 7: a comment that starts with the marker but was written by another user (who can edit it
+    later, rewriting the gate's report) is left alone; the tool creates its own."""
+    planted = github.add(MARKER + "\n## ✅ all good (planted)", login="mallory")
+    assert main(["pr-comment", "--report", str(_report(tmp_path, "## ❌ failed\n"))]) == 0
+    assert ("PATCH", f"/repos/{REPO}/issues/comments/{planted}") not in github.requests
+    assert next(c for c in github.comments if c["id"] == planted)["body"].endswith("(planted)")
+    [ours] = [c for c in _own(github) if c["user"]["login"] == "github-actions[bot]"]
+    assert ours["body"] == MARKER + "\n## ❌ failed\n"
+
+
+@pytest.mark.parametrize(
+    ("token_user", "flag", "author"),
+    [
+        ("ana", [], "ana"),  # a personal token: GET /user says who
+        (None, ["--comment-author", "gate-app[bot]"], "gate-app[bot]"),  # another app's installation token
+    ],
+)
+def test_its_own_comment_is_the_one_its_token_wrote(
+    tmp_path: Path, github: FakeGitHub, env: dict[str, str], token_user: str | None, flag: list[str], author: str
+) -> None:
+    github.login, github.author = token_user, author
+    other = github.add(MARKER + "\nby the workflow's bot", login="github-actions[bot]")
+    mine = github.add(MARKER + "\nold", login=author)
+    assert main(["pr-comment", "--report", str(_report(tmp_path, "new\n")), *flag]) == 0
+    assert github.requests[-1] == ("PATCH", f"/repos/{REPO}/issues/comments/{mine}")
+    bodies = {c["id"]: c["body"] for c in github.comments}
+    assert bodies == {other: MARKER + "\nby the workflow's bot", mine: MARKER + "\nnew\n"}
+    assert (("GET", "/user") in github.requests) == (not flag)
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_a_refused_edit_fails_loudly(
+    tmp_path: Path, github: FakeGitHub, env: dict[str, str], capsys: pytest.CaptureFixture[str], status: int
+) -> None:
+    """Issue 28, finding 7: its own comment exists and GitHub refuses the edit: exit 2 naming the status, never a
+    quiet exit 0 with no report on the pull request."""
+    ours = github.add(MARKER + "\nold", login="github-actions[bot]")
+    github.fail["PATCH"] = status
+    assert main(["pr-comment", "--report", str(_report(tmp_path, "new\n"))]) == 2
+    err = capsys.readouterr().err
+    assert "edit" in err and str(status) in err and str(ours) in err and "Traceback" not in err
 
 
 def test_appended_markdown_follows_the_report(tmp_path: Path, github: FakeGitHub, env: dict[str, str]) -> None:

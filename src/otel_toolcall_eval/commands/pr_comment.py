@@ -3,8 +3,13 @@
 Run in a GitHub Actions job (``action.yml`` at the repository root does). It appends the report to the job summary
 ($GITHUB_STEP_SUMMARY) and creates or updates ONE comment on the pull request: its own earlier comment is found by a
 hidden marker, over every page of the comment list, and edited, so a pull request never collects one comment per
-push. A fork's read-only token (403/404) or a missing token leaves the job summary only, with a warning, exit 0: a
-gate must not fail because it could not talk. Any other API error exits 2 with the status and GitHub's message.
+push. "Its own" means written by the token's user: the marker alone proves nothing (anyone can write it, and a
+gate report in a comment its author can edit is a report anyone can rewrite), so a marked comment counts only when
+its author is the token's login (``GET /user``) or, for an app's installation token (which ``/user`` refuses), the
+app's bot: ``github-actions[bot]`` for the workflow's GITHUB_TOKEN, ``--comment-author`` for another app. A fork's
+read-only token (403/404 listing or creating) or a missing token leaves the job summary only, with a warning, exit
+0: a gate must not fail because it could not talk. An edit of its own comment that GitHub refuses exits 2 (the
+report would otherwise be silently missing), as does any other API error, with the status and GitHub's message.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ TRUNCATED = (
     "\n\n---\n_The report was cut to fit a comment ({limit:,} characters): the full report is in the job summary._\n"
 )
 DEGRADED = (403, 404)  # a fork's token may not comment: the job summary still carries the report
+ACTIONS_BOT = "github-actions[bot]"  # the author of what the workflow's GITHUB_TOKEN writes
 RETRIES = 2  # GET and PATCH only, on 429, 5xx and transport errors: a retried POST could comment twice
 BACKOFF = 1.0  # seconds before the first retry, doubling (a seam for tests)
 
@@ -61,6 +67,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--api-url", help="REST API root (default: $GITHUB_API_URL or https://api.github.com)")
     parser.add_argument(
         "--comment", action=argparse.BooleanOptionalAction, default=True, help="post the comment (default: yes)"
+    )
+    parser.add_argument(
+        "--comment-author",
+        metavar="LOGIN",
+        help="the login the token comments as, when GitHub cannot say (an app's token: '<app-slug>[bot]'); default: "
+        f"GET /user, or {ACTIONS_BOT} for an installation token",
     )
     parser.set_defaults(func=run)
 
@@ -88,8 +100,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     comment = _cap(MARKER + "\n" + body, MAX_COMMENT)
     try:
         with httpx.Client(base_url=api, headers=_headers(token), timeout=TIMEOUT, follow_redirects=False) as client:
-            action, url = _upsert(client, repo, number, comment)
+            action, url = _upsert(client, repo, number, comment, args.comment_author)
     except _ApiError as exc:
+        if exc.method == "PATCH":  # its own comment exists and could not be edited: the report is missing
+            raise UsageError(f"GitHub API: the edit of the earlier comment was refused: {exc}") from None
         if exc.status in DEGRADED:
             detail = escape(terminal_safe(exc.detail))
             console.print(
@@ -116,6 +130,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 class _ApiError(Exception):
     def __init__(self, method: str, path: str, status: int, detail: str) -> None:
+        self.method = method
         self.status = status
         self.detail = detail
         super().__init__(f"{method} {path}: {status} {detail}")
@@ -168,9 +183,9 @@ def _check(response: httpx.Response) -> Any:
     raise _ApiError(response.request.method, response.request.url.path, response.status_code, detail)
 
 
-def _upsert(client: httpx.Client, repo: str, number: int, body: str) -> tuple[str, str]:
+def _upsert(client: httpx.Client, repo: str, number: int, body: str, author: str | None) -> tuple[str, str]:
     """Edit this tool's earlier comment if the pull request has one, else create it: ("updated"|"created", url)."""
-    existing = _find_own(client, repo, number)
+    existing = _find_own(client, repo, number, author)
     if existing is not None:
         data = _check(_send(client, "PATCH", f"/repos/{repo}/issues/comments/{existing}", {"body": body}))
         return "updated", str(data.get("html_url", ""))
@@ -178,8 +193,22 @@ def _upsert(client: httpx.Client, repo: str, number: int, body: str) -> tuple[st
     return "created", str(data.get("html_url", ""))
 
 
-def _find_own(client: httpx.Client, repo: str, number: int) -> int | None:
-    """The id of the first comment that starts with the marker, following the Link header's next pages."""
+def _login(client: httpx.Client) -> str:
+    """The login the token writes as: ``GET /user``'s, or the workflow's bot for an installation token (GitHub
+    answers 403 "Resource not accessible by integration" to ``/user`` for those)."""
+    response = _send(client, "GET", "/user")
+    if response.status_code in (401, 403):
+        return ACTIONS_BOT
+    data = _check(response)
+    login = data.get("login") if isinstance(data, dict) else None
+    if not isinstance(login, str) or not login:
+        raise _ApiError("GET", "/user", response.status_code, "no login in the answer")
+    return login
+
+
+def _find_own(client: httpx.Client, repo: str, number: int, author: str | None = None) -> int | None:
+    """The id of the first comment that starts with the marker and was written by the token's own login
+    (``author``, else asked once, at the first marked comment), following the Link header's next pages."""
     url: str | None = f"/repos/{repo}/issues/{number}/comments?per_page=100"
     root = str(client.base_url).rstrip("/")
     for _ in range(MAX_PAGES):
@@ -192,6 +221,11 @@ def _find_own(client: httpx.Client, repo: str, number: int) -> int | None:
         for comment in page:
             if not isinstance(comment, dict) or not str(comment.get("body", "")).startswith(MARKER):
                 continue
+            user = comment.get("user")
+            if author is None:
+                author = _login(client)
+            if not isinstance(user, dict) or user.get("login") != author:
+                continue  # a marked comment someone else wrote (and can edit): never ours
             if isinstance(comment.get("id"), int):
                 return int(comment["id"])
         url = response.links.get("next", {}).get("url")

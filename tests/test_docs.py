@@ -93,3 +93,11 @@ def test_every_yaml_example_is_a_valid_config() -> None:
     assert len(blocks) >= 5
     for page, block in blocks:
         EvalConfig.from_dict(yaml.safe_load(block), source=str(page.relative_to(ROOT)))
+
+
+def test_every_link_of_the_readme_reaches_a_file() -> None:
+    """The README is not part of the site (whose strict build checks the pages' links), so its links are checked
+    here: every relative target exists."""
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
+    relative = [t for t in targets if not re.match(r"[a-z]+:", t)]
+    assert relative and [t for t in relative if not (ROOT / t).exists()] == []

@@ -241,3 +241,41 @@ def test_the_queue_covers_each_label_and_the_disagreements(tmp_path: Path) -> No
     assert "appropriate|disagrees" in {i["stratum"] for i in items}  # the one flagged call the judge passed
     assert main(args) == 0 and read_queue(out) == items  # seeded: the same queue again
     assert main([*args[:-2], "--ci-width", "0.2"]) == 0 and len(read_queue(out)) == 97  # (1.96 / 0.2)^2
+
+
+def test_two_sessions_of_one_rater_saving_one_item(
+    tmp_path: Path, queue: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28, finding 8: one rater with the page open twice (two ``judge label`` processes) saves the same item
+    from both; the file still loads: the later label wins, with a warning naming the lines, so ``judge agreement``
+    exits 0 and a third session starts."""
+    labels = tmp_path / "labels.jsonl"
+    first, second = Server(queue, labels, "ana"), Server(queue, labels, "ana")
+    try:
+        for server, label in ((first, "appropriate"), (second, "inappropriate")):
+            with httpx.Client(base_url=server.url.rstrip("/")) as client:
+                index = client.get("/api/state").json()["item"]["index"]
+                assert client.post("/api/label", json={"index": index, "label": label}).status_code == 200
+    finally:
+        first.kill()
+        second.kill()
+    assert main(["judge", "agreement", str(labels)]) == 0
+    err = capsys.readouterr().err
+    assert "labels.jsonl:2" in err and "ana" in err and "line 1" in err and "later label" in err
+    [record] = read_labels(labels)
+    assert dict(record.humans) == {"ana": "inappropriate"}
+    third = Server(queue, labels, "ana")  # starts (it used to refuse the file)
+    third.kill()
+
+
+def test_a_damaged_labels_file_is_named_without_a_stray_option_dash(tmp_path: Path, queue: Path) -> None:
+    """Issue 28, finding 8: the error names the file and line as every bad file does (it read '--/path:1: ...')."""
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("{not json\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_toolcall_eval.cli", "judge", "label", str(queue), "--labels", str(labels),
+         "--rater", "ana"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "300"},
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"{labels}:1: not JSON" in done.stderr and "--" + str(labels) not in done.stderr

@@ -100,7 +100,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if not 1 <= args.resamples <= MAX_RESAMPLES:
         raise UsageError(f"--resamples: {args.resamples} is not between 1 and {MAX_RESAMPLES:,}")
     scales = _scales(args.config)
-    records = read_labels(args.labels, {q: s.labels for q, s in scales.items()})  # LabelsError: exit 2
+    resolved: list[str] = []
+    records = read_labels(args.labels, {q: s.labels for q, s in scales.items()}, resolved)  # LabelsError: exit 2
+    err = Console(stderr=True)
+    for note in resolved:  # a rater's label given twice (the labelling page open twice): the later one kept
+        err.print(Text(terminal_safe(f"warning: {note}")), soft_wrap=True)
     if not records:
         raise UsageError(f"{args.labels}: no labelled items")
     weights: Weights | None = None if args.weights == "none" else args.weights

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from otel_toolcall_eval._text import terminal_safe
+from otel_toolcall_eval.dataset.errors import LocatedError
 from otel_toolcall_eval.errors import ExitCode, UsageError
 from otel_toolcall_eval.judge.label_server import LabelSession, make_server, read_queue
 
@@ -34,7 +35,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--port: {args.port} is not a port")
     try:
         session = LabelSession(read_queue(args.queue), args.labels, args.rater, show_verdict=args.show_verdict)
-    except ValueError as exc:
+    except LocatedError:
+        raise  # a damaged queue or labels file: "file:line: field: message", as every bad file is named
+    except ValueError as exc:  # the rater's name
         raise UsageError(f"--{exc}") from None
     server = make_server(session, args.port)
     host, port = server.server_address[:2]

@@ -9,6 +9,9 @@ Defined here once, for ``judge agreement`` and anything that writes labels::
 and either ``human`` (one rater's label) or ``humans`` (rater name -> label); ``note`` is free text and ignored;
 ``labelled_at`` (ISO 8601) says when, and dates a calibration. Lines of one item that name different raters (each
 ``humans``, the same ``judge`` label) are merged: that is how the labelling page appends several raters' labels.
+A named rater labelling one item again (the page open twice, issue 28) is resolved, not refused: the later line's
+label wins and a warning names both lines; an unnamed ``human`` twice is still an error (nothing says it is the
+same person).
 Labels must be on the question's scale when it is known (a built-in question, or one from the config). Every
 error names the file, the line and the field, and the reader is bounded (line length, item count), since a labels
 file may come from anywhere.
@@ -47,8 +50,12 @@ class Labelled:
     labelled_at: str | None = None  # the latest of its lines' ``labelled_at``
 
 
-def read_labels(path: str | Path, scales: Mapping[str, Sequence[str]] | None = None) -> list[Labelled]:
-    """Every line of the file, validated; ``scales`` (question -> labels) checks the labels of known questions."""
+def read_labels(
+    path: str | Path, scales: Mapping[str, Sequence[str]] | None = None, warnings: list[str] | None = None
+) -> list[Labelled]:
+    """Every line of the file, validated; ``scales`` (question -> labels) checks the labels of known questions;
+    ``warnings`` receives what was resolved (a rater's label given again: the later one kept)."""
+    notes = warnings if warnings is not None else []
     known = scales or {}
     out: list[Labelled] = []
     seen: dict[tuple[str, str], int] = {}  # -> index in ``out``
@@ -60,29 +67,37 @@ def read_labels(path: str | Path, scales: Mapping[str, Sequence[str]] | None = N
         record = _parse(path, line, raw, known)
         key = (record.question, record.item)
         if key in seen:
-            out[seen[key]] = _merged(path, out[seen[key]], record)
+            out[seen[key]] = _merged(path, out[seen[key]], record, notes)
             continue
         seen[key] = len(out)
         out.append(record)
     return out
 
 
-def _merged(path: str | Path, first: Labelled, more: Labelled) -> Labelled:
-    """Another rater's line for the same item; the same rater (or an unnamed one) twice is an error."""
+def _merged(path: str | Path, first: Labelled, more: Labelled, notes: list[str]) -> Labelled:
+    """Another line for the same item: other raters' labels added, a named rater's again replacing theirs (with a
+    note); an unnamed rater on either line is an error."""
     raters = {name for name, _ in first.humans}
-    if "" in raters or any(name in raters or not name for name, _ in more.humans):
+    if "" in raters or any(not name for name, _ in more.humans):
         raise LabelsError(path, more.line, "item", f"{more.item!r} is labelled twice (first on line {first.line})")
     if more.judge != first.judge:
         raise LabelsError(
             path, more.line, "judge", f"{more.judge!r} differs from line {first.line}'s judge label {first.judge!r}"
         )
+    again = [name for name, _ in more.humans if name in raters]
+    if again:
+        notes.append(
+            f"{path}:{more.line}: {more.item!r} labelled again by {', '.join(again)} (first on line {first.line}): "
+            "the later label is kept"
+        )
+    given = dict(first.humans) | dict(more.humans)  # the later label of a rater replaces the earlier
     dates = [d for d in (first.labelled_at, more.labelled_at) if d]
     return Labelled(
         line=first.line,
         item=first.item,
         question=first.question,
         judge=first.judge,
-        humans=first.humans + more.humans,
+        humans=tuple(given.items()),
         labelled_at=max(dates) if dates else None,
     )
 

@@ -48,3 +48,27 @@ def test_no_missing_series_while_every_call_is_complete() -> None:
     assert p.metric_sum(M.COVERAGE_CALLS) == 1
     assert p.metric_points(M.COVERAGE_MISSING) == []
     assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def test_a_scope_whose_calls_are_all_invalid_with_the_same_undeclared_keys_is_suspected() -> None:
+    """The processor's self-check (issue 26): a wrapper the shape table does not strip makes every call of its scope
+    invalid with the same undeclared keys; counted by scope, so a dashboard shows the misread, not a worse model."""
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        chat_span(p.tracer, [WEATHER_TOOL])
+        for city in ("Paris", "Rome", "Oslo", "Bern"):
+            tool_span(p.tracer, "get_weather", {"inputs": {"city": city}, "tags": [], "run": city})
+    points = {(a["convention"], a["reason"]): v for a, v in p.metric_points(M.COVERAGE_SUSPECT)}
+    assert points == {("genai", "same_undeclared_keys"): 2}  # the third and fourth call: three seen from then on
+
+
+def test_a_valid_call_clears_the_scope_and_a_nameless_call_is_suspect() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        chat_span(p.tracer, [WEATHER_TOOL])
+        tool_span(p.tracer, "get_weather", {"city": "Paris"}, result="sunny")  # valid: the shape reads this scope
+        for _ in range(4):
+            tool_span(p.tracer, "get_weather", {"inputs": {"city": "Rome"}})  # a model that errs, not a misread
+        tool_span(p.tracer, "", {"city": "Paris"})
+    points = {(a["convention"], a["reason"]): v for a, v in p.metric_points(M.COVERAGE_SUSPECT)}
+    assert points == {("genai", "no_tool_name"): 1}

@@ -135,6 +135,7 @@ def emitted() -> dict[str, set[str]]:
         metrics.record_dropped("evicted")
         metrics.record_queue_wait()
         metrics.record_late()
+        metrics.record_scope(CallScore(name="", step=1, outcome=Outcome.SUCCESS), "genai", "acme.instrumentation")
         queue = _Sized(3)  # anything with a length: what a background queue reports
         metrics.watch_queue(queue)
         from otel_toolcall_eval import attributes as A

@@ -530,6 +530,8 @@ class ToolCallEvalProcessor(SpanProcessor):
                 same[A.LATE] = True
             return self._finish_trace(trace_id, span, same, attrs) if is_root else EnrichedSpan(span, same, attrs)
         self.metrics.record_call(score, record.convention, record.result_recorded)
+        scope = span.instrumentation_scope  # the self-check of the scope's shape (toolcall_eval.coverage.suspect)
+        self.metrics.record_scope(score, record.convention, scope.name if scope is not None else "-")
         if seconds is not None and self._histograms:
             self.metrics.record_tool_latency(score, seconds)
         extra = call_attributes(score, record.convention)

@@ -50,6 +50,10 @@ COVERAGE_CALLS: Final = "toolcall_eval.coverage.calls"
 COVERAGE_MISSING: Final = "toolcall_eval.coverage.missing"
 MISSING_PARTS: Final = ("arguments", "schema", "result")  # the ``missing`` label's values
 LATE_SPANS: Final = "toolcall_eval.late_spans"
+COVERAGE_SUSPECT: Final = "toolcall_eval.coverage.suspect"
+# a scope whose first calls with a schema verdict are all invalid with shared undeclared keys, from this many on
+SUSPECT_MIN_CALLS: Final = 3
+MAX_SCOPE_LABELS: Final = 200  # instrumentation scopes as a label; past this `_other`
 # sessions (``otel_toolcall_eval.online.sessions``)
 SESSIONS: Final = "toolcall_eval.sessions"
 SESSION_TURNS: Final = "toolcall_eval.session.turns"
@@ -292,6 +296,18 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "turns (traces) per finished session",
     ),
     MetricDoc(
+        COVERAGE_SUSPECT,
+        "counter",
+        "{call}",
+        "`convention`, `scope`, `reason`",
+        "toolcall_eval_coverage_suspect_total",
+        "tool calls that look misread rather than wrong, by the instrumentation scope that wrote them: `reason` is "
+        "`same_undeclared_keys` (every call of the scope with a schema verdict so far, at least three, was invalid "
+        "with the same undeclared argument keys: a wrapper the shape table does not strip) or `no_tool_name`; a "
+        "dashboard shows a misread instrumentation here instead of a model that got worse; `otel-toolcall-eval "
+        "doctor` names the row to fix",
+    ),
+    MetricDoc(
         SESSION_DROPPED,
         "counter",
         "{session}",
@@ -368,6 +384,10 @@ class _Calls(_Tally):
             return list(self._counts.items())
 
 
+def _doc(name: str) -> MetricDoc:
+    return next(doc for doc in METRICS if doc.name == name)
+
+
 class _Instruments:
     """One set of instruments and tallies per meter: an observable counter registered twice under one name
     keeps only its first callbacks, so processors sharing a MeterProvider must share the tallies too (their
@@ -381,6 +401,7 @@ class _Instruments:
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
         self.late = _Tally(())
+        self.suspect = _Tally(("convention", "scope", "reason"))
         self.queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the background queues of processors on this meter
         self.stats = _StatsInstruments(meter)  # issue 18: cost, latency, recovery, tool list
         for doc, tally in (
@@ -391,6 +412,7 @@ class _Instruments:
             (METRICS[5], self.dropped),
             (METRICS[6], self.queue_waits),
             (METRICS[10], self.late),
+            (_doc(COVERAGE_SUSPECT), self.suspect),
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
         meter.create_observable_counter(
@@ -448,6 +470,9 @@ class EvalMetrics:
         self._instruments = _instruments(meter)
         self._tools: set[str] = set()
         self._services: set[str] = set()  # issue 18: `service` labels of toolcall_eval.tool_list.changes
+        # per (convention, scope): the undeclared keys every invalid call shared so far and how many there were;
+        # None once a call of the scope was valid (then nothing here suspects it again)
+        self._scopes: dict[tuple[str, str], tuple[frozenset[str], int] | None] = {}
         self._lock = threading.Lock()
         _fork.reinit_after_fork(self)
 
@@ -506,6 +531,39 @@ class EvalMetrics:
             findings.append("unknown_tool")
         for kind in findings:
             instruments.violations.add((tool, kind))
+
+    def record_scope(self, score: CallScore, convention: str, scope: str) -> None:
+        """``toolcall_eval.coverage.suspect``: a call that looks misread by its scope's shape (the processor's
+        self-check, the signal ``doctor`` reports offline). Costs a test per call unless the call has no name or a
+        schema verdict of a scope still under suspicion."""
+        if score.name == "":
+            self._instruments.suspect.add((convention, self._scope_label(convention, scope), "no_tool_name"))
+        valid = score.schema_valid
+        if valid is None:
+            return
+        key = (convention, scope)
+        scopes = self._scopes
+        if key in scopes and scopes[key] is None:
+            return  # a valid call was seen: not suspected
+        with self._lock:
+            seen = scopes.get(key, ())
+            if seen is None:
+                return
+            if valid or not score.undeclared_arguments:
+                if key in scopes or len(scopes) < MAX_SCOPE_LABELS:
+                    scopes[key] = None
+                return
+            undeclared = frozenset(score.undeclared_arguments)
+            shared, count = seen if seen else (undeclared, 0)
+            shared &= undeclared
+            if key not in scopes and len(scopes) >= MAX_SCOPE_LABELS:
+                return
+            scopes[key] = (shared, count + 1)
+        if shared and count + 1 >= SUSPECT_MIN_CALLS:
+            self._instruments.suspect.add((convention, self._scope_label(convention, scope), "same_undeclared_keys"))
+
+    def _scope_label(self, convention: str, scope: str) -> str:
+        return scope if (convention, scope) in self._scopes or len(self._scopes) < MAX_SCOPE_LABELS else "_other"
 
     def record_trace(self, verdict: TraceVerdict, finalized_by: str) -> None:
         for _ in range(verdict.unknown_tool_requests):  # no tool span carried these: counted with the trace

@@ -144,8 +144,12 @@ def _default(field: FieldInfo) -> str:
         return "-"
     if isinstance(value, Enum):
         value = value.value
+    if isinstance(value, list) and value and all(isinstance(v, BaseModel) and hasattr(v, "name") for v in value):
+        value = [v.name for v in value]  # e.g. the built-in judge questions, by name
     text = json.dumps(value, default=str)
-    return f"`{text}`" if len(text) <= 60 else f"{len(value)} entries" if isinstance(value, list | dict) else "-"
+    if len(text) <= 60 or (isinstance(value, list) and len(text) <= 160):
+        return f"`{text}`"
+    return f"{len(value)} entries" if isinstance(value, list | dict) else "-"
 
 
 def _meaning(field: FieldInfo, sections: list[tuple[str, type[BaseModel]]]) -> str:

@@ -18,9 +18,9 @@ PACKAGE = "otel_toolcall_eval"
 
 # top to bottom; a unit (a top-level module or package of the project) may import its own layer or any below it
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("cli", "commands", "_docs", "demo"),  # the command line and what only it uses
+    ("__main__", "cli", "commands", "_docs", "demo"),  # the command line and what only it uses
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
-    ("replay", "harvest", "configurator"),  # adapters built on the processor (configurator: zero-code enablement)
+    ("replay", "harvest", "configurator", "span_exporter"),  # adapters built on the processor (zero-code, exporter)
     ("processor", "offline", "guard"),  # the online adapter's public face, the offline adapter, the pre-execution guard
     # the online pipeline (``online/``), a layer per part, bottom up: per-trace state, the enriched copy, metrics and
     # the queue; holds and features (held spans, sessions, the judge, which plugs in beside them)

@@ -478,3 +478,13 @@ def test_the_documented_workflows_use_only_the_actions_inputs() -> None:
     assert len(used) == 2
     for given in used:
         assert set(given) <= inputs and {"dataset", "runs"} <= set(given)
+
+
+def test_no_comment_prints_the_comment_and_posts_nothing(
+    tmp_path: Path, github: FakeGitHub, env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _report(tmp_path, "## ❌ Tool-call evaluation failed\n\n| case | was | now |\n")
+    assert main(["pr-comment", "--report", str(report), "--no-comment"]) == 0
+    out = capsys.readouterr().out
+    assert MARKER + "\n" + report.read_text() in out
+    assert github.requests == []

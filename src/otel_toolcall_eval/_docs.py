@@ -27,7 +27,7 @@ from otel_toolcall_eval.conventions.builtin import BUILTIN
 from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS
 from otel_toolcall_eval.conventions.shapes import SHAPES
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
-from otel_toolcall_eval.errors import ExitCode
+from otel_toolcall_eval.errors import EXIT_CODE_MEANINGS, ExitCode
 from otel_toolcall_eval.guard.record import GUARD_METRICS
 from otel_toolcall_eval.offline import docs as offline_docs
 from otel_toolcall_eval.offline import runs
@@ -213,14 +213,15 @@ def cli_reference() -> str:
     """Every command and option of ``otel-toolcall-eval``, from the argparse parser the command line runs."""
     from otel_toolcall_eval.cli import build_parser
 
-    out = ["Exit codes (`otel_toolcall_eval.errors.ExitCode`):", "", "| code | name |", "|---|---|"]
-    out += [f"| {c.value} | `{c.name}` |" for c in ExitCode]
+    out = ["Exit codes (`otel_toolcall_eval.errors.ExitCode`):", "", "| code | name | meaning |", "|---|---|---|"]
+    out += [f"| {c.value} | `{c.name}` | {_cell(EXIT_CODE_MEANINGS[c])} |" for c in ExitCode]
     root = build_parser()
     for path, summary, parser in [((), "", root), *_commands(root, ())]:
         out += ["", f"## `{' '.join(('otel-toolcall-eval', *path))}`", ""]
-        if summary:
-            out += [summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else "."), ""]
-        if parser.description:
+        sentence = summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else ".") if summary else ""
+        if sentence:
+            out += [sentence, ""]
+        if parser.description and parser.description.strip() != sentence:  # cli.py makes it the summary when absent
             out += [re.sub(r"``([^`]+)``", r"`\1`", parser.description.strip()), ""]
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if subs:
@@ -230,7 +231,7 @@ def cli_reference() -> str:
         if rows:
             out += ["| argument | meaning |", "|---|---|"]
             out += [f"| {_argument(a)} | {_cell(_help(a))} |" for a in rows]
-        if parser.epilog:
+        if parser.epilog and path:  # the root's lists the exit codes: the table above
             out += ["", parser.epilog.strip()]
     return "\n".join(out)
 

@@ -15,10 +15,27 @@ from pathlib import Path
 class ExitCode(IntEnum):
     OK = 0
     GATE_FAILED = 1
-    BAD_INPUT = 2  # bad input, config or usage, or an output that cannot be written
-    JUDGE_UNCALIBRATED = 3  # the gate names a judge metric, but the judge has no valid calibration record
-    JUDGE_FAILED = 4  # `judge run`: questions were asked and none got a verdict (the provider's error is printed)
-    INTERRUPTED = 130  # Ctrl-C: the shell's 128 + SIGINT
+    BAD_INPUT = 2
+    JUDGE_UNCALIBRATED = 3
+    JUDGE_FAILED = 4
+    INTERRUPTED = 130  # the shell's 128 + SIGINT
+
+
+# What each exit code means: the one list that ``--help`` and the reference page (docs/reference/cli.md) print.
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.GATE_FAILED: "a gate failed (eval, doctor --fail-on-gaps): the run was judged and did not pass",
+    ExitCode.BAD_INPUT: "bad input, config or usage, a missing extra, or an output that cannot be written "
+    "(the message names the file and field)",
+    ExitCode.JUDGE_UNCALIBRATED: "the gate names a judge metric, but the judge has no valid calibration record",
+    ExitCode.JUDGE_FAILED: "judge run: questions were asked and none got a verdict (the provider's error is printed)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def exit_codes_text() -> str:
+    """The exit codes, one a line, for ``--help``."""
+    return "exit codes:\n" + "\n".join(f"  {code.value:<4} {EXIT_CODE_MEANINGS[code]}" for code in ExitCode)
 
 
 class ToolcallEvalError(Exception):

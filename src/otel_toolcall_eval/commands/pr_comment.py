@@ -66,7 +66,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--pr", type=int, help="pull-request number (default: from $GITHUB_EVENT_PATH)")
     parser.add_argument("--api-url", help="REST API root (default: $GITHUB_API_URL or https://api.github.com)")
     parser.add_argument(
-        "--comment", action=argparse.BooleanOptionalAction, default=True, help="post the comment (default: yes)"
+        "--comment",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="post the comment (default: yes); --no-comment prints it instead",
     )
     parser.add_argument(
         "--comment-author",
@@ -83,7 +86,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if summary:
         _append_summary(Path(summary), body)
         console.print("job summary: written")
-    if not args.comment:
+    if not args.comment:  # the comment as it would be posted, to read or to post by other means
+        comment = _cap(MARKER + "\n" + body, MAX_COMMENT)
+        console.print(terminal_safe(comment), markup=False, highlight=False, soft_wrap=True)
         return ExitCode.OK
     repo = args.repo or os.environ.get("GITHUB_REPOSITORY")
     number = args.pr if args.pr is not None else _pr_number(os.environ.get("GITHUB_EVENT_PATH"))

@@ -86,6 +86,7 @@ class Expected:
     errors: int
     unknown_tool_requests: int | None = None  # None: the attribute must be absent
     verdict: bool = True  # False: no root may carry a verdict (nothing in the trace to score)
+    model_calls: int | None = None  # checked when set: each model request once, however many spans record it
 
 
 def scored(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
@@ -114,6 +115,8 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
     assert root[A.TRACE_CORRECT] is expected.correct
     assert root[A.TRACE_COMPOSITE_OK] is (expected.correct and expected.errors == 0)
     assert root.get(A.TRACE_UNKNOWN_TOOL_REQUESTS) == expected.unknown_tool_requests
+    if expected.model_calls is not None:
+        assert root[A.TRACE_MODEL_CALLS] == expected.model_calls
 
 
 def _tool_name(span: ReadableSpan) -> str:
@@ -410,7 +413,14 @@ EXPECTED: dict[str, Expected] = {
     # content blocks ("Invalid arguments for function get_weather") say it, and the unknown tool's request (no span)
     # is answered "not found" in the next request's messages
     "anthropic_sdk-default": Expected(_anthropic(None), correct=True, errors=2),
-    "anthropic_sdk-content": Expected(_anthropic(True), correct=False, errors=2, unknown_tool_requests=1),
+    "anthropic_sdk-content": Expected(
+        _anthropic(True), correct=False, errors=2, unknown_tool_requests=1, model_calls=6
+    ),
+    # the same with OpenLLMetry's instrumentation of the client too: two spans of every request (one
+    # ``gen_ai.response.id``), six model calls all the same; its chat spans add the definitions, so every verdict
+    "anthropic_sdk_openllmetry-content": Expected(
+        _content(True, "error.type"), correct=False, errors=2, unknown_tool_requests=1, model_calls=6
+    ),
     # The same tool runner with its own tracing off, under an instrumentation of the model calls only (OpenInference's,
     # OpenLLMetry's), in an application's root span: the tools run on no span. With content the requests are the only
     # evidence: the root counts them as unexecuted and the unknown tool among them (the definitions list two tools),

@@ -622,6 +622,10 @@ class ToolCallEvalProcessor(SpanProcessor):
                 state.offered = state.offered or (op != "create_agent" and not is_root)
             if state.call_names:  # requests no tool span answered yet: did the framework reply "unknown tool"?
                 state.note_unknown_replies(unknown_tool_replies(attrs))
+            response_id = None if not_turn else attrs.get(A.GEN_AI_RESPONSE_ID)
+            limit = self.config.limits.max_calls_per_trace
+            if response_id is not None and state.seen_response(str(response_id), limit):
+                not_turn, calls = True, []  # a second span of a request counted already: its tools only
             if not not_turn:  # a model call: its tokens, cost, and a reaction to a failed call (issue 18)
                 stats = state.stats
                 if stats is None:

@@ -232,6 +232,19 @@ def test_anthropic_tool_runner_openinference(run: Run, mode: str, monkeypatch: p
     _anthropic_with(run, "anthropic_openinference", AnthropicInstrumentor(), mode)
 
 
+def test_anthropic_tool_runner_own_spans_and_openllmetry(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's own tracing and OpenLLMetry's instrumentation of the same client: every request has two spans with
+    one ``gen_ai.response.id``, counted once."""
+    pytest.importorskip("opentelemetry.instrumentation.anthropic", reason="the pairs extra is not installed")
+    from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+
+    monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true")
+    with instrumented_for_this_run(AnthropicInstrumentor()):
+        traces = {"enabled": True, "content_mode": "content"}
+        _run_anthropic_agent({"tracer_provider": PROVIDER, "propagation": False, "traces": traces})
+    run.finish("anthropic_sdk_openllmetry-content")
+
+
 @pytest.mark.parametrize("mode", ["content", "hidden"])
 def test_anthropic_tool_runner_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("opentelemetry.instrumentation.anthropic", reason="the pairs extra is not installed")

@@ -108,6 +108,9 @@ class TraceState:
     # span of that id claims them because it records none of its own
     call_arguments: dict[str, str] | None = None
     unknown_replies: set[str] | None = None  # requested call ids the framework answered "unknown tool" (rare)
+    # ``gen_ai.response.id`` of the model calls counted: an SDK that traces itself and an instrumentation of the same
+    # client record one request twice (the Anthropic SDK with OpenLLMetry's instrumentation), counted once
+    response_ids: set[str] | None = None
     # tool spans scored before any turn requested them (the Vercel AI SDK's legacy spans: a model call's span ends
     # after the tools it asked for; a JS span clock's millisecond skew): their call ids; and, for remote-parented
     # ones (another service's, its own ids), per tool name how many no request has matched yet. The later request
@@ -234,6 +237,18 @@ class TraceState:
                     self.unknown_replies = set()
                 self.unknown_replies.add(call_id)
 
+    def seen_response(self, response_id: str, max_entries: int) -> bool:
+        """Whether a model call with this response id was counted already (then this span is the same request);
+        remembers it otherwise (at most ``max_entries`` per trace: past them a repeat counts again)."""
+        seen = self.response_ids
+        if seen is None:
+            seen = self.response_ids = set()
+        elif response_id in seen:
+            return True
+        if len(seen) < max_entries:
+            seen.add(response_id)
+        return False
+
     @property
     def unexecuted_calls(self) -> int:
         """Requested calls no tool span claimed (by id or by name)."""
@@ -339,6 +354,7 @@ def new_trace_state(now: float) -> TraceState:
     state.call_names = {}
     state.call_arguments = None
     state.unknown_replies = None
+    state.response_ids = None
     state.answered_early = None
     state.early_names = None
     state.identified = False

@@ -18,6 +18,8 @@ import grpc
 import httpx
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
@@ -509,3 +511,91 @@ def test_a_next_hop_answering_after_the_export_timeout_is_not_counted_as_loss(re
     assert not report.complete
     line = report.summary()
     assert "export timed out" in line and "may have them" in line and "lost 0" in line
+
+
+# --- fuzz target: the HTTP request head (and what follows it) ---------------------------------------------------
+
+_TOKEN_CHARS = "".join(chr(c) for c in range(0x21, 0x7F))
+_HEADER = st.one_of(
+    st.tuples(st.sampled_from(["Content-Length", "content-length", "CONTENT-LENGTH"]), st.sampled_from(
+        ["0", "5", "-1", "1e3", " 7 ", "99999999999999999999", "0x10", "", "3, 3"])),
+    st.tuples(st.sampled_from(["Transfer-Encoding", "transfer-encoding"]), st.sampled_from(
+        ["chunked", "Chunked", "gzip, chunked", "identity", "chunked, chunked", ""])),
+    st.tuples(st.just("Content-Type"), st.sampled_from(
+        ["application/json", "application/x-protobuf", "application/json; charset=utf-8", "text/plain", ""])),
+    st.tuples(st.just("Content-Encoding"), st.sampled_from(["gzip", "deflate", "br", "identity", "gzip, gzip"])),
+    st.tuples(st.just("Authorization"), st.sampled_from(
+        [f"Bearer {TOKEN}", f"bearer {TOKEN}", "Bearer", "Bearer  ", "Basic eA==", f"Bearer {TOKEN}x", ""])),
+    st.tuples(st.text(_TOKEN_CHARS, min_size=1, max_size=20), st.text(max_size=40)),
+    st.tuples(st.just("X-Long"), st.just("a" * 70_000)),
+)  # fmt: skip
+_LINE = st.one_of(
+    st.builds(
+        lambda method, path, version: f"{method} {path} {version}",
+        st.sampled_from(["POST", "GET", "PUT", "HEAD", "OPTIONS", "post", "", "P\x00ST"]),
+        st.sampled_from(["/v1/traces", "/healthz", "/readyz", "/v1/traces?x=1", "*", "", "/" + "a" * 70_000]),
+        st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/1.1 extra", "", "HTTP/x"]),
+    ),
+    st.text(max_size=60),
+)
+_HEAD = st.builds(
+    lambda line, headers, newline, body: (
+        (line + newline + "".join(f"{k}: {v}{newline}" for k, v in headers) + newline).encode("utf-8", "replace") + body
+    ),
+    _LINE,
+    st.lists(_HEADER, max_size=6),
+    st.sampled_from(["\r\n", "\n", "\r"]),
+    st.one_of(st.binary(max_size=300), st.just(b"5\r\nhello\r\n0\r\n\r\n"), st.just(b"ffffffff\r\n")),
+) | st.binary(max_size=500)
+_ANSWERS = {200, 400, 401, 404, 405, 408, 411, 413, 414, 415, 429, 431, 501, 503, 505}
+
+
+def test_fuzzed_request_heads_get_a_4xx_or_an_answer_and_change_nothing(
+    receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Fuzz target for the HTTP head parser and what follows a head (body framing, the token, the limits), against
+    the live service over real sockets: every answer is one of the documented statuses (never a 500, never a
+    traceback), no connection thread fails on anything but the socket, nothing is left holding a slot or memory,
+    and an authorised sender is served afterwards. Bounded: 150 examples, each sent whole then half-closed."""
+    import logging
+
+    svc = _guarded(receiver, monkeypatch, head_timeout_seconds=1.0, request_timeout_seconds=1.0, max_message_bytes=4096)
+    caplog.set_level(logging.DEBUG, logger="otel_toolcall_eval.serve")
+    port = svc.http_port or 0
+    statuses: set[int] = set()
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_HEAD)
+    def one(request: bytes) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            try:
+                sock.sendall(request)
+                sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass  # the service closed first (it answered, or the head was refused): read what it said
+            data = b""
+            try:
+                while chunk := sock.recv(65536):
+                    data += chunk
+            except OSError:
+                pass
+        if data:  # nothing: closed unanswered (a head cut short by the half-close, or over a limit)
+            assert data.startswith(b"HTTP/1."), data[:200]  # a status line, whatever the request line was
+            status = int(data.split(b" ", 2)[1])
+            assert status in _ANSWERS, data[:200]
+            statuses.add(status)
+
+    try:
+        one()
+        assert len(statuses) >= 4, statuses  # the examples reached the parser's several answers, not one
+        wait_until(lambda: svc.intake.inflight.used == 0, "every in-flight reservation given back")
+        failures = [r for r in caplog.records if r.exc_info and not isinstance(r.exc_info[1], OSError)]
+        assert not failures, failures[0].exc_info
+        sender = HttpSpanExporter(
+            endpoint=f"http://127.0.0.1:{port}/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
+        )
+        assert sender.export(_plain_spans(2, 11)) is SpanExportResult.SUCCESS
+        sender.shutdown()
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    finally:
+        svc.stop(timeout=10)

@@ -100,6 +100,9 @@ class _DeadlineReader(io.RawIOBase):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive, as the OTLP exporters' sessions expect
+    default_request_version = "HTTP/1.0"  # a garbled request line still gets a status line (0.9 would have none)
+    server_version = "otel-toolcall-eval"
+    sys_version = ""  # no Python version in the Server header
     timeout = None  # per phase instead: ``deadline``, enforced by ``_DeadlineReader``
     deadline = 0.0
 

@@ -373,8 +373,10 @@ def test_a_client_root_span_requesting_calls_gets_no_verdict_but_a_turn_inside_a
 # --- arguments from the requesting LLM span -------------------------------------------------------------
 
 
-def _requesting_chat(p: Any, arguments: Any) -> None:
-    parts = [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": arguments}]
+def _requesting_chat(p: Any, arguments: Any, calls: list[tuple[str, str, Any]] | None = None) -> None:
+    """One turn requesting ``get_weather`` with ``arguments`` as call ``c1``, or the (id, name, arguments) ``calls``."""
+    calls = calls if calls is not None else [("c1", "get_weather", arguments)]
+    parts = [{"type": "tool_call", "id": cid, "name": name, "arguments": args} for cid, name, args in calls]
     attrs = {
         "gen_ai.operation.name": "chat",
         "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL]),
@@ -488,3 +490,27 @@ def test_agno_tool_parameters_are_its_arguments_not_a_schema() -> None:
     )
     assert _extract(_span(attrs, "openinference.instrumentation.agno")).span_schema is None
     assert _extract(_span(attrs, "x")).span_schema is not None  # another scope's schema is read as its convention says
+
+
+# --- arguments recorded only on the model's request (issue 26) ----------------------------------------------
+
+
+def test_arguments_are_borrowed_by_name_from_the_one_request_of_that_tool() -> None:
+    """A tool span without arguments and without the model's call id (an MCP 2.x server's span: its id is the
+    JSON-RPC one): the one pending request of its name lends its arguments, so parse and schema get a verdict."""
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        _requesting_chat(p, {"city": "Oslo", "unit": "kelvin"})
+        tool_span(p.tracer, "get_weather", call_id="rpc-7")  # an id no request named
+    s = scores(p.one("execute_tool get_weather"))
+    assert (s["parse_ok"], s["schema_valid"], s["outcome"]) == (True, False, "malformed_call")
+
+
+def test_arguments_are_not_borrowed_when_two_requests_of_the_tool_wait() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        calls = [("c1", "get_weather", {"city": "Oslo", "unit": "kelvin"}), ("c2", "get_weather", {"city": "Rome"})]
+        _requesting_chat(p, None, calls)
+        tool_span(p.tracer, "get_weather")
+    s = scores(p.one("execute_tool get_weather"))
+    assert "parse_ok" not in s and "schema_valid" not in s  # which of the two ran is unknown: no evidence

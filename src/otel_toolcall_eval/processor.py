@@ -138,6 +138,18 @@ class _FanOut:
                 self._log.error("downstream.shutdown", "downstream shutdown failed")
 
 
+def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str) -> Any:
+    """The arguments of the one requested call of ``name`` not yet claimed (popped), or None when there are none or
+    several (which of them ran is then unknown: nothing is borrowed)."""
+    found = None
+    for call_id, requested_name in names.items():
+        if requested_name == name and call_id in requested:
+            if found is not None:
+                return None
+            found = call_id
+    return None if found is None else requested.pop(found)
+
+
 class ToolCallEvalProcessor(SpanProcessor):
     """Scores tool calls inline and forwards enriched copies to ``downstream``.
 
@@ -478,10 +490,14 @@ class ToolCallEvalProcessor(SpanProcessor):
                 score = None  # the client's span of this call came first (the agent's export) and carries its scores
             else:
                 requested = state.call_arguments
-                if requested and record.call_id is not None:
+                if requested:
                     # the arguments the model sent for this call id: the evidence when the tool span records none;
                     # claimed either way (kept, they would stay for the trace's life: ~700 bytes a trace)
-                    sent = requested.pop(record.call_id, None)
+                    sent = requested.pop(record.call_id, None) if record.call_id is not None else None
+                    if sent is None and record.raw_arguments is None:
+                        # no id the requests named (none recorded, or a server's own JSON-RPC id): the one pending
+                        # request of this tool's name, when there is exactly one
+                        sent = _only_request_of(state.call_names, requested, record.name)
                     if record.raw_arguments is None:
                         record.raw_arguments = sent
                     if not requested:

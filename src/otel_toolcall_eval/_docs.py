@@ -11,6 +11,7 @@ import inspect
 import json
 import re
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -231,8 +232,11 @@ def cli_reference() -> str:
         if rows:
             out += ["| argument | meaning |", "|---|---|"]
             out += [f"| {_argument(a)} | {_cell(_help(a))} |" for a in rows]
+            out.append("")
         if parser.epilog and path:  # the root's lists the exit codes: the table above
-            out += ["", parser.epilog.strip()]
+            out += ["```text", textwrap.dedent(parser.epilog).strip(), "```", ""]  # as --help prints it
+        while out[-1] == "":
+            out.pop()
     return "\n".join(out)
 
 

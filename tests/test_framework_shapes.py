@@ -514,3 +514,14 @@ def test_arguments_are_not_borrowed_when_two_requests_of_the_tool_wait() -> None
         tool_span(p.tracer, "get_weather")
     s = scores(p.one("execute_tool get_weather"))
     assert "parse_ok" not in s and "schema_valid" not in s  # which of the two ran is unknown: no evidence
+
+
+def test_a_root_an_instrumentation_stamped_as_a_chat_span_still_gets_the_verdict() -> None:
+    """LiteLLM's OTel callback writes chat attributes onto the application's own root span: with tool activity
+    below it, the root is still the trace's root and carries the verdict (its usage counted as a model call)."""
+    p = make_pipeline()
+    stamped = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 5}
+    with p.tracer.start_as_current_span("app", attributes=stamped):
+        tool_span(p.tracer, "get_weather", {"city": "Paris"}, error=ConnectionError("down"))
+    root = scores(p.one("app"))
+    assert (root["trace.tool_calls"], root["trace.errors"], root["trace.model_calls"]) == (1, 1, 1)

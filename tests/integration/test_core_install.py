@@ -124,3 +124,11 @@ def test_config_check_runs_on_the_core(python: Path, tmp_path: Path) -> None:
     done = _cli(python, "config", "check", str(config))
     assert done.returncode == 2
     assert "policies.step_budget" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_demo_runs_on_the_core_in_plain_text(python: Path) -> None:
+    done = _cli(python, "demo", "--traces", "5", "--show", "1")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Tool calls by outcome" in done.stdout and "composite ok-rate:" in done.stdout
+    assert "execute_tool" in done.stdout and "[bold" not in done.stdout  # the trees, markup removed

@@ -1,21 +1,29 @@
-"""Terminal view of scored spans (demo, replay): span trees, outcomes per tool, violations and the composite."""
+"""Terminal view of scored spans (demo, replay): span trees, outcomes per tool, violations and the composite.
+
+Rendered with rich when the ``cli`` extra is installed, else as plain text (``plain_trees``, ``plain_table``): the
+demo runs on the core install. Both renderings come from the same rows and the same tree walk."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from rich.console import Group
-from rich.markup import escape as _escape
-from rich.table import Table
-from rich.tree import Tree
 
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._console import escape as _escape
+from otel_toolcall_eval._console import strip_markup
 from otel_toolcall_eval._text import terminal_safe
+
+if TYPE_CHECKING:
+    from rich.console import Group
+    from rich.tree import Tree
+
+# (title, columns, rows); every column but the first right-aligned
+Section = tuple[str, list[str], list[list[str]]]
 
 
 class SummaryExporter(SpanExporter):
@@ -63,38 +71,90 @@ class SummaryExporter(SpanExporter):
         return None
 
     def span_trees(self) -> list[Tree]:
-        with self._lock:
-            kept = {k: list(v) for k, v in self.kept.items()}
-        return [_tree(spans) for spans in kept.values()]
+        from rich.tree import Tree
 
-    def table(self) -> Group:
+        trees = []
+        for lines in self._kept_lines():
+            tree = Tree("[bold]trace[/]")
+            path = [tree]
+            for depth, label in lines:
+                del path[depth + 1 :]
+                path.append(path[depth].add(label))
+            trees.append(tree)
+        return trees
+
+    def plain_trees(self) -> list[str]:
+        return [
+            "\n".join(["trace", *("  " * (depth + 1) + strip_markup(label) for depth, label in lines)])
+            for lines in self._kept_lines()
+        ]
+
+    def _kept_lines(self) -> list[list[tuple[int, str]]]:
+        with self._lock:
+            kept = [list(v) for v in self.kept.values()]
+        return [_tree_lines(spans) for spans in kept]
+
+    def _sections(self) -> tuple[list[Section], str]:
         with self._lock:
             outcomes = {k: Counter(v) for k, v in self.outcomes.items()}
             violations = Counter(self.violations)
             traces, ok = self.traces, self.composite_ok
             recoveries = Counter(self.recoveries)
         kinds = ["success", "malformed_call", "execution_failed", "empty_result"]
-        per_tool = Table(title="Tool calls by outcome", title_justify="left")
-        per_tool.add_column("tool")
-        for k in kinds:
-            per_tool.add_column(k, justify="right")
-        for tool in sorted(outcomes):
-            per_tool.add_row(escape(tool), *(str(outcomes[tool].get(k, 0)) for k in kinds))
-        viol = Table(title="Violations and trajectory findings", title_justify="left")
-        viol.add_column("kind")
-        viol.add_column("count", justify="right")
-        for kind, n in violations.most_common():
-            viol.add_row(escape(kind), str(n))
-        recovery = Table(title="Recovery after a failed call", title_justify="left")
-        recovery.add_column("what followed")
-        recovery.add_column("count", justify="right")
-        for kind, n in recoveries.most_common():
-            recovery.add_row(escape(kind), str(n))
+        sections: list[Section] = [
+            (
+                "Tool calls by outcome",
+                ["tool", *kinds],
+                [[escape(tool), *(str(outcomes[tool].get(k, 0)) for k in kinds)] for tool in sorted(outcomes)],
+            ),
+            (
+                "Violations and trajectory findings",
+                ["kind", "count"],
+                [[escape(kind), str(n)] for kind, n in violations.most_common()],
+            ),
+            (
+                "Recovery after a failed call",
+                ["what followed", "count"],
+                [[escape(kind), str(n)] for kind, n in recoveries.most_common()],
+            ),
+        ]
         rate = ok / traces if traces else 0.0
         colour = "green" if rate >= 0.9 else "yellow" if rate >= 0.7 else "red"
+        return sections, f"traces: {traces}   composite ok: {ok}   [bold {colour}]composite ok-rate: {rate:.1%}[/]"
+
+    def table(self) -> Group:
+        from rich.console import Group
+        from rich.table import Table
+
+        sections, verdict_line = self._sections()
+        tables = []
+        for title, columns, rows in sections:
+            table = Table(title=title, title_justify="left")
+            for i, column in enumerate(columns):
+                table.add_column(column, justify="right" if i else "left")
+            for row in rows:
+                table.add_row(*row)
+            tables.append(table)
         verdict = Table.grid()
-        verdict.add_row(f"traces: {traces}   composite ok: {ok}   [bold {colour}]composite ok-rate: {rate:.1%}[/]")
-        return Group(per_tool, viol, recovery, verdict)
+        verdict.add_row(verdict_line)
+        return Group(*tables, verdict)
+
+    def plain_table(self) -> str:
+        sections, verdict_line = self._sections()
+        out = []
+        for title, columns, rows in sections:
+            cells = [columns, *([strip_markup(c) for c in row] for row in rows)]
+            widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+            out.append(title)
+            for row in cells:
+                out.append(
+                    "  ".join(
+                        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+                    )
+                )
+            out.append("")
+        out.append(strip_markup(verdict_line))
+        return "\n".join(out)
 
 
 def escape(text: object) -> str:
@@ -102,17 +162,17 @@ def escape(text: object) -> str:
     return _escape(terminal_safe(text))
 
 
-def _tree(spans: list[ReadableSpan]) -> Tree:
+def _tree_lines(spans: list[ReadableSpan]) -> list[tuple[int, str]]:
+    """The trace as (depth, label) lines, depth first, children in start order."""
     by_parent: dict[int | None, list[ReadableSpan]] = defaultdict(list)
     ids = {s.context.span_id for s in spans if s.context is not None}
     for s in sorted(spans, key=lambda s: s.start_time or 0):
         parent = s.parent.span_id if s.parent is not None and s.parent.span_id in ids else None
         by_parent[parent].append(s)
-    roots = by_parent.get(None, [])
-    tree = Tree("[bold]trace[/]")
-    for root in roots:
-        _add_node(tree, root, by_parent)
-    return tree
+    lines: list[tuple[int, str]] = []
+    for root in by_parent.get(None, []):
+        _add_lines(lines, root, by_parent)
+    return lines
 
 
 # On tool spans only findings are shown: a True flag, a False check, the outcome and position.
@@ -147,14 +207,16 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _add_node(tree: Tree, span: ReadableSpan, by_parent: dict[int | None, list[ReadableSpan]]) -> None:
+def _add_lines(
+    lines: list[tuple[int, str]], span: ReadableSpan, by_parent: dict[int | None, list[ReadableSpan]]
+) -> None:
     """Iterative: a recorded trace may nest thousands of spans deep (each span is added once: ids are unique)."""
-    stack = [(tree, span)]
+    stack = [(0, span)]
     seen: set[int] = set()
     while stack:
-        parent, current = stack.pop()
-        node = parent.add(_label(current))
+        depth, current = stack.pop()
+        lines.append((depth, _label(current)))
         context = current.context
         if context is not None and context.span_id not in seen:
             seen.add(context.span_id)
-            stack.extend((node, child) for child in reversed(by_parent.get(context.span_id, [])))
+            stack.extend((depth + 1, child) for child in reversed(by_parent.get(context.span_id, [])))

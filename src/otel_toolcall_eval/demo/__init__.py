@@ -10,20 +10,23 @@ import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-from rich.console import Console
-from rich.live import Live
 
+from otel_toolcall_eval._console import have_rich, new_console
 from otel_toolcall_eval.commands._exporters import otlp_exporters
 from otel_toolcall_eval.commands._summary import SummaryExporter
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def default_config_path() -> Path:
@@ -47,7 +50,8 @@ class DemoOptions:
 
 
 def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExporter:
-    console = console or Console()
+    """Prints with rich (the ``cli`` extra) when it is installed, else plain text: it runs on the core install."""
+    console = console or new_console()
     config = EvalConfig.load(options.config or default_config_path())
     resource = Resource.create({"service.name": options.service_name})
     summary = SummaryExporter(keep_traces=options.show_traces)
@@ -75,9 +79,10 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExp
             for _ in range(options.traces):
                 agent.run(options.failures)
             provider.force_flush()
-            for tree in summary.span_trees():
+            rich = have_rich()
+            for tree in summary.span_trees() if rich else summary.plain_trees():
                 console.print(tree)
-            console.print(summary.table())
+            console.print(summary.table() if rich else summary.plain_table())
     finally:
         provider.shutdown()
         meter_provider.shutdown()
@@ -88,6 +93,15 @@ def _run_steady(agent: ScriptedAgent, options: DemoOptions, summary: SummaryExpo
     rate = options.traces_per_second or 5.0
     deadline = time.monotonic() + (options.duration or 0.0)
     next_at = time.monotonic()
+    if not have_rich():  # no live view without rich: the summary at the end
+        while time.monotonic() < deadline:
+            agent.run(options.failures)
+            next_at += 1.0 / rate
+            time.sleep(max(0.0, min(next_at - time.monotonic(), deadline - time.monotonic())))
+        console.print(summary.plain_table())
+        return
+    from rich.live import Live
+
     with Live(summary.table(), console=console, refresh_per_second=2, transient=False) as live:
         while time.monotonic() < deadline:
             agent.run(options.failures)

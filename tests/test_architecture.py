@@ -25,7 +25,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the online pipeline (``online/``), a layer per part, bottom up: per-trace state, the enriched copy, metrics and
     # the queue; holds and features (held spans, sessions, the judge, which plugs in beside them)
     ("online.held_spans", "online.sessions", "judge"),
-    ("online.background", "online.enrich", "online.trace_state", "online.trace_stats", "online.metrics"),
+    (
+        "online.background",
+        "online.enrich",
+        "online.trace_state",
+        "online.trace_stats",
+        "online.metrics",
+        "online.prevented",
+    ),
     ("online",),  # the package's docstring only
     ("config",),  # the file format (pydantic), compiled to policy objects
     ("conventions", "dataset"),  # reading spans and dataset rows into records

@@ -519,6 +519,9 @@ GUARD_PREVENTED: Final = PREFIX + "guard.prevented"
 GUARD_STEP: Final = PREFIX + "guard.step"
 GUARD_POLICIES: Final = PREFIX + "guard.policies"
 GUARD_APPROVED: Final = PREFIX + "guard.approved"
+# the evaluation side (online.prevented): on the root of a trace in which the guard stopped calls
+TRACE_PREVENTED_CALLS: Final = PREFIX + "trace.prevented_calls"
+TRACE_PREVENTED_TOOLS: Final = PREFIX + "trace.prevented_tools"
 
 GUARD_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     AttributeDoc(GEN_AI_OPERATION_NAME, "string", "guard span", "`apply_guardrail`"),
@@ -576,8 +579,21 @@ GUARD_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
     ),
     AttributeDoc(AGENT_THREAT_DETECTION_CORRELATION_ID, "string", "threat event", "the call's id, when known"),
     AttributeDoc(GUARD_MODE, "string", "guard span", "`enforce` or `shadow`"),
-    AttributeDoc(GUARD_PREVENTED, "bool", "guard span", "the call did not run"),
+    AttributeDoc(
+        GUARD_PREVENTED,
+        "bool",
+        "guard span, tool span",
+        "the call did not run; on a framework's own span of a stopped call (scored as no call), written by the "
+        "processor",
+    ),
     AttributeDoc(GUARD_STEP, "int", "guard span", "the step the call would have had in its trace"),
     AttributeDoc(GUARD_POLICIES, "string[]", "guard span", "every policy the call broke, in order"),
     AttributeDoc(GUARD_APPROVED, "bool", "guard span", "an `ask` the approval hook answered (true: the call ran)"),
+    AttributeDoc(
+        TRACE_PREVENTED_CALLS,
+        "int",
+        "local root span",
+        "calls the guard stopped in the trace (not in `trace.tool_calls`, not scored; absent when none)",
+    ),
+    AttributeDoc(TRACE_PREVENTED_TOOLS, "string[]", "local root span", "their tools, in the order they were stopped"),
 )

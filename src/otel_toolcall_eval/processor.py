@@ -44,6 +44,7 @@ from otel_toolcall_eval.online.background import BackgroundQueue
 from otel_toolcall_eval.online.enrich import EnrichedSpan, call_attributes, verdict_attributes
 from otel_toolcall_eval.online.held_spans import FLUSH, SHUTDOWN, HeldSpans, Slot
 from otel_toolcall_eval.online.metrics import EvalMetrics
+from otel_toolcall_eval.online.prevented import Prevented, stopped_call
 from otel_toolcall_eval.online.sessions import SessionRollup, conversation_id, turn_summary
 from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
 from otel_toolcall_eval.online.trace_stats import (
@@ -457,6 +458,8 @@ class ToolCallEvalProcessor(SpanProcessor):
         if record is None:
             if is_llm_span(attrs):
                 self._observe_llm_span(trace_id, attrs, is_root)
+            elif A.GUARD_PREVENTED in attrs:  # the guard's span of a call it stopped (issue 31)
+                self._note_prevented(trace_id, parent, attrs)
             if is_root:
                 return self._finish_trace(trace_id, span, {}, attrs)
             if remote and self._segments:
@@ -466,6 +469,9 @@ class ToolCallEvalProcessor(SpanProcessor):
         span_id = _sdk.span_id_of(ctx)
         state = self._store.get(trace_id)
         assert state is not None
+        if state.prevented is not None and self._claim_prevented(state, span_id, record.call_id):
+            stopped = {A.CONVENTION: record.convention, A.GUARD_PREVENTED: True}  # a call that never ran: no scores
+            return self._finish_trace(trace_id, span, stopped, attrs) if is_root else EnrichedSpan(span, stopped, attrs)
         decided: Decisions | None = None
         slot: Slot | None = None
         with state.lock:
@@ -563,6 +569,23 @@ class ToolCallEvalProcessor(SpanProcessor):
             self._hold(slot, span, extra, attrs)
             return None
         return EnrichedSpan(span, extra, attrs)
+
+    def _note_prevented(self, trace_id: int, parent: Any, attrs: dict[str, Any]) -> None:
+        """The guard stopped a call (``online.prevented``): remembered for the trace's verdict, and so that a
+        framework's own span of that call, ending after the guard's span inside it, is not scored as a call."""
+        found = stopped_call(attrs)
+        state = self._store.get(trace_id) if found is not None else None
+        if state is None or found is None:
+            return
+        with state.lock:
+            if state.prevented is None:
+                state.prevented = Prevented()
+            state.prevented.note(found[0], None if parent is None else _sdk.span_id_of(parent), found[1],
+                                 self._max_calls)  # fmt: skip
+
+    def _claim_prevented(self, state: TraceState, span_id: int, call_id: str | None) -> bool:
+        with state.lock:
+            return state.prevented is not None and state.prevented.claims(span_id, call_id)
 
     def _note_segment(self, trace_id: int) -> None:
         """A remote-parented span that is neither a tool nor an LLM span (the local root of a service's part, say
@@ -736,6 +759,8 @@ class ToolCallEvalProcessor(SpanProcessor):
             if sessions is not None:
                 self._session_turn(state, verdict, trace_id, span)
         extra.update(verdict_attributes(verdict))
+        if state.prevented is not None:
+            extra.update(state.prevented.attributes())
         extra.update(stats_attributes)
         return EnrichedSpan(span, extra, attrs)
 

@@ -29,6 +29,7 @@ from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS
+from otel_toolcall_eval.online.prevented import Prevented
 from otel_toolcall_eval.online.trace_stats import TraceStats
 from otel_toolcall_eval.records import CallHistory, ToolDefinition, new_call_history
 
@@ -140,6 +141,7 @@ class TraceState:
     # the root grace window: the root held until it ends (``TraceStore.hold_root``), taken by whoever releases it
     root: HeldRoot | None = None
     finished: bool = False  # the verdict was written: a span scored into this state now is late
+    prevented: Prevented | None = None  # calls the pre-execution guard stopped (``online.prevented``, issue 31)
 
     def note_failed_call(self, digest: bytes) -> None:
         failed = self.failed_calls
@@ -227,7 +229,7 @@ class TraceState:
         """Tool calls scored, or requested by or offered to a model turn of an agent: only such a trace gets a
         verdict (an agent-creation trace, or an instrumented client's own root span, does not: CrewAI's event
         listener leaves the OpenAI instrumentor's chat spans outside the crew's trace, each a root of its own)."""
-        return self.history.calls > 0 or self.requested or self.offered
+        return self.history.calls > 0 or self.requested or self.offered or self.prevented is not None
 
     def note_unknown_replies(self, call_ids: list[str]) -> None:
         """Pending requests the framework answered with "unknown tool" in the conversation (no tool span ran)."""
@@ -373,6 +375,7 @@ def new_trace_state(now: float) -> TraceState:
     state.failed_calls = None
     state.root = None
     state.finished = False
+    state.prevented = None
     return state
 
 

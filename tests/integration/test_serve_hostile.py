@@ -232,6 +232,17 @@ def test_requests_in_flight_are_bounded_in_bytes(receiver: GrpcTraceReceiver, mo
         assert svc.intake.inflight.peak <= limit
         wait_until(lambda: svc.intake.inflight.used == 0, "every reservation given back")
         receiver.wait_for_spans(4)
+        # a request that alone would need more than the bound can never be taken: refused, not retried
+        bomb = [{"key": f"a{i}", "value": {"stringValue": "x"}} for i in range(20_000)]
+        document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = bomb
+        answer = httpx.post(
+            f"http://127.0.0.1:{svc.http_port}/v1/traces",
+            content=orjson.dumps(document),  # ~0.9 MB: fits max_message_bytes, not its decoding's estimate
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+        )
+        assert answer.status_code == 413 and "serve.max_inflight_bytes" in answer.text
+        assert svc.intake.inflight.peak <= limit
     finally:
         svc.stop(timeout=10)
 
@@ -599,3 +610,84 @@ def test_fuzzed_request_heads_get_a_4xx_or_an_answer_and_change_nothing(
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
     finally:
         svc.stop(timeout=10)
+
+
+# --- done when: every attack at once --------------------------------------------------------------------------
+
+
+def test_an_authorised_sender_is_served_under_every_attack_at_once(
+    receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's "done when": drip connections, silent gRPC calls without the token, an authorised but careless
+    client sending JSON bombs and oversized spans, all at once (each attacker bounded: ~4 s); meanwhile the SDK's
+    gRPC and HTTP exporters with the token deliver every span exactly once, the memory budgets never pass their
+    bounds, and the stop ends within its timeout with every accepted span accounted for."""
+    limit, held = 4 * 1024 * 1024, 1024 * 1024
+    svc = _guarded(
+        receiver,
+        monkeypatch,
+        max_concurrent_requests=4,
+        max_pending_connections=8,
+        head_timeout_seconds=1.0,
+        request_timeout_seconds=2.0,
+        max_inflight_bytes=limit,
+        max_queue_bytes=held,
+        max_span_attributes=64,
+    )
+    stop = threading.Event()
+    base = f"http://127.0.0.1:{svc.http_port}/v1/traces"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+
+    def careless() -> None:
+        bomb = encode_json(_plain_spans(2, 20))
+        bomb["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = [
+            {"key": f"a{i}", "value": {"stringValue": "x"}} for i in range(2_000)
+        ]
+        body = orjson.dumps(bomb)
+        with httpx.Client(timeout=10) as client:
+            for seed in range(200):  # bounded; stops earlier with the others
+                if stop.is_set():
+                    return
+                client.post(base, content=body, headers={**auth, "Content-Type": "application/json"})
+                client.post(
+                    base, content=_one_big_span(100 + seed, 200_000), headers={**auth, "Content-Type": PROTOBUF}
+                )
+
+    dripper = _Dripper(svc.http_port or 0, count=16, every=0.2, rounds=20)
+    (channel, never), silent = _silent_calls(svc.grpc_port or 0, 40)
+    attackers = [threading.Thread(target=careless) for _ in range(3)]
+    for thread in attackers:
+        thread.start()
+    try:
+        time.sleep(0.3)
+        grpc_sender = GrpcSpanExporter(
+            endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, headers={"authorization": f"Bearer {TOKEN}"},
+            timeout=30,
+        )  # fmt: skip
+        http_sender = HttpSpanExporter(endpoint=base, headers=auth, timeout=30)
+        sent = []
+        for n in range(4):
+            for sender in (grpc_sender, http_sender):
+                spans = _plain_spans(3, 200 + 2 * n + (sender is http_sender))
+                assert sender.export(spans) is SpanExportResult.SUCCESS
+                sent.extend(span.context.span_id.to_bytes(8, "big") for span in spans)
+        grpc_sender.shutdown()
+        http_sender.shutdown()
+    finally:
+        stop.set()
+        for thread in attackers:
+            thread.join(30)
+        dripper.join()
+        never.set()
+        channel.close()
+    wait_until(lambda: set(sent) <= {s.span.span_id for s in receiver.spans()}, "every authorised span forwarded")
+    started = time.monotonic()
+    report = svc.stop(timeout=5)
+    assert time.monotonic() - started < 6.0 and not report.overran
+    ours = [s.span.span_id for s in receiver.spans() if s.span.span_id in set(sent)]
+    assert sorted(ours) == sorted(sent)  # each exactly once
+    assert svc.intake.inflight.peak <= limit
+    assert svc.intake.held.peak <= held + 250_000  # the queue takes one request when it holds nothing
+    assert report.lost == 0 and report.export_failed == 0 and report.exported == report.received
+    assert all(f.exception(timeout=10) is not None for f in silent)  # every silent call refused
+    assert svc.metrics.total(REJECTED_REQUESTS, "unauthenticated") >= 40

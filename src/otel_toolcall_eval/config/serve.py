@@ -231,7 +231,7 @@ class ServeConfig(_Strict):
         le=64 * 1024 * 1024 * 1024,
         description=(
             "memory of the requests being read and decoded at once, estimated from each body's size and structure; "
-            "over: 503/UNAVAILABLE with a retry delay (one request is always taken when none is in flight)"
+            "taken: 503/UNAVAILABLE with a retry delay; a request that alone would need more: 413/INVALID_ARGUMENT"
         ),
     )
     max_span_attributes: int = Field(

@@ -131,10 +131,10 @@ class _Export:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "an Export call carries one message")
                 raise AssertionError("abort raises")
             size = request.ByteSize()
-            if not reservation.grow_to(size * PROTOBUF_BYTE_COST):
-                self._retry(context, intake.busy(), intake)
             invalid: list[str] = []
             try:
+                if not intake.reserve(reservation, size * PROTOBUF_BYTE_COST):
+                    self._retry(context, intake.busy(), intake)
                 spans = spans_from_message(request, intake.queue.max_spans, invalid, intake.limits)
             except BadPayload as exc:
                 intake.reject("too_large" if exc.status == 413 else "bad_payload")

@@ -180,7 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type")
         try:
             decoded = decompress(body, self.headers.get("Content-Encoding"), intake.max_bytes)
-            if not reservation.grow_to(len(body) + estimate(decoded, content_type)):
+            if not intake.reserve(reservation, len(body) + estimate(decoded, content_type)):
                 self._busy(json, close=False)
                 return
             spans = decode_spans(decoded, content_type, intake.queue.max_spans, invalid, intake.limits)
@@ -200,6 +200,19 @@ class _Handler(BaseHTTPRequestHandler):
         status = HTTPStatus.TOO_MANY_REQUESTS if outcome is Admission.FULL else HTTPStatus.SERVICE_UNAVAILABLE
         self._error(status, f"{outcome.value}: retry later", json, retry_after=intake.retry_after)
 
+    def _reserve(self, reservation: Reservation, total: int, json: bool) -> bool:
+        """The body's bytes held before they are read; ``False`` when refused (answered; the body is never read)."""
+        intake = self.server.intake
+        try:
+            if intake.reserve(reservation, total):
+                return True
+        except BadPayload as exc:
+            intake.reject("too_large")
+            self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc), counted=True)
+            return False
+        self._busy(json, close=True)
+        return False
+
     def _body(self, reservation: Reservation, json: bool) -> bytes | None:
         """The request body, by Content-Length or chunked, its bytes reserved before they are read; ``None``
         when refused (the answer is sent)."""
@@ -208,8 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
             length = self._content_length()
             if length is None:
                 return None
-            if not reservation.grow_to(length):
-                self._busy(json, close=True)
+            if not self._reserve(reservation, length, json):
                 return None
             body = self.rfile.read(length)
             if len(body) < length:
@@ -244,8 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
             if total > limit:
                 self.server.intake.reject("too_large")
                 return self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body exceeds {limit} bytes", counted=True)
-            if not reservation.grow_to(total):
-                self._busy(json, close=True)
+            if not self._reserve(reservation, total, json):
                 return None
             chunk = self.rfile.read(size)
             if len(chunk) < size or self.rfile.read(2) != b"\r\n":

@@ -14,9 +14,9 @@ import time
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_toolcall_eval.serve.decode import Limits
+from otel_toolcall_eval.serve.decode import BadPayload, Limits
 from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS, REJECTED_SPANS, ServeMetrics
-from otel_toolcall_eval.serve.pipeline import Arrivals, ByteBudget, SpanQueue, weigh
+from otel_toolcall_eval.serve.pipeline import Arrivals, ByteBudget, Reservation, SpanQueue, weigh
 
 
 class Admission(enum.Enum):
@@ -91,6 +91,19 @@ class Intake:
         if self.arrivals is not None:
             self.arrivals.pop(spans)
         return False
+
+    def reserve(self, reservation: Reservation, total: int) -> bool:
+        """Hold ``total`` bytes of ``serve.max_inflight_bytes`` for a request; ``False`` when the requests in flight
+        leave no room now (retryable). A request that alone would need more can never be taken: ``BadPayload``
+        (413 / INVALID_ARGUMENT, not retried), so the bound holds for every request, the largest included."""
+        limit = self.inflight.limit
+        if total > limit:
+            raise BadPayload(
+                f"reading and decoding this request would take ~{total:,} bytes; at most {limit:,} "
+                "(serve.max_inflight_bytes): send smaller batches",
+                413,
+            )
+        return reservation.grow_to(total)
 
     def busy(self) -> Admission:
         """A request refused because the requests in flight hold ``serve.max_inflight_bytes`` (retryable)."""

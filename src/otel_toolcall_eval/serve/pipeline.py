@@ -32,8 +32,10 @@ logger = logging.getLogger("otel_toolcall_eval.serve")
 
 
 class ByteBudget:
-    """Bytes taken and given back, at most ``limit`` in use, except by a taker alone (so the largest request
-    ``max_message_bytes`` allows always gets through when nothing else is in): ``peak`` is the most ever in use.
+    """Bytes taken and given back, at most ``limit`` in use, except by a taker alone (so a request of the largest
+    size ``max_message_bytes`` allows is taken when nothing else is held): ``peak`` is the most ever in use. The
+    in-flight budget never needs that exception: a request whose estimate alone exceeds it is refused first
+    (``Intake.reserve``).
 
     Two of them bound the service's memory: the requests in flight (``serve.max_inflight_bytes``: each reserves
     its estimated decoding cost, ``Reservation``), and the spans accepted and not yet exported

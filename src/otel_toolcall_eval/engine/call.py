@@ -356,12 +356,16 @@ def budget_position(history: CallHistory, step: int, batch: int | None) -> int:
     lists them offline) never decides which is over: a batch issued within the budget runs whole within it, a
     batch issued after it is over as a whole. The trace is over the budget when a call is (``checks.verdict``
     reads the furthest position). A batch label met again after another counts from where it is met again."""
-    if batch is None:
-        position = step
-    else:
-        if history.batch != batch:
-            history.batch, history.batch_start = batch, step - 1
-        position = history.batch_start + 1
+    position = position_of(history, step, batch)
+    if batch is not None and history.batch != batch:
+        history.batch, history.batch_start = batch, step - 1
     if position > history.budget_position:
         history.budget_position = position
     return position
+
+
+def position_of(history: CallHistory, step: int, batch: int | None) -> int:
+    """``budget_position`` without recording the call (the guard asks before the call runs)."""
+    if batch is None or history.batch != batch:
+        return step
+    return history.batch_start + 1

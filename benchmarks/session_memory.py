@@ -43,7 +43,7 @@ def measure(spans: int, sessions: int, max_sessions: int | None, sample_every: i
     pipe = pipeline(config, with_processor=True, logger_provider=LoggerProvider())
     processor = pipe.processor
     assert processor is not None
-    rollup = processor._sessions
+    rollup = processor._pipeline.sessions
     assert rollup is not None
     rng = random.Random(18)
     resource = Resource.create({"service.name": "session-memory-benchmark"})

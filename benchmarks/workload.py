@@ -10,6 +10,7 @@ must-not-call, required step, destructive tool, argument rule, and the enriched 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Span, Tracer
 
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 
@@ -189,6 +190,24 @@ class AgentTrace:
     auth: dict[str, Any]
     turn2: dict[str, Any]
     calls: tuple[dict[str, Any], ...]
+
+
+def end_agent_trace(tracer: Tracer, t: AgentTrace, end_call: Callable[[Span, int], None] | None = None) -> None:
+    """End one agent trace's spans in the order an agent ends them: the first turn, ``authenticate``, the second
+    turn, its tool calls, the root. ``end_call(span, k)`` ends the k-th of those calls (default: ``span.end()``)."""
+    with tracer.start_as_current_span("invoke_agent", attributes=t.root):
+        with tracer.start_as_current_span("chat", attributes=t.turn1):
+            pass
+        with tracer.start_as_current_span("execute_tool authenticate", attributes=t.auth):
+            pass
+        with tracer.start_as_current_span("chat", attributes=t.turn2):
+            pass
+        for k, call in enumerate(t.calls):
+            if end_call is None:
+                with tracer.start_as_current_span("execute_tool", attributes=call):
+                    pass
+            else:
+                end_call(tracer.start_span("execute_tool", attributes=call), k)
 
 
 def agent_traces(count: int, *, fields: int, valid: bool, calls: int = TOOL_CALLS, seed: int = 0) -> list[AgentTrace]:

@@ -22,8 +22,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
     ("replay", "harvest", "configurator", "span_exporter"),  # adapters built on the processor (zero-code, exporter)
     ("processor", "offline", "guard"),  # the online adapter's public face, the offline adapter, the pre-execution guard
-    # the online pipeline (``online/``), a layer per part, bottom up: per-trace state, the enriched copy, metrics and
-    # the queue; holds and features (held spans, sessions, the judge, which plugs in beside them)
+    # the online pipeline (``online/``), its modules in layers, top down: what assembles it and flushes, shuts
+    # down and times it; the pipeline; its stages; holds and features (held spans, sessions, the judge, which
+    # plugs in beside them); per-trace state and numbers, the enriched copy, metrics and the queue; containment
+    ("online.build", "online.lifecycle"),
+    ("online.pipeline",),
+    ("online.forward",),
     ("online.held_spans", "online.sessions", "judge"),
     (
         "online.background",
@@ -33,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "online.metrics",
         "online.prevented",
     ),
-    ("online",),  # the package's docstring only
+    ("online.contain", "online"),  # "online": the package's docstring only
     ("config",),  # the file format (pydantic), compiled to policy objects
     ("conventions", "dataset"),  # reading spans and dataset rows into records
     ("_sdk",),  # every private SDK access (probed at import): the readers' and the processor's span fields

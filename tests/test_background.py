@@ -92,7 +92,7 @@ def _untimed(scores: dict[str, Any]) -> dict[str, Any]:
 
 def test_background_gives_the_inline_scores_and_forwards_every_span() -> None:
     inline, background = pipeline(config("inline")), pipeline(config("background"))
-    assert inline.processor._background is None and background.processor._background is not None
+    assert inline.processor._pipeline.background is None and background.processor._pipeline.background is not None
     for p in (inline, background):
         random_traces(p.tracer, seed=7, traces=60)
         assert p.provider.force_flush()
@@ -138,7 +138,7 @@ def test_on_end_returns_before_scoring_and_the_worker_forwards_scored_spans() ->
     # the plain child is forwarded on the application thread at once; the rest waits in the queue
     assert [s.name for s in sink.ended] == ["GET /weather"]
     assert sink.threads["GET /weather"] == threading.current_thread().name
-    assert len(p.processor._background or ()) == 3
+    assert len(p.processor._pipeline.background or ()) == 3
     assert p.processor.force_flush()
     assert sorted(s.name for s in sink.ended) == [
         "GET /weather",
@@ -157,13 +157,13 @@ def test_on_end_returns_before_scoring_and_the_worker_forwards_scored_spans() ->
 def test_shutdown_scores_and_forwards_what_is_queued() -> None:
     p = pipeline(config("background", max_delay_millis=60_000))
     random_traces(p.tracer, seed=3, traces=20)
-    queued = len(p.processor._background or ())
+    queued = len(p.processor._pipeline.background or ())
     assert queued > 20
     p.provider.shutdown()
     roots = [s for s in p.spans() if s.name.startswith("invoke_agent")]
     assert len(roots) == 20
     assert all(A.TRACE_COMPOSITE_OK in (s.attributes or {}) for s in roots if scores(s))
-    assert len(p.processor._background or ()) == 0
+    assert len(p.processor._pipeline.background or ()) == 0
     # after shutdown the queue is closed: a late span is scored inline instead of being lost
     tool_span(p.tracer, "get_weather", {"city": "Oslo"})
 
@@ -194,9 +194,9 @@ def test_a_full_queue_makes_on_end_wait_and_loses_nothing() -> None:
     thread = threading.Thread(target=application)
     thread.start()
     assert not done.wait(0.5), "on_end should wait while the queue is full"
-    assert len(p.processor._background or ()) <= 5  # the bound, plus the span waiting for room
+    assert len(p.processor._pipeline.background or ()) <= 5  # the bound, plus the span waiting for room
     assert p.metric_sum(QUEUE_WAITS) >= 1
-    queued = len(p.processor._background or ())
+    queued = len(p.processor._pipeline.background or ())
     assert queued >= 4 and p.metric_sum(QUEUE_SIZE) == queued  # the gauge reads the queue as it stands
     gate.release.set()
     assert done.wait(30)
@@ -255,11 +255,11 @@ def test_auto_mode_follows_the_downstream() -> None:
     batch = BatchSpanProcessor(_NoopExporter())
     simple = SimpleSpanProcessor(_NoopExporter())
     try:
-        assert ToolCallEvalProcessor(batch)._background is not None
-        assert ToolCallEvalProcessor(simple)._background is None
-        assert ToolCallEvalProcessor([batch, simple])._background is None
-        assert ToolCallEvalProcessor(simple, config("background"))._background is not None
-        assert ToolCallEvalProcessor(batch, config("inline"))._background is None
+        assert ToolCallEvalProcessor(batch)._pipeline.background is not None
+        assert ToolCallEvalProcessor(simple)._pipeline.background is None
+        assert ToolCallEvalProcessor([batch, simple])._pipeline.background is None
+        assert ToolCallEvalProcessor(simple, config("background"))._pipeline.background is not None
+        assert ToolCallEvalProcessor(batch, config("inline"))._pipeline.background is None
     finally:
         batch.shutdown()
 
@@ -372,7 +372,7 @@ class _Fatal(BaseException):
 
 def test_a_dead_worker_is_replaced_and_nothing_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
     p = pipeline(config("background", max_queue_size=8))
-    queue = p.processor._background
+    queue = p.processor._pipeline.background
     assert queue is not None
     real = queue._process
     calls = {"n": 0}

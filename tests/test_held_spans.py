@@ -33,7 +33,7 @@ WEATHER = "execute_tool get_weather"
 
 def _pipeline(limits: dict[str, Any] | None = None, **config: Any) -> tuple[Pipeline, list[float]]:
     p = make_pipeline(EvalConfig.from_dict({"limits": limits or {}, **config}))
-    held = p.processor._held
+    held = p.processor._pipeline.held
     now = [1000.0]
     if held is not None:
         held._clock = lambda: now[0]
@@ -97,7 +97,7 @@ def test_a_root_that_is_itself_a_failed_call_carries_its_class() -> None:
     p, _ = _pipeline()
     _failed_weather(p.tracer, "c1")  # a tool span with no parent: the trace is this call
     assert _class(p.one(WEATHER)) == CARRIED_ON
-    assert len(p.processor._held or ()) == 0
+    assert len(p.processor._pipeline.held or ()) == 0
 
 
 def test_eviction_decides_the_evicted_trace() -> None:
@@ -120,10 +120,10 @@ def test_a_failed_span_held_too_long_goes_without_its_class() -> None:
         _chat(t, tools=[WEATHER_TOOL])
         _failed_weather(t, "c1")
         now[0] += 29
-        p.processor._tick()
+        p.processor._lifecycle.tick()
         assert p.by_name(WEATHER) == []
         now[0] += 2
-        p.processor._tick()  # what the timer thread does
+        p.processor._lifecycle.tick()  # what the timer thread does
         (span,) = p.by_name(WEATHER)
         assert _class(span) is None and scores(span)["outcome"] == "execution_failed"
     assert scores(p.one("invoke_agent"))["trace.recovery.classes"] == [CARRIED_ON]  # the root still counts it
@@ -196,12 +196,12 @@ def test_a_span_after_its_root_is_not_held() -> None:
     late.set_status(trace.Status(trace.StatusCode.ERROR, "boom"))
     late.end()
     (span,) = p.by_name(WEATHER)
-    assert _class(span) is None and len(p.processor._held or ()) == 0
+    assert _class(span) is None and len(p.processor._pipeline.held or ()) == 0
 
 
 def test_holding_off_forwards_failed_spans_at_once() -> None:
     p, _ = _pipeline({"max_held_spans": 0})
-    assert p.processor._held is None
+    assert p.processor._pipeline.held is None
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
         _failed_weather(t, "c1")
@@ -217,7 +217,7 @@ def test_a_failure_while_releasing_forwards_the_span_unscored_once(monkeypatch: 
 
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
         _failed_weather(t, "c1")
-        monkeypatch.setattr(p.processor._held, "_build", broken)
+        monkeypatch.setattr(p.processor._pipeline.held, "_build", broken)
         _failed_weather(t, "c2", "Oslo")  # decides c1: its copy cannot be built, the original goes instead
         monkeypatch.undo()
     spans = p.by_name(WEATHER)
@@ -321,7 +321,7 @@ def test_inline_release_from_several_threads_forwards_each_span_once() -> None:
     spans = p.by_name(WEATHER)
     assert len(spans) == 80 and len({s.context.span_id for s in spans if s.context}) == 80
     assert all(_class(s) is not None for s in spans)
-    assert len(p.processor._held or ()) == 0
+    assert len(p.processor._pipeline.held or ()) == 0
 
 
 def test_a_forked_child_holds_none_of_the_parents_spans() -> None:
@@ -332,10 +332,10 @@ def test_a_forked_child_holds_none_of_the_parents_spans() -> None:
 
     with trace.use_span(root, end_on_exit=False):
         _failed_weather(t, "c1")
-    assert len(p.processor._held or ()) == 1
+    assert len(p.processor._pipeline.held or ()) == 1
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if len(p.processor._held or ()) == 0 else 1)
+        os._exit(0 if len(p.processor._pipeline.held or ()) == 0 else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     root.end()

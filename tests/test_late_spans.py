@@ -18,7 +18,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import ConfigError
-from otel_toolcall_eval.processor import timer_period
+from otel_toolcall_eval.online.lifecycle import timer_period
 from tests.helpers import WEATHER_TOOL, Pipeline, chat_span
 
 
@@ -63,7 +63,7 @@ def service_processor(config: dict | None = None, **kwargs: object) -> tuple[Pip
         **kwargs,  # type: ignore[arg-type]
     )
     now = [1000.0]
-    processor._store._clock = lambda: now[0]
+    processor._pipeline.store._clock = lambda: now[0]
     return Pipeline(TracerProvider(), trace.get_tracer("unused"), out, processor, reader), now
 
 
@@ -123,7 +123,7 @@ def test_spans_arriving_in_the_window_are_in_the_roots_verdict() -> None:
     agent, server = recorded_trace()
     feed(p, agent)
     assert [s for s in p.spans() if s.name == "invoke_agent weather"] == []  # held
-    assert p.processor._store.held_roots == 1
+    assert p.processor._pipeline.store.held_roots == 1
     now[0] += 4.9
     feed(p, server)  # within the window
     (server_out,) = [s for s in p.spans() if s.kind is SpanKind.SERVER]
@@ -137,7 +137,7 @@ def test_spans_arriving_in_the_window_are_in_the_roots_verdict() -> None:
     assert p.metric_sum("toolcall_eval.traces", finalized_by="root") == 1
     assert p.metric_sum("toolcall_eval.late_spans") == 0
     assert p.metric_sum("toolcall_eval.state.dropped") == 0
-    assert p.processor._store.held_roots == 0
+    assert p.processor._pipeline.store.held_roots == 0
     p.processor.force_flush()
     assert p.metric_sum("toolcall_eval.traces") == 1  # the other trace is no root's: not counted at a flush
     assert once_each(p, agent, server, other_server)
@@ -148,7 +148,7 @@ def test_a_span_after_the_window_is_late_and_opens_nothing() -> None:
     agent, server = recorded_trace()
     feed(p, agent)
     now[0] += 6
-    p.processor._store.expire()  # what the timer does
+    p.processor._pipeline.store.expire()  # what the timer does
     assert root_of(p)[A.TRACE_TOOL_CALLS] == 0
     feed(p, server)
     (late,) = [s for s in p.spans() if s.kind is SpanKind.SERVER]
@@ -167,7 +167,7 @@ def test_the_timer_ends_the_window_when_no_span_comes() -> None:
     from tests.test_timer import Steps
 
     p, now = service_processor(root_grace_seconds=4)
-    ticker = p.processor._ticker
+    ticker = p.processor._pipeline.ticker
     assert ticker is not None and not ticker.running  # started by the first held root
     steps = Steps()
     ticker._wait = steps.wait

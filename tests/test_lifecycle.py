@@ -125,11 +125,11 @@ def held(lock: Any) -> Iterator[None]:
 
 
 LOCKS: dict[str, Callable[[ToolCallEvalProcessor, Any], Any]] = {
-    "trace store": lambda p, root: p._store._lock,
-    "definition cache": lambda p, root: p._definitions._items._lock,
-    "validator cache": lambda p, root: p._scorer.cache._items._lock,
-    "resolution cache": lambda p, root: p._scorer._resolved._lock,
-    "trace state": lambda p, root: p._store.get(root.get_span_context().trace_id).lock,
+    "trace store": lambda p, root: p._pipeline.store._lock,
+    "definition cache": lambda p, root: p._pipeline.definitions._items._lock,
+    "validator cache": lambda p, root: p._pipeline.scorer.cache._items._lock,
+    "resolution cache": lambda p, root: p._pipeline.scorer._resolved._lock,
+    "trace state": lambda p, root: p._pipeline.store.get(root.get_span_context().trace_id).lock,
     "metrics": lambda p, root: p.metrics._instruments.calls._lock,
     "judge ledger": lambda p, root: p.judge.ledger._lock,
     "judge sampler": lambda p, root: p.judge.sampler._lock,
@@ -339,7 +339,7 @@ def test_a_span_ended_during_shutdown_is_forwarded_exactly_once() -> None:
     downstream = Counting()
     p = pipeline("background", downstream)
     paused, go = threading.Event(), threading.Event()
-    background = p.processor._background
+    background = p.processor._pipeline.background
     assert background is not None
     background._queue = _AppendBlocks(lambda item: getattr(item, "name", "") == "execute_tool late", paused, go)
     tool_span(p.tracer, "get_weather", {"city": "Paris"})  # starts the worker on the patched queue

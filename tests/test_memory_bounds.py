@@ -102,9 +102,9 @@ def test_definition_validator_and_resolution_caches_are_bounded_in_bytes() -> No
                     pass
 
     grown, _ = retained(traces)
-    assert processor._definitions.bytes <= limit
-    assert processor._scorer.cache.bytes <= limit
-    assert processor._scorer._resolved.bytes <= limit
+    assert processor._pipeline.definitions.bytes <= limit
+    assert processor._pipeline.scorer.cache.bytes <= limit
+    assert processor._pipeline.scorer._resolved.bytes <= limit
     # three caches of at most 1 MiB (estimated) each; unbounded in bytes they kept ~60 MiB here
     assert grown < 6 * MiB, f"{grown / MiB:.1f} MiB kept after 60 traces of 100 KB definitions"
     provider.shutdown()
@@ -137,7 +137,7 @@ def test_the_record_of_finished_trace_ids_is_bounded() -> None:
         return lambda: [_agent_trace(tracer) for _ in range(n)] and None
 
     traces(2_000)()  # both generations full
-    store = processor._store
+    store = processor._pipeline.store
     assert 500 < store.finished_ids <= 1_000
     kept_2k, _ = retained(traces(2_000))
     kept_8k, _ = retained(traces(8_000))
@@ -173,7 +173,7 @@ def test_held_roots_are_bounded_by_the_trace_lru() -> None:
     most = 0
     for _ in range(400):
         _agent_trace(tracer)
-        most = max(most, processor._store.held_roots)
+        most = max(most, processor._pipeline.store.held_roots)
     assert most == 50 and processor.traces_in_flight <= 50
     assert len(downstream.seen) == 400 * 2 - 50  # the 50 newest roots are still held
     provider.shutdown()

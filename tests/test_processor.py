@@ -346,7 +346,7 @@ def test_trace_state_lru_bound_records_dropped_traces() -> None:
 def test_trace_state_ttl_expires_and_records_verdict() -> None:
     now = [1000.0]
     p = make_pipeline(EvalConfig.from_dict({"limits": {"trace_ttl_seconds": 10}}))
-    p.processor._store._clock = lambda: now[0]
+    p.processor._pipeline.store._clock = lambda: now[0]
     root = p.tracer.start_span("root")
     with p.tracer.start_as_current_span("tool", context=set_span_in_context(root)) as s:
         s.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})

@@ -96,7 +96,7 @@ def test_by_default_a_remote_parented_span_is_the_root_of_its_part() -> None:
 def test_a_segment_whose_true_root_never_comes_is_counted_at_its_ttl() -> None:
     p = make_pipeline(EvalConfig.from_dict({"limits": {"trace_ttl_seconds": 60}}), remote_parents="segment")
     now = [0.0]
-    p.processor._store._clock = lambda: now[0]  # the TTL without waiting for it
+    p.processor._pipeline.store._clock = lambda: now[0]  # the TTL without waiting for it
     _mcp_call(p, server_only=True)
     assert _verdicts(p) == []  # nothing written yet: the root may still come
     assert scores(p.one("tools/call get_weather"))["outcome"] == "success"

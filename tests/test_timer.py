@@ -15,7 +15,7 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._ticker import Ticker
-from otel_toolcall_eval.processor import timer_period
+from otel_toolcall_eval.online.lifecycle import timer_period
 
 from .helpers import Pipeline, make_pipeline, report_from_fork
 from .test_sessions import _turn
@@ -52,16 +52,16 @@ def _pipeline(config: dict[str, Any]) -> tuple[Pipeline, InMemoryLogRecordExport
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     p = make_pipeline(EvalConfig.from_dict(config), logger_provider=logger_provider)
     now = [1000.0]
-    assert p.processor._sessions is not None and p.processor._ticker is not None
-    p.processor._sessions._clock = lambda: now[0]
+    assert p.processor._pipeline.sessions is not None and p.processor._pipeline.ticker is not None
+    p.processor._pipeline.sessions._clock = lambda: now[0]
     steps = Steps()
-    p.processor._ticker._wait = steps.wait
+    p.processor._pipeline.ticker._wait = steps.wait
     return p, logs, now, steps
 
 
 def test_an_idle_session_is_emitted_by_the_timer_without_another_trace() -> None:
     p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60, "max_hold_seconds": 100}})
-    ticker = p.processor._ticker
+    ticker = p.processor._pipeline.ticker
     assert ticker is not None and not ticker.running  # lazily: no session yet, no thread
     _turn(p.tracer, "conv-1")
     assert ticker.running
@@ -75,14 +75,14 @@ def test_an_idle_session_is_emitted_by_the_timer_without_another_trace() -> None
     (record,) = logs.get_finished_logs()
     attrs = dict(record.log_record.attributes or {})
     assert attrs[A.GEN_AI_CONVERSATION_ID] == "conv-1" and attrs[A.SESSION_FINALIZED_BY] == "idle"
-    assert len(p.processor._sessions or ()) == 0
+    assert len(p.processor._pipeline.sessions or ()) == 0
     p.provider.shutdown()
     assert not ticker.running  # stopped by shutdown, within its deadline
 
 
 def test_the_timer_releases_a_failed_span_held_too_long() -> None:
     p, _, _, steps = _pipeline({"limits": {"max_hold_seconds": 8}})
-    held = p.processor._held
+    held = p.processor._pipeline.held
     assert held is not None
     clock = [0.0]
     held._clock = lambda: clock[0]
@@ -106,16 +106,16 @@ def test_the_timer_releases_a_failed_span_held_too_long() -> None:
 
 def test_no_thread_when_sessions_are_off_and_nothing_is_held() -> None:
     p = make_pipeline(EvalConfig.from_dict({"sessions": {"enabled": False}, "limits": {"max_held_spans": 0}}))
-    assert p.processor._ticker is None
+    assert p.processor._pipeline.ticker is None
     p = make_pipeline(EvalConfig.from_dict({"sessions": {"enabled": False}}))
-    ticker = p.processor._ticker
+    ticker = p.processor._pipeline.ticker
     assert ticker is not None
     _turn(p.tracer, "conv-1")  # sessions off: the id means nothing; no failure: nothing held
     assert not ticker.running
     p.provider.shutdown()
     p, *_ = _pipeline({})
     _turn(p.tracer, None)  # sessions on, but no conversation id: no open session, no thread
-    assert p.processor._ticker is not None and not p.processor._ticker.running
+    assert p.processor._pipeline.ticker is not None and not p.processor._pipeline.ticker.running
     p.provider.shutdown()
 
 
@@ -166,7 +166,7 @@ def test_a_stopped_timer_never_starts_again() -> None:
 def test_a_forked_child_starts_its_own_timer_on_first_use() -> None:
     p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60}})
     _turn(p.tracer, "conv-1")
-    ticker = p.processor._ticker
+    ticker = p.processor._pipeline.ticker
     assert ticker is not None and ticker.running
     steps.reached_wait()
 
@@ -192,7 +192,7 @@ def test_the_timer_finalizes_a_trace_whose_root_never_ends_at_its_ttl() -> None:
     span or flush: its held failed span goes out with its class and the trace is counted as expired."""
     p, _, _, steps = _pipeline({"limits": {"trace_ttl_seconds": 60, "max_hold_seconds": 600}})
     store_clock = [0.0]
-    p.processor._store._clock = lambda: store_clock[0]
+    p.processor._pipeline.store._clock = lambda: store_clock[0]
     root = p.tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
     from opentelemetry import trace
 
@@ -296,7 +296,7 @@ def test_a_parked_timer_ends_when_its_owner_is_gone() -> None:
 def test_the_processor_timer_parks_once_nothing_is_held_and_wakes_for_the_next_held_span() -> None:
     p, *_ = _pipeline({"limits": {"max_hold_seconds": 8}})
     parking = _Parking()
-    ticker = p.processor._ticker
+    ticker = p.processor._pipeline.ticker
     assert ticker is not None
     ticker._wait = parking.wait
     from opentelemetry import trace

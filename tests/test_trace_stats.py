@@ -413,7 +413,7 @@ def test_answered_requests_leave_no_per_request_state() -> None:
         _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "Paris"}), ("c2", "get_weather", {})])
         tool_span(t, "get_weather", {"city": "Paris"}, call_id="c1", result="ok")  # its own arguments recorded
         tool_span(t, "get_weather", {"city": "Oslo"}, call_id="c2", result="ok")
-        state = p.processor._store.get(root.get_span_context().trace_id, create=False)
+        state = p.processor._pipeline.store.get(root.get_span_context().trace_id, create=False)
         assert state is not None
         assert state.call_arguments is None and state.pending_names == {} and state.call_batches == {}
         assert state.call_names == {} and state.unexecuted_calls == 0

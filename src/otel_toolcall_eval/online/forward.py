@@ -1,0 +1,75 @@
+"""The last stage: hand a span (scored or as it came) to the downstream processors, each call contained.
+
+What the SDK's ``SynchronousMultiSpanProcessor`` does for a provider's processors: one failing processor does not
+stop the others. ``forward`` is chosen once, at build time: with one downstream processor (the usual case) it calls
+that processor's ``on_end`` directly, without the loop.
+"""
+
+from __future__ import annotations
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_toolcall_eval import _sdk
+from otel_toolcall_eval._deadline import Deadline
+from otel_toolcall_eval.online.contain import RateLimitedLog
+
+
+class FanOut:
+    """The downstream processors. Hooks a processor inherits as the SDK's no-ops are not called (the hot path)."""
+
+    __slots__ = ("_log", "_only", "on_ending_to", "on_start_to", "processors")
+
+    def __init__(self, processors: tuple[SpanProcessor, ...], log: RateLimitedLog) -> None:
+        self.processors = processors
+        self._log = log
+        self._only = processors[0].on_end if len(processors) == 1 else None
+        self.on_start_to = tuple(p for p in processors if _sdk.wants_on_start(p))
+        self.on_ending_to = tuple(p for p in processors if _sdk.wants_on_ending(p))
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        for p in self.on_start_to:
+            try:
+                p.on_start(span, parent_context=parent_context)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.on_start", "downstream on_start failed")
+
+    def on_ending(self, span: Span) -> None:
+        for p in self.on_ending_to:
+            try:
+                _sdk.on_ending(p, span)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream._on_ending", "downstream _on_ending failed")
+
+    def forward(self, span: ReadableSpan) -> None:
+        """Every span leaves the online side through here, exactly once."""
+        only = self._only
+        if only is not None:  # one downstream processor: called directly
+            try:
+                only(span)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.on_end", "downstream on_end failed")
+            return
+        for p in self.processors:
+            try:
+                p.on_end(span)
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.on_end", "downstream on_end failed")
+
+    def force_flush(self, deadline: Deadline) -> bool:
+        ok = True
+        for p in self.processors:
+            try:
+                ok = bool(p.force_flush(deadline.remaining_millis())) and ok
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.force_flush", "downstream force_flush failed")
+                ok = False
+        return ok
+
+    def shutdown(self) -> None:
+        """The SDK's ``SpanProcessor.shutdown()`` takes no timeout: each processor bounds its own."""
+        for p in self.processors:
+            try:
+                p.shutdown()
+            except Exception:  # noqa: BLE001
+                self._log.error("downstream.shutdown", "downstream shutdown failed")

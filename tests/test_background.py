@@ -208,6 +208,43 @@ def test_a_full_queue_makes_on_end_wait_and_loses_nothing() -> None:
     p.provider.shutdown()
 
 
+class _WorkerGate(SpanProcessor):
+    """A downstream that holds the worker thread until released; other threads pass (a slow exporter)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.ended: list[ReadableSpan] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            self.release.wait(30)
+        self.ended.append(span)
+
+
+def test_a_span_the_queue_took_is_never_also_scored_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At interpreter exit no thread can start: a failure inside ``submit`` after the span was queued (waiting for
+    room: the worker is replaced, the wait counted) must leave the span to the queue, not also score and forward
+    it on the application thread (it went out twice)."""
+    gate = _WorkerGate()
+    p = pipeline(config("background", max_queue_size=4), gate)
+    queue = p.processor._pipeline.background
+    assert queue is not None
+
+    def exiting() -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(queue, "_on_wait", exiting)  # what ``_wait_for_room`` calls first, after the append
+    with p.tracer.start_as_current_span("invoke_agent exit"):
+        for i in range(12):  # past the bound while the worker is held: every submit past it fails
+            tool_span(p.tracer, "get_weather", {"city": f"c{i}"})
+    gate.release.set()
+    assert p.processor.force_flush(10_000)
+    names = [s.name for s in gate.ended]
+    assert names.count("execute_tool get_weather") == 12 and names.count("invoke_agent exit") == 1
+    p.provider.shutdown()
+    assert len(gate.ended) == 13
+
+
 class _Exploding:
     """A convention that matches every tool span and then fails: evaluation errors in the worker."""
 

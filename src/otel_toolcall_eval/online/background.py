@@ -81,27 +81,32 @@ class BackgroundQueue:
         return len(self._queue)
 
     def submit(self, span: ReadableSpan) -> bool:
-        """Queue ``span``; False when the queue is stopped (the caller then processes it itself)."""
+        """Queue ``span``; False when the queue is stopped (the caller then processes it itself). Raises only
+        before the span is queued (a worker that cannot start: the caller processes it); once queued it is the
+        queue's, whatever fails after (True): the worker, a flush or shutdown processes it, exactly once."""
         if (self._stopped or self._thread is None) and not self._start():
             return False
         queue = self._queue
         queue.append(span)
-        if self._stopped:  # raced with shutdown, which may have drained the queue already: exactly one of this
-            try:  # removal and the drain's popleft succeeds (both atomic), so the span is processed exactly once
-                queue.remove(span)
-            except ValueError:
-                return True  # the worker or the drain took it
-            return False
-        if self._idle:  # the worker is parked (no span for a whole max_delay): wake it, once per idle period
-            self._idle = False
-            self._wake.set()
-        size = len(queue)
-        if size >= self._wake_at:
-            self._wake.set()
-            # the worker itself ends spans too (a downstream exporter that is instrumented, judge verdicts): it
-            # must never wait for itself; what it adds is processed next, a few spans past the bound
-            if size > self._max and threading.get_ident() != self._worker_ident:
-                self._wait_for_room()
+        try:  # a try costs nothing until it catches (3.11): no frame of its own on the application thread
+            if self._stopped:  # raced with shutdown, which may have drained the queue already: exactly one of this
+                try:  # removal and the drain's popleft succeeds (both atomic), so the span is processed exactly once
+                    queue.remove(span)
+                except ValueError:
+                    return True  # the worker or the drain took it
+                return False
+            if self._idle:  # the worker is parked (no span for a whole max_delay): wake it, once per idle period
+                self._idle = False
+                self._wake.set()
+            size = len(queue)
+            if size >= self._wake_at:
+                self._wake.set()
+                # the worker itself ends spans too (a downstream exporter that is instrumented, judge verdicts): it
+                # must never wait for itself; what it adds is processed next, a few spans past the bound
+                if size > self._max and threading.get_ident() != self._worker_ident:
+                    self._wait_for_room()
+        except Exception:  # noqa: BLE001 - e.g. no thread can start at interpreter exit: shutdown drains the queue
+            pass
         return True
 
     def flush(self, timeout_seconds: float) -> bool:

@@ -74,3 +74,20 @@ class BytesBoundedCache(Generic[K, V]):
             self._values.clear()
             self._costs.clear()
             self._bytes = 0
+
+
+def pop_expired(items: OrderedDict[K, V], deadline: float, stamp: Callable[[V], float]) -> list[tuple[K, V]]:
+    """Remove and return the entries at the front of ``items`` whose ``stamp`` is at or before ``deadline``.
+
+    The one expiry loop of every time-bounded table (traces past their TTL, roots past their grace window, held
+    spans past their hold time, idle sessions): each keeps its entries in order of that time (insertion or last
+    use), so the expired ones sit at the front and the loop stops at the first live one. Called under the
+    owner's lock; the owner then lets what expired go outside it."""
+    out: list[tuple[K, V]] = []
+    while items:
+        key, value = next(iter(items.items()))
+        if stamp(value) > deadline:
+            break
+        del items[key]
+        out.append((key, value))
+    return out

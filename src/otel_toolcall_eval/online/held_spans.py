@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval.online.enrich import EnrichedSpan
 
 # why a held span went out without its class (the ``reason`` label of ``toolcall_eval.recovery.unclassified``)
@@ -155,14 +156,8 @@ class HeldSpans:
         if not self._items:  # no lock on the usual path: nothing held
             return
         out: list[Slot] = []
-        with self._lock:
-            deadline = self._clock() - self._max_seconds
-            items = self._items
-            while items:  # in order of reservation: the oldest at the front
-                key, slot = next(iter(items.items()))
-                if slot.since > deadline:
-                    break
-                del items[key]
+        with self._lock:  # in order of reservation: the oldest at the front
+            for key, slot in pop_expired(self._items, self._clock() - self._max_seconds, _since):
                 self._take(key[0], slot, out, MAX_HOLD)
         self._release(out)
 
@@ -210,3 +205,7 @@ class HeldSpans:
                 out = span
             slot.span = slot.extra = slot.attrs = None
             self._forward(out)
+
+
+def _since(slot: Slot) -> float:
+    return slot.since

@@ -479,10 +479,11 @@ class EvalMetrics:
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
 
-    def _tool_label(self, score: CallScore) -> str:
-        if score.tool_known is False:
+    def _tool_label(self, name: str | None) -> str:
+        """A tool name as a label: ``_unknown`` for a tool the model invented (``tool_known`` False, or no name),
+        ``_other`` past ``MAX_TOOL_LABELS`` distinct names."""
+        if name is None:
             return "_unknown"
-        name = score.name
         if name in self._tools:
             return name
         with self._lock:
@@ -493,7 +494,7 @@ class EvalMetrics:
 
     def record_call(self, score: CallScore, convention: str = "unknown", result_recorded: bool = True) -> None:
         """Count a scored call: by tool and outcome, its findings, and what evidence it lacked (coverage)."""
-        tool = self._tool_label(score)
+        tool = self._tool_label(None if score.tool_known is False else score.name)
         instruments = self._instruments
         outcome = score.outcome
         instruments.calls.add(
@@ -590,20 +591,9 @@ class EvalMetrics:
         self._instruments.queues.add(queue)
 
     # --- cost, latency, recovery and the tool list (issue 18) ---------------------------------------------
-    def _name_label(self, name: str | None) -> str:
-        """``_tool_label`` for a bare name (None: a tool the model invented)."""
-        if name is None:
-            return "_unknown"
-        if name in self._tools:
-            return name
-        with self._lock:
-            if len(self._tools) >= MAX_TOOL_LABELS:
-                return "_other"
-            self._tools.add(name)
-        return name
-
     def record_tool_latency(self, score: CallScore, seconds: float) -> None:
-        self._instruments.stats.tool_latency.record(seconds, {"tool": self._tool_label(score)})
+        tool = self._tool_label(None if score.tool_known is False else score.name)
+        self._instruments.stats.tool_latency.record(seconds, {"tool": tool})
 
     def record_trace_stats(
         self,
@@ -617,7 +607,7 @@ class EvalMetrics:
         the root attributes ``trace_stats.root_attributes`` made."""
         stats = self._instruments.stats
         for tool, cls in recoveries:
-            stats.recoveries.add((self._name_label(tool), cls))
+            stats.recoveries.add((self._tool_label(tool), cls))
         if not histograms:
             return
         model_calls = attributes.get(A.TRACE_MODEL_CALLS)

@@ -27,6 +27,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.checks.session import SessionTally, SessionVerdict, TurnSummary
 from otel_toolcall_eval.online.metrics import SessionMetrics
@@ -142,13 +143,8 @@ class SessionRollup:
         self._emit_all(done)
 
     def _expire(self, now: float, done: list[tuple[str, _Open, str]]) -> None:
-        deadline = now - self._idle  # in order of last activity: the idle ones are at the front
-        while self._open:
-            cid, session = next(iter(self._open.items()))
-            if session.last_seen > deadline:
-                break
-            del self._open[cid]
-            done.append((cid, session, "idle"))
+        # in order of last activity: the idle ones are at the front
+        done.extend((cid, session, "idle") for cid, session in pop_expired(self._open, now - self._idle, _last_seen))
 
     # --- out ---------------------------------------------------------------------------------------
     def _emit_all(self, done: list[tuple[str, _Open, str]]) -> None:
@@ -176,6 +172,10 @@ class SessionRollup:
         logger.emit(
             event_name=A.GEN_AI_EVALUATION_RESULT, context=context, attributes=record_attributes(cid, verdict, reason)
         )
+
+
+def _last_seen(session: _Open) -> float:
+    return session.last_seen
 
 
 def record_attributes(cid: str, verdict: SessionVerdict, finalized_by: str) -> dict[str, Any]:

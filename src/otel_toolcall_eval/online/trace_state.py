@@ -26,6 +26,7 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from otel_toolcall_eval import _fork, _json
+from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS
@@ -557,21 +558,21 @@ class TraceStore:
         return items
 
     def _expire(self, now: float, dropped: list[tuple[int, TraceState, str]]) -> None:
-        closing, items = self._closing, self._items
-        while closing:  # windows end in the order they opened (one grace time, a monotonic clock)
-            tid, due = next(iter(closing.items()))
-            if due > now:
-                break
-            del closing[tid]
+        items = self._items
+        # windows end in the order they opened (one grace time, a monotonic clock)
+        for tid, _ in pop_expired(self._closing, now, _due):
             state = items.pop(tid)
             self._remember_finished(tid, state)
             dropped.append((tid, state, WINDOW))
-        # Entries are in order of last access, so expired ones sit at the front.
-        deadline = now - self._ttl
-        while items:
-            tid, state = next(iter(items.items()))
-            if state.last_seen > deadline:
-                break
-            del items[tid]
+        # entries are in order of last access, so expired ones sit at the front
+        for tid, state in pop_expired(items, now - self._ttl, _last_seen):
             self._leave(tid, state)
             dropped.append((tid, state, "expired"))
+
+
+def _due(due: float) -> float:
+    return due
+
+
+def _last_seen(state: TraceState) -> float:
+    return state.last_seen

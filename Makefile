@@ -95,9 +95,9 @@ $(WHEEL_STAMP): $(PACKAGE_SOURCES)
 	OTEL_TOOLCALL_EVAL_COMPILE=1 $(COMPILED_VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(WHEEL_DIR) .
 	touch $@
 COMPILED_SUITES := tests/test_compiled_build.py tests/test_checks.py tests/test_processor.py tests/test_conventions.py \
-  tests/test_background.py tests/test_lifecycle.py tests/test_engine_parity.py tests/test_memory_bounds.py \
-  tests/test_sessions.py tests/test_replay_engine.py tests/test_fuzz_span_path.py tests/test_offline_eval.py \
-  tests/test_offline_fast_paths.py tests/test_public_api.py tests/test_sdk_fields.py tests/test_held_spans.py tests/test_timer.py \
+  tests/online tests/test_lifecycle.py tests/test_engine_parity.py tests/test_memory_bounds.py \
+  tests/test_replay_engine.py tests/test_fuzz_span_path.py tests/test_offline_eval.py \
+  tests/test_offline_fast_paths.py tests/test_public_api.py tests/test_sdk_fields.py \
   tests/test_late_spans.py tests/test_serve_encode.py
 
 $(COMPILED_STAMP): $(WHEEL_STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor, records
+from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.attributes import PREFIX
 
 # The package under test is the opt-in compiled build (setup.py; `make test-compiled`): its hot-path modules are
@@ -188,3 +190,76 @@ class Recorder(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         self.calls.append("force_flush")
         return True
+
+
+LOOKUP_TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
+
+
+def chat_turn(tracer: Any, *, tools: list[dict[str, Any]] | None = None, calls: list[tuple[str, str, dict[str, Any]]] = (),
+          answer: str | None = None, model: str = "gpt-4o", tokens: tuple[int, int] = (100, 20)) -> None:  # fmt: skip
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": model,
+        "gen_ai.usage.input_tokens": tokens[0],
+        "gen_ai.usage.output_tokens": tokens[1],
+    }
+    if tools is not None:
+        attrs["gen_ai.tool.definitions"] = json.dumps(tools)
+    parts: list[dict[str, Any]] = [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in calls]
+    if answer is not None:
+        parts.append({"type": "text", "content": answer})
+    if parts:
+        attrs["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
+    with tracer.start_as_current_span("chat", attributes=attrs):
+        pass
+
+
+def session_turn(
+    tracer: Tracer,
+    conversation: str | None,
+    *,
+    city: str = "Paris",
+    fail: bool = False,
+    on: str = "root",
+    key: str = A.GEN_AI_CONVERSATION_ID,
+) -> None:
+    """One agent turn: a root, a chat span offering the tool, one tool call; the id on the root or the chat span."""
+    root_attrs = {key: conversation} if conversation is not None and on == "root" else {}
+    with tracer.start_as_current_span("invoke_agent", attributes=root_attrs):
+        chat_attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL]),
+        }
+        if conversation is not None and on == "chat":
+            chat_attrs[key] = conversation
+        with tracer.start_as_current_span("chat", attributes=chat_attrs):
+            pass
+        if conversation is not None and on == "plain":
+            with tracer.start_as_current_span("agent step", attributes={key: conversation}):
+                pass
+        tool_span(tracer, "get_weather", {"city": city}, error=ValueError("no such city") if fail else None)
+
+
+class TimerSteps:
+    """An injected ``wait``: the timer thread blocks in it until the test lets one tick through (or stop)."""
+
+    def __init__(self) -> None:
+        self._go = threading.Semaphore(0)
+        self._at_wait = threading.Semaphore(0)
+        self.periods: list[float] = []
+
+    def wait(self, stop: threading.Event, seconds: float) -> bool:
+        self.periods.append(seconds)
+        self._at_wait.release()
+        while not self._go.acquire(timeout=0.01):
+            if stop.is_set():
+                return True
+        return stop.is_set()
+
+    def reached_wait(self) -> None:
+        assert self._at_wait.acquire(timeout=10), "the timer thread never waited"
+
+    def tick(self) -> None:
+        """One tick; returns once the thread is back in its wait (the tick done)."""
+        self._go.release()
+        self.reached_wait()

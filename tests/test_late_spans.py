@@ -19,7 +19,7 @@ from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.online.lifecycle import timer_period
-from tests.helpers import WEATHER_TOOL, Pipeline, chat_span
+from tests.helpers import WEATHER_TOOL, Pipeline, TimerSteps, chat_span
 
 
 def recorded_trace(mcp: bool = False) -> tuple[list[ReadableSpan], list[ReadableSpan]]:
@@ -164,12 +164,11 @@ def test_a_span_after_the_window_is_late_and_opens_nothing() -> None:
 
 
 def test_the_timer_ends_the_window_when_no_span_comes() -> None:
-    from tests.test_timer import Steps
 
     p, now = service_processor(root_grace_seconds=4)
     ticker = p.processor._pipeline.ticker
     assert ticker is not None and not ticker.running  # started by the first held root
-    steps = Steps()
+    steps = TimerSteps()
     ticker._wait = steps.wait
     agent, server = recorded_trace()
     feed(p, agent + server)  # the server's span right after the root: inside the window

@@ -19,7 +19,7 @@ from otel_toolcall_eval.conventions import AttributeConvention
 
 from .helpers import WEATHER_TOOL, Recorder, chat_span, make_pipeline, scores, tool_span
 
-# cost, latency, recovery and the tool list (tests/test_trace_stats.py checks those)
+# cost, latency, recovery and the tool list (tests/online/test_trace_stats.py checks those)
 STATS = {a.name for a in A.TRACE_STATS_ATTRIBUTES}
 
 

@@ -16,37 +16,10 @@ from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._ticker import Ticker
 from otel_toolcall_eval.online.lifecycle import timer_period
-
-from .helpers import Pipeline, make_pipeline, report_from_fork
-from .test_sessions import _turn
+from tests.helpers import Pipeline, TimerSteps, make_pipeline, report_from_fork, session_turn
 
 
-class Steps:
-    """An injected ``wait``: the timer thread blocks in it until the test lets one tick through (or stop)."""
-
-    def __init__(self) -> None:
-        self._go = threading.Semaphore(0)
-        self._at_wait = threading.Semaphore(0)
-        self.periods: list[float] = []
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        self.periods.append(seconds)
-        self._at_wait.release()
-        while not self._go.acquire(timeout=0.01):
-            if stop.is_set():
-                return True
-        return stop.is_set()
-
-    def reached_wait(self) -> None:
-        assert self._at_wait.acquire(timeout=10), "the timer thread never waited"
-
-    def tick(self) -> None:
-        """One tick; returns once the thread is back in its wait (the tick done)."""
-        self._go.release()
-        self.reached_wait()
-
-
-def _pipeline(config: dict[str, Any]) -> tuple[Pipeline, InMemoryLogRecordExporter, list[float], Steps]:
+def _pipeline(config: dict[str, Any]) -> tuple[Pipeline, InMemoryLogRecordExporter, list[float], TimerSteps]:
     logs = InMemoryLogRecordExporter()
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
@@ -54,7 +27,7 @@ def _pipeline(config: dict[str, Any]) -> tuple[Pipeline, InMemoryLogRecordExport
     now = [1000.0]
     assert p.processor._pipeline.sessions is not None and p.processor._pipeline.ticker is not None
     p.processor._pipeline.sessions._clock = lambda: now[0]
-    steps = Steps()
+    steps = TimerSteps()
     p.processor._pipeline.ticker._wait = steps.wait
     return p, logs, now, steps
 
@@ -63,7 +36,7 @@ def test_an_idle_session_is_emitted_by_the_timer_without_another_trace() -> None
     p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60, "max_hold_seconds": 100}})
     ticker = p.processor._pipeline.ticker
     assert ticker is not None and not ticker.running  # lazily: no session yet, no thread
-    _turn(p.tracer, "conv-1")
+    session_turn(p.tracer, "conv-1")
     assert ticker.running
     steps.reached_wait()
     assert steps.periods == [15.0]  # a quarter of the idle time
@@ -89,7 +62,7 @@ def test_the_timer_releases_a_failed_span_held_too_long() -> None:
     root = p.tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
     from opentelemetry import trace
 
-    from .helpers import tool_span
+    from tests.helpers import tool_span
 
     with trace.use_span(root, end_on_exit=False):
         tool_span(p.tracer, "get_weather", {"city": "X"}, error=RuntimeError("down"))
@@ -110,11 +83,11 @@ def test_no_thread_when_sessions_are_off_and_nothing_is_held() -> None:
     p = make_pipeline(EvalConfig.from_dict({"sessions": {"enabled": False}}))
     ticker = p.processor._pipeline.ticker
     assert ticker is not None
-    _turn(p.tracer, "conv-1")  # sessions off: the id means nothing; no failure: nothing held
+    session_turn(p.tracer, "conv-1")  # sessions off: the id means nothing; no failure: nothing held
     assert not ticker.running
     p.provider.shutdown()
     p, *_ = _pipeline({})
-    _turn(p.tracer, None)  # sessions on, but no conversation id: no open session, no thread
+    session_turn(p.tracer, None)  # sessions on, but no conversation id: no open session, no thread
     assert p.processor._pipeline.ticker is not None and not p.processor._pipeline.ticker.running
     p.provider.shutdown()
 
@@ -138,7 +111,7 @@ class _Owner:
 
 
 def test_the_timer_does_not_keep_its_owner_alive() -> None:
-    owner, steps = _Owner(), Steps()
+    owner, steps = _Owner(), TimerSteps()
     ticker = Ticker(1.0, owner.tick, wait=steps.wait)
     ticker.ensure_started()
     steps.reached_wait()
@@ -154,7 +127,7 @@ def test_the_timer_does_not_keep_its_owner_alive() -> None:
 
 
 def test_a_stopped_timer_never_starts_again() -> None:
-    owner, steps = _Owner(), Steps()
+    owner, steps = _Owner(), TimerSteps()
     ticker = Ticker(1.0, owner.tick, wait=steps.wait)
     ticker.ensure_started()
     steps.reached_wait()
@@ -165,16 +138,16 @@ def test_a_stopped_timer_never_starts_again() -> None:
 
 def test_a_forked_child_starts_its_own_timer_on_first_use() -> None:
     p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60}})
-    _turn(p.tracer, "conv-1")
+    session_turn(p.tracer, "conv-1")
     ticker = p.processor._pipeline.ticker
     assert ticker is not None and ticker.running
     steps.reached_wait()
 
     def child() -> dict[str, Any]:  # no timer thread until a session opens there
         before = ticker.running or ticker._thread is not None
-        child_steps = Steps()
+        child_steps = TimerSteps()
         ticker._wait = child_steps.wait
-        _turn(p.tracer, "conv-child")
+        session_turn(p.tracer, "conv-child")
         child_steps.reached_wait()
         now[0] += 61
         child_steps.tick()
@@ -196,7 +169,7 @@ def test_the_timer_finalizes_a_trace_whose_root_never_ends_at_its_ttl() -> None:
     root = p.tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
     from opentelemetry import trace
 
-    from .helpers import tool_span
+    from tests.helpers import tool_span
 
     with trace.use_span(root, end_on_exit=False):
         tool_span(p.tracer, "get_weather", {"city": "X"}, error=RuntimeError("down"))
@@ -213,8 +186,8 @@ def test_the_timer_finalizes_a_trace_whose_root_never_ends_at_its_ttl() -> None:
     assert len(p.by_name("execute_tool get_weather")) == 1
 
 
-class _Parking(Steps):
-    """``Steps``, and a wait with no timeout is a real one: no tick of the test's clock ends it, only a poke."""
+class _Parking(TimerSteps):
+    """``TimerSteps``, and a wait with no timeout is a real one: no tick of the test's clock ends it, only a poke."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -301,7 +274,7 @@ def test_the_processor_timer_parks_once_nothing_is_held_and_wakes_for_the_next_h
     ticker._wait = parking.wait
     from opentelemetry import trace
 
-    from .helpers import tool_span
+    from tests.helpers import tool_span
 
     def failed_trace() -> None:
         root = p.tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})

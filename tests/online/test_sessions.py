@@ -5,21 +5,21 @@ Idle expiry is driven by an injected clock (``_sessions._clock``), never by slee
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-from opentelemetry.trace import Tracer, set_span_in_context
+from opentelemetry.trace import set_span_in_context
 
 from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, TurnSummary, session_verdict
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.online import metrics as M
+from otel_toolcall_eval.online.sessions import SessionRollup
 from otel_toolcall_eval.records import call_digest
-from tests.helpers import COMPILED, WEATHER_TOOL, Pipeline, make_pipeline, tool_span
+from tests.helpers import COMPILED, Pipeline, make_pipeline, session_turn, tool_span
 
 # --- the pure rollup ---------------------------------------------------------------------------------
 
@@ -71,6 +71,57 @@ def test_a_session_remembers_a_bounded_number_of_failing_calls() -> None:
     assert len(tally.failed) == MAX_FAILURE_KEYS
 
 
+# --- the online rollup on its own (``online/sessions.py``): turns in, records out, no processor ---------------
+class _Rollup:
+    def __init__(self, max_sessions: int = 2, idle: float = 60.0) -> None:
+        self.now = 1000.0
+        self.logs = InMemoryLogRecordExporter()
+        provider = LoggerProvider()
+        provider.add_log_record_processor(SimpleLogRecordProcessor(self.logs))
+        self.errors: list[str] = []
+        self.rollup = SessionRollup(
+            step_budget=None,
+            max_sessions=max_sessions,
+            idle_seconds=idle,
+            logger_provider=provider,
+            on_error=self.errors.append,
+            clock=lambda: self.now,
+        )
+
+    def emitted(self) -> list[tuple[str, str, int]]:
+        """(conversation id, finalized by, turns) of every record so far."""
+        return [
+            (a[A.GEN_AI_CONVERSATION_ID], a[A.SESSION_FINALIZED_BY], a[A.SESSION_TURNS])
+            for a in (_attrs(r) for r in _records(self.logs))
+        ]
+
+
+def test_the_rollup_emits_a_session_once_it_has_been_idle() -> None:
+    r = _Rollup(idle=60.0)
+    r.rollup.add_turn("c1", TurnSummary(tool_calls=1), 1, 11)
+    r.now += 30
+    r.rollup.add_turn("c1", TurnSummary(tool_calls=2), 2, 22)
+    r.now += 59
+    r.rollup.expire()
+    assert r.emitted() == [] and len(r.rollup) == 1  # 59 s after its last turn: still open
+    r.now += 2
+    r.rollup.expire()
+    assert r.emitted() == [("c1", "idle", 2)] and len(r.rollup) == 0 and r.errors == []
+    record = _records(r.logs)[0]
+    assert record.log_record.span_id == 22  # the record points at the last turn's root
+
+
+def test_the_rollup_evicts_the_least_recently_active_session_and_still_emits_it() -> None:
+    r = _Rollup(max_sessions=2)
+    for cid in ("a", "b"):
+        r.rollup.add_turn(cid, TurnSummary(), 1, 1)
+    r.rollup.add_turn("a", TurnSummary(), 2, 2)  # "b" is now the least recently active
+    r.rollup.add_turn("c", TurnSummary(), 3, 3)
+    assert r.emitted() == [("b", "evicted", 1)] and len(r.rollup) == 2
+    r.rollup.finish_all("flush")
+    assert sorted(r.emitted()[1:]) == [("a", "flush", 2), ("c", "flush", 1)] and len(r.rollup) == 0
+
+
 # --- online: the processor over real SDK spans ----------------------------------------------------------
 
 
@@ -85,32 +136,6 @@ def _pipeline(config: dict[str, Any] | None = None) -> tuple[Pipeline, InMemoryL
     return p, logs, now
 
 
-def _turn(
-    tracer: Tracer,
-    conversation: str | None,
-    *,
-    city: str = "Paris",
-    fail: bool = False,
-    on: str = "root",
-    key: str = A.GEN_AI_CONVERSATION_ID,
-) -> None:
-    """One agent turn: a root, a chat span offering the tool, one tool call; the id on the root or the chat span."""
-    root_attrs = {key: conversation} if conversation is not None and on == "root" else {}
-    with tracer.start_as_current_span("invoke_agent", attributes=root_attrs):
-        chat_attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL]),
-        }
-        if conversation is not None and on == "chat":
-            chat_attrs[key] = conversation
-        with tracer.start_as_current_span("chat", attributes=chat_attrs):
-            pass
-        if conversation is not None and on == "plain":
-            with tracer.start_as_current_span("agent step", attributes={key: conversation}):
-                pass
-        tool_span(tracer, "get_weather", {"city": city}, error=ValueError("no such city") if fail else None)
-
-
 def _records(logs: InMemoryLogRecordExporter) -> list[ReadableLogRecord]:
     return [r for r in logs.get_finished_logs()]
 
@@ -122,11 +147,11 @@ def _attrs(record: ReadableLogRecord) -> dict[str, Any]:
 def test_turns_sharing_a_conversation_id_are_emitted_once_idle() -> None:
     p, logs, now = _pipeline({"limits": {"session_idle_seconds": 60}})
     for _ in range(3):
-        _turn(p.tracer, "conv-1")
+        session_turn(p.tracer, "conv-1")
         now[0] += 10
     assert _records(logs) == [] and len(p.processor._pipeline.sessions or ()) == 1  # still active
     now[0] += 61
-    _turn(p.tracer, None)  # any finished trace lets idle sessions go
+    session_turn(p.tracer, None)  # any finished trace lets idle sessions go
     (record,) = _records(logs)
     log = record.log_record
     assert log.event_name == A.GEN_AI_EVALUATION_RESULT
@@ -144,9 +169,9 @@ def test_turns_sharing_a_conversation_id_are_emitted_once_idle() -> None:
 
 def test_the_id_may_sit_on_a_chat_span_or_a_plain_span_under_any_configured_key() -> None:
     p, logs, _ = _pipeline()
-    _turn(p.tracer, "s-9", on="chat", key="session.id")
-    _turn(p.tracer, "s-9", on="plain", key="langfuse.session.id")
-    _turn(p.tracer, "s-9", on="root")
+    session_turn(p.tracer, "s-9", on="chat", key="session.id")
+    session_turn(p.tracer, "s-9", on="plain", key="langfuse.session.id")
+    session_turn(p.tracer, "s-9", on="root")
     plain = p.one("agent step")
     assert (plain.attributes or {})["langfuse.session.id"] == "s-9"  # forwarded, attributes unchanged
     p.provider.force_flush()
@@ -156,10 +181,10 @@ def test_the_id_may_sit_on_a_chat_span_or_a_plain_span_under_any_configured_key(
 
 def test_a_failure_repeated_in_a_later_turn_fails_the_session() -> None:
     p, logs, _ = _pipeline({"sessions": {"step_budget": 10}})
-    _turn(p.tracer, "c", city="Atlantis", fail=True)
-    _turn(p.tracer, "c", city="Paris")
-    _turn(p.tracer, "c", city="Atlantis", fail=True)  # the same call failing again, two turns later
-    _turn(p.tracer, "other", city="Atlantis", fail=True)  # another conversation: not a repeat of this one
+    session_turn(p.tracer, "c", city="Atlantis", fail=True)
+    session_turn(p.tracer, "c", city="Paris")
+    session_turn(p.tracer, "c", city="Atlantis", fail=True)  # the same call failing again, two turns later
+    session_turn(p.tracer, "other", city="Atlantis", fail=True)  # another conversation: not a repeat of this one
     p.provider.force_flush()
     by_id = {_attrs(r)[A.GEN_AI_CONVERSATION_ID]: _attrs(r) for r in _records(logs)}
     c = by_id["c"]
@@ -177,7 +202,7 @@ def test_a_failure_repeated_in_a_later_turn_fails_the_session() -> None:
 def test_the_session_step_budget_is_checked_across_turns() -> None:
     p, logs, _ = _pipeline({"sessions": {"step_budget": 2}})
     for _ in range(3):
-        _turn(p.tracer, "long")
+        session_turn(p.tracer, "long")
     p.provider.force_flush()
     (record,) = _records(logs)
     assert _attrs(record)[A.SESSION_OVER_BUDGET] is True and _attrs(record)[A.GEN_AI_EVALUATION_SCORE_LABEL] == "fail"
@@ -196,7 +221,7 @@ def test_the_first_conversation_id_of_a_trace_wins() -> None:
 def test_sessions_are_bounded_and_evicted_sessions_are_counted_and_still_emitted() -> None:
     p, logs, _ = _pipeline({"limits": {"max_sessions": 3}})
     for i in range(10):
-        _turn(p.tracer, f"conv-{i}")
+        session_turn(p.tracer, f"conv-{i}")
     assert len(p.processor._pipeline.sessions or ()) == 3
     assert p.metric_sum(M.SESSION_DROPPED, reason="evicted") == 7
     evicted = [_attrs(r) for r in _records(logs)]
@@ -208,7 +233,7 @@ def test_sessions_are_bounded_and_evicted_sessions_are_counted_and_still_emitted
 
 def test_an_unfinished_trace_joins_its_session_at_shutdown() -> None:
     p, logs, _ = _pipeline()
-    _turn(p.tracer, "c")
+    session_turn(p.tracer, "c")
     root = p.tracer.start_span("never ends", attributes={A.GEN_AI_CONVERSATION_ID: "c"})
     with p.tracer.start_as_current_span("t", context=set_span_in_context(root)) as s:
         s.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"})
@@ -220,8 +245,8 @@ def test_an_unfinished_trace_joins_its_session_at_shutdown() -> None:
 
 def test_a_long_or_odd_conversation_id_is_cut_and_never_a_metric_label() -> None:
     p, logs, _ = _pipeline({"limits": {"max_attribute_length": 32}})
-    _turn(p.tracer, "x" * 10_000)
-    _turn(p.tracer, None, on="root")
+    session_turn(p.tracer, "x" * 10_000)
+    session_turn(p.tracer, None, on="root")
     with p.tracer.start_as_current_span("root", attributes={A.GEN_AI_CONVERSATION_ID: 42}):
         tool_span(p.tracer, "get_weather", {"city": "Paris"})
     p.provider.force_flush()
@@ -234,7 +259,7 @@ def test_a_long_or_odd_conversation_id_is_cut_and_never_a_metric_label() -> None
 def test_every_span_is_forwarded_once_with_sessions_on() -> None:
     p, _, _ = _pipeline()
     for on in ("root", "chat", "plain"):
-        _turn(p.tracer, "c", on=on)
+        session_turn(p.tracer, "c", on=on)
     names = [s.name for s in p.spans()]
     assert sorted(names) == sorted(["invoke_agent", "chat", "execute_tool get_weather"] * 3 + ["agent step"])
 
@@ -242,7 +267,7 @@ def test_every_span_is_forwarded_once_with_sessions_on() -> None:
 def test_sessions_can_be_switched_off() -> None:
     p = make_pipeline(EvalConfig.from_dict({"sessions": {"enabled": False}}))
     assert p.processor._pipeline.sessions is None
-    _turn(p.tracer, "c")
+    session_turn(p.tracer, "c")
     p.provider.force_flush()
     assert p.metric_points(M.SESSIONS) == []
 
@@ -253,7 +278,7 @@ def test_a_failing_log_export_is_contained() -> None:
             raise RuntimeError("no logs today")
 
     p = make_pipeline(logger_provider=Broken())
-    _turn(p.tracer, "c")
+    session_turn(p.tracer, "c")
     p.provider.force_flush()  # must not raise
     assert p.metric_sum(M.INTERNAL_ERRORS, stage="sessions.emit") == 1
     assert len(p.by_name("invoke_agent")) == 1
@@ -326,5 +351,5 @@ def test_only_the_first_plain_span_naming_the_conversation_is_evaluated(monkeypa
 def test_the_record_of_noted_traces_is_bounded() -> None:
     p, _, _ = _pipeline({"limits": {"max_traces": 5}})
     for i in range(20):
-        _turn(p.tracer, f"c{i}")
+        session_turn(p.tracer, f"c{i}")
     assert len(p.processor._pipeline.conversation_known) == 5

@@ -28,8 +28,7 @@ from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.online.trace_stats import ToolListChanges
 from otel_toolcall_eval.records import ToolDefinition
-
-from .helpers import WEATHER_TOOL, make_pipeline, scores, tool_span
+from tests.helpers import LOOKUP_TOOL, WEATHER_TOOL, chat_turn, make_pipeline, scores, tool_span
 
 FAIL = CallStep("search", "k1", True, 1, 1)
 
@@ -176,40 +175,20 @@ def test_tool_list_changes_are_per_source_and_bounded() -> None:
 
 
 # --- the processor, real SDK spans ---------------------------------------------------------------------------
-def _chat(tracer: Any, *, tools: list[dict[str, Any]] | None = None, calls: list[tuple[str, str, dict[str, Any]]] = (),
-          answer: str | None = None, model: str = "gpt-4o", tokens: tuple[int, int] = (100, 20)) -> None:  # fmt: skip
-    attrs: dict[str, Any] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": model,
-        "gen_ai.usage.input_tokens": tokens[0],
-        "gen_ai.usage.output_tokens": tokens[1],
-    }
-    if tools is not None:
-        attrs["gen_ai.tool.definitions"] = json.dumps(tools)
-    parts: list[dict[str, Any]] = [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in calls]
-    if answer is not None:
-        parts.append({"type": "text", "content": answer})
-    if parts:
-        attrs["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
-    with tracer.start_as_current_span("chat", attributes=attrs):
-        pass
-
-
 PRICED = {"pricing": {"models": {"gpt-4o": {"input_per_million": 2.5, "output_per_million": 10}}}}
-LOOKUP_TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
 
 
 def test_root_carries_cost_latency_fingerprint_first_failure_and_recovery() -> None:
     p = make_pipeline(EvalConfig.from_dict({**PRICED, "metrics": {"histograms": True}}))
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        _chat(t, tools=[WEATHER_TOOL, LOOKUP_TOOL], calls=[("c1", "get_weather", {"city": "Paris"})])
+        chat_turn(t, tools=[WEATHER_TOOL, LOOKUP_TOOL], calls=[("c1", "get_weather", {"city": "Paris"})])
         tool_span(t, "get_weather", {"city": "Paris"}, call_id="c1", error=RuntimeError("timeout"))
-        _chat(t, calls=[("c2", "get_weather", {"city": "Paris"})])
+        chat_turn(t, calls=[("c2", "get_weather", {"city": "Paris"})])
         tool_span(t, "get_weather", {"city": "Paris"}, call_id="c2", error=RuntimeError("timeout"))  # repeated
-        _chat(t, calls=[("c3", "get_weather", {"city": "Paris", "days": 1})])
+        chat_turn(t, calls=[("c3", "get_weather", {"city": "Paris", "days": 1})])
         tool_span(t, "get_weather", {"city": "Paris", "days": 1}, call_id="c3", result="sunny")  # corrected
-        _chat(t, answer="sunny", model="unpriced-model")
+        chat_turn(t, answer="sunny", model="unpriced-model")
     root = scores(p.one("invoke_agent"))
     assert root["trace.model_calls"] == 4
     assert (root["trace.input_tokens"], root["trace.output_tokens"]) == (400, 80)
@@ -239,11 +218,11 @@ def test_switched_tool_and_handed_back() -> None:
     p = make_pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        _chat(t, tools=[WEATHER_TOOL, LOOKUP_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
+        chat_turn(t, tools=[WEATHER_TOOL, LOOKUP_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
         tool_span(t, "get_weather", {"city": "X"}, call_id="c1", error=RuntimeError("down"))
-        _chat(t, calls=[("c2", "lookup", {"q": "X"})])
+        chat_turn(t, calls=[("c2", "lookup", {"q": "X"})])
         tool_span(t, "lookup", {"q": "X"}, call_id="c2", error=RuntimeError("down"))
-        _chat(t, answer="sorry, both services are down")
+        chat_turn(t, answer="sorry, both services are down")
     root = scores(p.one("invoke_agent"))
     assert root["trace.recovery.classes"] == [SWITCHED_TOOL, HANDED_BACK]
     assert "trace.cost" not in root  # no price table
@@ -255,9 +234,9 @@ def test_a_turn_without_recorded_output_is_no_hand_back() -> None:
     p = make_pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        _chat(t, tools=[WEATHER_TOOL])
+        chat_turn(t, tools=[WEATHER_TOOL])
         tool_span(t, "get_weather", {"city": "X"}, error=RuntimeError("down"))
-        _chat(t)
+        chat_turn(t)
     assert scores(p.one("invoke_agent"))["trace.recovery.classes"] == [CARRIED_ON]
 
 
@@ -265,7 +244,7 @@ def test_first_failure_is_a_wrong_call_too_and_clean_traces_have_none() -> None:
     p = make_pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        _chat(t, tools=[WEATHER_TOOL])
+        chat_turn(t, tools=[WEATHER_TOOL])
         tool_span(t, "get_weather", {"city": "Paris"}, result="ok")
         tool_span(t, "get_weather", {"city": "paris"}, result="ok")  # a duplicate: wrong, but no error
     root = scores(p.one("invoke_agent"))
@@ -286,7 +265,7 @@ def test_tool_list_change_is_counted_per_service() -> None:
 
     def trace(tools: list[dict[str, Any]]) -> dict[str, Any]:
         with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-            _chat(t, tools=tools)
+            chat_turn(t, tools=tools)
             tool_span(t, "get_weather", {"city": "Paris"}, result="ok")
         return scores(p.spans()[-1])
 
@@ -377,9 +356,9 @@ def test_histograms_are_off_by_default_and_the_root_keeps_its_numbers() -> None:
     p = make_pipeline(EvalConfig.from_dict(PRICED))
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
+        chat_turn(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
         tool_span(t, "get_weather", {"city": "X"}, call_id="c1", error=RuntimeError("down"))
-        _chat(t, answer="sorry")
+        chat_turn(t, answer="sorry")
     root = scores(p.one("invoke_agent"))
     assert root["trace.cost"] > 0 and root["trace.tool_latency.total"] > 0
     assert root["trace.recovery.classes"] == [HANDED_BACK]
@@ -396,9 +375,9 @@ def test_the_terminal_summary_counts_recoveries() -> None:
     p = make_pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
+        chat_turn(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
         tool_span(t, "get_weather", {"city": "X"}, call_id="c1", error=RuntimeError("down"))
-        _chat(t, answer="sorry")
+        chat_turn(t, answer="sorry")
     summary = SummaryExporter()
     summary.export(p.spans())
     assert summary.recoveries == {HANDED_BACK: 1}
@@ -410,7 +389,7 @@ def test_answered_requests_leave_no_per_request_state() -> None:
     p = make_pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}) as root:
-        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "Paris"}), ("c2", "get_weather", {})])
+        chat_turn(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "Paris"}), ("c2", "get_weather", {})])
         tool_span(t, "get_weather", {"city": "Paris"}, call_id="c1", result="ok")  # its own arguments recorded
         tool_span(t, "get_weather", {"city": "Oslo"}, call_id="c2", result="ok")
         state = p.processor._pipeline.store.get(root.get_span_context().trace_id, create=False)

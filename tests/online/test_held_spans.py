@@ -22,13 +22,81 @@ from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.recovery import CARRIED_ON, CORRECTED_RETRY, HANDED_BACK, REPEATED, SWITCHED_TOOL
 from otel_toolcall_eval.config import ConfigError
+from otel_toolcall_eval.online.held_spans import HeldSpans, Slot
 from otel_toolcall_eval.online.metrics import RECOVERY_UNCLASSIFIED
-
-from .helpers import WEATHER_TOOL, Pipeline, make_pipeline, scores, tool_span
-from .test_trace_stats import LOOKUP_TOOL, _chat
+from tests.helpers import LOOKUP_TOOL, WEATHER_TOOL, Pipeline, chat_turn, make_pipeline, scores, tool_span
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
 WEATHER = "execute_tool get_weather"
+
+
+# --- the held table on its own (no processor, no tracer): bare spans, the enriched copy their scores only ------
+class _Table:
+    def __init__(self, **bounds: Any) -> None:
+        self.now = 1000.0
+        self.forwarded: list[ReadableSpan] = []
+        self.unclassified: list[str] = []
+        self.held = HeldSpans(
+            max_spans=bounds.get("max_spans", 4),
+            max_per_trace=bounds.get("max_per_trace", 2),
+            max_seconds=bounds.get("max_seconds", 10.0),
+            forward=self.forwarded.append,
+            on_unclassified=self.unclassified.append,
+            clock=lambda: self.now,
+            build=lambda span, extra, attrs: ReadableSpan(name=span.name, attributes=dict(extra)),
+        )
+
+    @property
+    def out(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(s.name, dict(s.attributes or {})) for s in self.forwarded]
+
+    def hold(self, trace_id: int, step: int, name: str) -> Slot | None:
+        slot = self.held.reserve(trace_id, step)
+        if slot is not None:
+            self.held.fill(slot, ReadableSpan(name=name), {"step": step}, None, expire=False)
+        return slot
+
+
+def test_a_held_span_goes_once_with_the_class_its_next_step_decided() -> None:
+    t = _Table()
+    t.hold(1, 1, "a")
+    t.hold(1, 2, "b")
+    assert t.out == [] and len(t.held) == 2
+    t.held.decide(1, [(2, "search", REPEATED), (9, "other", CARRIED_ON)])  # step 9 was never held: ignored
+    assert t.out == [("b", {"step": 2, A.RECOVERY_CLASS: REPEATED})] and len(t.held) == 1
+    t.held.decide(1, [(2, "search", HANDED_BACK)])  # decided twice: out once
+    assert len(t.out) == 1 and t.unclassified == []
+
+
+def test_the_bounds_say_no_at_reservation_and_are_counted() -> None:
+    t = _Table(max_spans=3, max_per_trace=2)
+    assert t.hold(1, 1, "a") and t.hold(1, 2, "b")
+    assert t.hold(1, 3, "c") is None  # per trace
+    assert t.hold(2, 1, "d") is not None
+    assert t.hold(3, 1, "e") is None  # in all
+    assert t.unclassified == ["max_held_spans_per_trace", "max_held_spans"] and t.out == []
+
+
+def test_what_waited_too_long_goes_without_a_class_oldest_first() -> None:
+    t = _Table(max_seconds=10.0)
+    t.hold(1, 1, "a")
+    t.now += 5
+    t.hold(2, 1, "b")
+    t.now += 6
+    t.held.expire()
+    assert t.out == [("a", {"step": 1})] and t.unclassified == ["max_hold_seconds"] and len(t.held) == 1
+    t.held.release_all("flush")
+    assert [span for span, _ in t.out] == ["a", "b"] and t.unclassified[-1] == "flush" and len(t.held) == 0
+
+
+def test_a_slot_decided_before_it_was_filled_is_forwarded_by_fill() -> None:
+    t = _Table()
+    slot = t.held.reserve(1, 1)
+    assert slot is not None
+    t.held.decide(1, [(1, "search", SWITCHED_TOOL)])  # the next step came first (another thread)
+    assert t.out == []
+    t.held.fill(slot, ReadableSpan(name="a"), {}, None)
+    assert t.out == [("a", {A.RECOVERY_CLASS: SWITCHED_TOOL})] and len(t.held) == 0
 
 
 def _pipeline(limits: dict[str, Any] | None = None, **config: Any) -> tuple[Pipeline, list[float]]:
@@ -52,14 +120,14 @@ def test_the_next_call_decides_and_the_failed_span_waits_for_it() -> None:
     p, _ = _pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
-        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "Paris"})])
+        chat_turn(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {"city": "Paris"})])
         _failed_weather(t, "c1")
         assert p.by_name(WEATHER) == []  # held: its class is not known yet
-        _chat(t, calls=[("c2", "get_weather", {"city": "Paris"})])
+        chat_turn(t, calls=[("c2", "get_weather", {"city": "Paris"})])
         _failed_weather(t, "c2")  # the same failing call again
         (first,) = p.by_name(WEATHER)  # decided by this call: forwarded before it, with its class
         assert _class(first) == REPEATED and scores(first)["step"] == 1
-        _chat(t, calls=[("c3", "get_weather", {"city": "Paris", "days": 1})])
+        chat_turn(t, calls=[("c3", "get_weather", {"city": "Paris", "days": 1})])
         tool_span(t, "get_weather", {"city": "Paris", "days": 1}, call_id="c3", result="sunny")
     spans = p.by_name(WEATHER)
     assert [_class(s) for s in spans] == [REPEATED, CORRECTED_RETRY, None]  # a successful call has no class
@@ -73,12 +141,12 @@ def test_the_next_model_turn_decides() -> None:
     p, _ = _pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
-        _chat(t, tools=[WEATHER_TOOL, LOOKUP_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
+        chat_turn(t, tools=[WEATHER_TOOL, LOOKUP_TOOL], calls=[("c1", "get_weather", {"city": "X"})])
         _failed_weather(t, "c1", "X")
-        _chat(t, calls=[("c2", "lookup", {"q": "X"})])  # asks for another tool: switched_tool, decided here
+        chat_turn(t, calls=[("c2", "lookup", {"q": "X"})])  # asks for another tool: switched_tool, decided here
         assert [_class(s) for s in p.by_name(WEATHER)] == [SWITCHED_TOOL]
         tool_span(t, "lookup", {"q": "X"}, call_id="c2", error=RuntimeError("down"))
-        _chat(t, answer="sorry, both are down")  # answers without a tool: handed_back
+        chat_turn(t, answer="sorry, both are down")  # answers without a tool: handed_back
         assert [_class(s) for s in p.by_name("execute_tool lookup")] == [HANDED_BACK]
 
 
@@ -86,7 +154,7 @@ def test_the_root_ending_decides_what_nothing_reacted_to() -> None:
     p, _ = _pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
-        _chat(t, tools=[WEATHER_TOOL])
+        chat_turn(t, tools=[WEATHER_TOOL])
         _failed_weather(t, "c1")
         assert p.spans()[-1].name == "chat"  # the failed span waits
     assert [s.name for s in p.spans()][-2:] == [WEATHER, "invoke_agent"]
@@ -104,11 +172,11 @@ def test_eviction_decides_the_evicted_trace() -> None:
     p, _ = _pipeline({"max_traces": 1})
     t = p.tracer
     with t.start_as_current_span("invoke_agent first", attributes=AGENT):
-        _chat(t, tools=[WEATHER_TOOL])
+        chat_turn(t, tools=[WEATHER_TOOL])
         _failed_weather(t, "c1")
         assert p.by_name(WEATHER) == []
         with t.start_as_current_span("invoke_agent second", context=Context(), attributes=AGENT):
-            _chat(t, tools=[WEATHER_TOOL])  # a second trace takes the only place: the first is evicted
+            chat_turn(t, tools=[WEATHER_TOOL])  # a second trace takes the only place: the first is evicted
             assert [_class(s) for s in p.by_name(WEATHER)] == [CARRIED_ON]
     assert p.metric_sum("toolcall_eval.state.dropped", reason="evicted") >= 1
 
@@ -117,7 +185,7 @@ def test_a_failed_span_held_too_long_goes_without_its_class() -> None:
     p, now = _pipeline({"max_hold_seconds": 30})
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
-        _chat(t, tools=[WEATHER_TOOL])
+        chat_turn(t, tools=[WEATHER_TOOL])
         _failed_weather(t, "c1")
         now[0] += 29
         p.processor._lifecycle.tick()
@@ -135,7 +203,7 @@ def test_the_bounds_release_without_the_class_and_count_it() -> None:
     p, _ = _pipeline({"max_held_spans_per_trace": 1, "max_held_spans": 2})
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
-        _chat(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {}), ("c2", "get_weather", {})])
+        chat_turn(t, tools=[WEATHER_TOOL], calls=[("c1", "get_weather", {}), ("c2", "get_weather", {})])
         _failed_weather(t, "c1", "A")
         _failed_weather(t, "c2", "B")  # the same batch: no reaction to c1, and the trace holds one already
         (unheld,) = p.by_name(WEATHER)
@@ -157,12 +225,12 @@ def test_flush_hands_every_held_span_to_the_exporter() -> None:
     p, _ = _pipeline()
     t = p.tracer
     with t.start_as_current_span("invoke_agent", attributes=AGENT):
-        _chat(t, tools=[WEATHER_TOOL])
+        chat_turn(t, tools=[WEATHER_TOOL])
         _failed_weather(t, "c1")
         assert p.processor.force_flush()
         (span,) = p.by_name(WEATHER)  # out without a class: the trace goes on, the class is not known
         assert _class(span) is None
-        _chat(t, answer="it timed out")
+        chat_turn(t, answer="it timed out")
     assert len(p.by_name(WEATHER)) == 1
     assert scores(p.one("invoke_agent"))["trace.recovery.classes"] == [HANDED_BACK]
     assert p.metric_sum(RECOVERY_UNCLASSIFIED, reason="flush") == 1
@@ -175,7 +243,7 @@ def test_shutdown_decides_the_open_traces_and_forwards_their_held_spans() -> Non
     from opentelemetry import trace
 
     with trace.use_span(root, end_on_exit=False):
-        _chat(t, tools=[WEATHER_TOOL])
+        chat_turn(t, tools=[WEATHER_TOOL])
         _failed_weather(t, "c1")
     assert p.by_name(WEATHER) == []
     p.provider.shutdown()
@@ -244,14 +312,14 @@ def _random_agent_traces(tracer: Tracer, seed: int, traces: int) -> None:
     rng = random.Random(seed)
     for n in range(traces):
         with tracer.start_as_current_span(f"invoke_agent {n}", attributes=AGENT):
-            _chat(tracer, tools=[WEATHER_TOOL, LOOKUP_TOOL])
+            chat_turn(tracer, tools=[WEATHER_TOOL, LOOKUP_TOOL])
             for k in range(rng.randint(1, 6)):
                 name = rng.choice(["get_weather", "lookup"])
                 args = rng.choice([{"city": "Paris"}, {"city": "Oslo"}, {"q": "x"}])
                 error = RuntimeError("boom") if rng.random() < 0.5 else None
                 tool_span(tracer, name, args, call_id=f"c{n}_{k}", result=None if error else "ok", error=error)
                 if rng.random() < 0.3:
-                    _chat(tracer, answer="done" if rng.random() < 0.5 else None)
+                    chat_turn(tracer, answer="done" if rng.random() < 0.5 else None)
 
 
 def _run(mode: str, limits: dict[str, Any]) -> list[ReadableSpan]:

@@ -14,6 +14,8 @@ from functools import cache
 import grimp
 import pytest
 
+from otel_toolcall_eval.online import LAYERS as ONLINE_LAYERS
+
 PACKAGE = "otel_toolcall_eval"
 
 # top to bottom; a unit (a top-level module or package of the project) may import its own layer or any below it
@@ -22,22 +24,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("serve",),  # the scoring service: OTLP receivers around the processor, built on replay's decoding
     ("replay", "harvest", "configurator", "span_exporter"),  # adapters built on the processor (zero-code, exporter)
     ("processor", "offline", "guard"),  # the online adapter's public face, the offline adapter, the pre-execution guard
-    # the online pipeline (``online/``), its modules in layers, top down: what assembles it and flushes, shuts
-    # down and times it; the pipeline; its stages; holds and features (held spans, sessions, the judge, which
-    # plugs in beside them); per-trace state and numbers, the enriched copy, metrics and the queue; containment
-    ("online.build", "online.lifecycle"),
-    ("online.pipeline",),
-    ("online.forward",),
-    ("online.held_spans", "online.sessions", "judge"),
-    (
-        "online.background",
-        "online.enrich",
-        "online.trace_state",
-        "online.trace_stats",
-        "online.metrics",
-        "online.prevented",
-    ),
-    ("online.contain", "online"),  # "online": the package's docstring only
+    # the online pipeline, a layer per ``online.LAYERS`` entry (its modules, top down); the judge plugs in beside
+    # the features (held spans, sessions); "online": the package itself, which imports nothing
+    *(tuple(f"online.{m}" for m in layer) + (("judge",) if "sessions" in layer else ()) for layer in ONLINE_LAYERS),
+    ("online",),
     ("config",),  # the file format (pydantic), compiled to policy objects
     ("conventions", "dataset"),  # reading spans and dataset rows into records
     ("_sdk",),  # every private SDK access (probed at import): the readers' and the processor's span fields

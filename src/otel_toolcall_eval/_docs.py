@@ -7,6 +7,7 @@ page in ``PAGES``; ``tests/test_docs.py`` fails when a page and the code disagre
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import json
 import re
@@ -32,6 +33,7 @@ from otel_toolcall_eval.errors import EXIT_CODE_MEANINGS, ExitCode
 from otel_toolcall_eval.guard.record import GUARD_METRICS
 from otel_toolcall_eval.offline import docs as offline_docs
 from otel_toolcall_eval.offline import runs
+from otel_toolcall_eval.online import LAYERS as ONLINE_LAYERS
 from otel_toolcall_eval.online.metrics import METRICS
 
 
@@ -240,6 +242,18 @@ def cli_reference() -> str:
     return "\n".join(out)
 
 
+def online_layout_table() -> str:
+    """The online package's modules (``online.LAYERS``), top layer first, each with its docstring's first
+    paragraph."""
+    rows = ["| layer | module | what it is |", "|---|---|---|"]
+    for i, layer in enumerate(ONLINE_LAYERS, 1):
+        for module in layer:
+            doc = importlib.import_module(f"otel_toolcall_eval.online.{module}").__doc__ or ""
+            summary = doc.strip().split("\n\n")[0]
+            rows.append(f"| {i} | `online/{module}.py` | {_cell(summary)} |")
+    return "\n".join(rows)
+
+
 def _run_file_text() -> str:
     doc = inspect.getdoc(runs) or ""
     return re.sub(r"``([^`]+)``", r"`\1`", doc.split("\n\n", 1)[1])
@@ -314,6 +328,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "guard-attributes": guard_attribute_table,
     "guard-metrics": guard_metric_table,
     "python-api": api_reference,
+    "online-layout": online_layout_table,
 }
 
 
@@ -329,6 +344,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "docs/explanation/formulas.md": ("offline-metrics", "tool-metrics"),
     "docs/guardrail.md": ("guard-attributes", "guard-metrics"),
     "docs/reference/python-api.md": ("python-api",),
+    "docs/explanation/online-pipeline.md": ("online-layout",),
 }
 
 

@@ -1,9 +1,21 @@
 """The online side's private pipeline: what ``ToolCallEvalProcessor`` (``otel_toolcall_eval.processor``, the
 public face) runs for every span.
 
-Nothing here is public API: import ``ToolCallEvalProcessor`` from ``otel_toolcall_eval``. The modules, bottom up
-(``tests/test_architecture.py`` checks that each imports only its own layer or below; docs/design.md describes
-them): per-trace state and numbers, the enriched copy, metrics and the background queue; failed spans held
-until their recovery class is known and the session rollup; the pipeline that runs them in the order a span
-meets them.
+Nothing here is public API: import ``ToolCallEvalProcessor`` from ``otel_toolcall_eval``. ``LAYERS`` lists the
+modules top down; each may import its own layer or those below (``tests/test_architecture.py`` checks it, and
+docs/design.md's layout table is generated from it and the modules' docstrings).
 """
+
+from __future__ import annotations
+
+# top down: what assembles, flushes, shuts down and times the pipeline; the pipeline; its stages; what holds spans
+# back and the features fed from the pipeline (the judge, a package of its own, sits in this layer too); per-trace
+# state and numbers, the enriched copy, metrics and the queue; containment
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("build", "lifecycle"),
+    ("pipeline",),
+    ("forward",),
+    ("held_spans", "sessions"),
+    ("trace_state", "trace_stats", "enrich", "metrics", "background", "prevented"),
+    ("contain",),
+)

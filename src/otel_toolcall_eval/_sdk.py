@@ -105,6 +105,22 @@ def span_ids(span: ReadableSpan) -> tuple[SpanContext | None, SpanContext | None
     return span.context, span.parent
 
 
+def span_key(span: ReadableSpan) -> tuple[int, int, int | None, bool] | None:
+    """The span's trace id, span id, parent span id (None: a root) and whether the parent is remote, read in one
+    call (the pipeline's per-span path: one move into this module instead of five); None when it has no context."""
+    if type(span) in CONTEXT_SPANS:
+        ctx, parent = span._context, span._parent
+    else:
+        ctx, parent = span.context, span.parent
+    if ctx is None:
+        return None
+    if CONTEXT_ITEMS:
+        return (ctx[0], ctx[1], None, False) if parent is None else (ctx[0], ctx[1], parent[1], parent[2])
+    if parent is None:
+        return ctx.trace_id, ctx.span_id, None, False
+    return ctx.trace_id, ctx.span_id, parent.span_id, parent.is_remote
+
+
 def trace_id_of(ctx: SpanContext) -> int:
     return ctx[0] if CONTEXT_ITEMS else ctx.trace_id
 

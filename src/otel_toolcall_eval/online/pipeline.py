@@ -189,11 +189,10 @@ class Pipeline:
 
     # --- evaluation ----------------------------------------------------------------------------
     def _evaluate(self, span: ReadableSpan) -> ReadableSpan | None:
-        ctx, parent = _sdk.span_ids(span)
-        if ctx is None:
+        key = _sdk.span_key(span)
+        if key is None:
             return span
-        trace_id = _sdk.trace_id_of(ctx)
-        remote = parent is not None and _sdk.is_remote(parent)
+        trace_id, span_id, parent, remote = key  # ``parent``: the parent's span id, None for a root
         gate = self._gate
         if (
             (parent is None or remote)  # only these pass ``on_end``'s gate without a key a check reads
@@ -226,7 +225,6 @@ class Pipeline:
                 self._note_segment(trace_id)
             return span
 
-        span_id = _sdk.span_id_of(ctx)
         state = self.store.get(trace_id)
         assert state is not None
         if state.prevented is not None and self._claim_prevented(state, span_id, record.call_id):
@@ -247,7 +245,7 @@ class Pipeline:
             if inner is not None:
                 score = None  # a second instrumentation of the call its child span already carries the scores of
                 if parent is not None:  # a third layer around is the same call too (FastMCP)
-                    state.note_tool_child(_sdk.span_id_of(parent), inner, self._max_calls)
+                    state.note_tool_child(parent, inner, self._max_calls)
             elif (
                 remote
                 and state.client_spans
@@ -281,7 +279,7 @@ class Pipeline:
                         child = new_scored_child(record.name, span_id, score.arguments, None, None)
                     else:
                         child = new_scored_child(record.name, span_id, None, score.raw_arguments, None)
-                    state.note_tool_child(_sdk.span_id_of(parent), child, self._max_calls)
+                    state.note_tool_child(parent, child, self._max_calls)
                     if self._segments and span.kind is SpanKind.CLIENT:  # its server's span may come later
                         state.note_client_span(span_id, child, self._max_calls)
                 seconds = tool_latency(record.start_ns, record.end_ns)
@@ -330,7 +328,7 @@ class Pipeline:
             return None
         return EnrichedSpan(span, extra, attrs)
 
-    def _note_prevented(self, trace_id: int, parent: Any, attrs: dict[str, Any]) -> None:
+    def _note_prevented(self, trace_id: int, parent: int | None, attrs: dict[str, Any]) -> None:
         """The guard stopped a call (``online.prevented``): remembered for the trace's verdict, and so that a
         framework's own span of that call, ending after the guard's span inside it, is not scored as a call."""
         found = stopped_call(attrs)
@@ -340,8 +338,7 @@ class Pipeline:
         with state.lock:
             if state.prevented is None:
                 state.prevented = Prevented()
-            state.prevented.note(found[0], None if parent is None else _sdk.span_id_of(parent), found[1],
-                                 self._max_calls)  # fmt: skip
+            state.prevented.note(found[0], parent, found[1], self._max_calls)
 
     def _claim_prevented(self, state: TraceState, span_id: int, call_id: str | None) -> bool:
         with state.lock:
@@ -544,12 +541,12 @@ class Pipeline:
         known = self.conversation_known
         if self._session_gate is None or not known:
             return False
-        ctx, parent = _sdk.span_ids(span)  # a dict lookup first: most traces carry no conversation id
-        if ctx is None or _sdk.trace_id_of(ctx) not in known:
+        key = _sdk.span_key(span)  # a dict lookup first: most traces carry no conversation id
+        if key is None or key[0] not in known:
             return False
         work = self._work_gate
         # a root, or a span a convention or an LLM check reads: evaluated
-        return not (parent is None or _sdk.is_remote(parent) or work is None or _sdk.carries_any(span, work))
+        return not (key[2] is None or key[3] or work is None or _sdk.carries_any(span, work))
 
     def _note_conversation(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """The first conversation id seen on a span of the trace is the trace's (``sessions.attributes``)."""
@@ -658,12 +655,12 @@ def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str
     return None if found is None else requested.pop(found)
 
 
-def _scored_client(clients: dict[int, ScoredChild], parent: Any, record: ToolCallRecord) -> ScoredChild | None:
+def _scored_client(clients: dict[int, ScoredChild], parent: int | None, record: ToolCallRecord) -> ScoredChild | None:
     """A remote-parented tool span whose parent is a client tool span of the same call scored already (the agent's
     export came first): the call was counted on that span, this one points at it (``same_call_as``)."""
     if parent is None:
         return None
-    client = clients.get(_sdk.span_id_of(parent))
+    client = clients.get(parent)
     if client is None or not wraps_same_call(record.name, record.raw_arguments, client.name, client.arguments_key()):
         return None
     return client

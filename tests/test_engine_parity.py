@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Status, StatusCode
@@ -266,6 +266,11 @@ def traces(draw: st.DrawFn) -> tuple[list[list[tuple[str, Any]]], list[str], lis
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=traces())
+# a call whose id the request named without arguments, beside another call of its tool's name that has some: it
+# borrows nothing (a by-name fallback once gave it the other call's arguments)
+@example(
+    trace=([[("search", None), ("authenticate", {}), ("search", {"q": "paris"})]], ["authenticate"], [True], False)
+)
 def test_processor_replay_and_eval_give_identical_per_call_verdicts(
     trace: tuple[list[list[tuple[str, Any]]], list[str], list[bool], bool],
 ) -> None:

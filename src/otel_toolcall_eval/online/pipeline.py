@@ -258,9 +258,10 @@ class Pipeline:
                     # the arguments the model sent for this call id: the evidence when the tool span records none;
                     # claimed either way (kept, they would stay for the trace's life: ~700 bytes a trace)
                     sent = requested.pop(record.call_id, None) if record.call_id is not None else None
-                    if sent is None and record.raw_arguments is None:
+                    if sent is None and record.raw_arguments is None and record.call_id not in state.call_names:
                         # no id the requests named (none recorded, or a server's own JSON-RPC id): the one pending
-                        # request of this tool's name, when there is exactly one
+                        # request of this tool's name, when there is exactly one. A call id a request did name
+                        # that carried no arguments borrows nothing: another call's arguments are not its own.
                         sent = _only_request_of(state.call_names, requested, record.name)
                     if record.raw_arguments is None:
                         record.raw_arguments = sent

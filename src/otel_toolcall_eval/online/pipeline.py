@@ -89,6 +89,7 @@ class Pipeline:
         self.downstream = downstream
         self.contained = contained
         self._forward = downstream.forward
+        self._only_on_end = downstream.processors[0].on_end if len(downstream.processors) == 1 else None
         limits = config.limits
         self.scorer = Scorer(config.policy(), key_failed_first_calls=True)  # trace_stats digests failed calls
         self.definitions = DefinitionCache(max_bytes=limits.max_cache_bytes)
@@ -158,7 +159,14 @@ class Pipeline:
             plain = _sdk.is_plain_child(span, self._gate)  # None: a root or a remote parent, never a noted one
             if plain or (plain is not None and self._conversation_noted(span)):
                 # neither a tool nor an LLM span, nor a root, nor the first conversation id of its trace: as is
-                self._forward(span)
+                only = self._only_on_end
+                if only is None:
+                    self._forward(span)
+                    return
+                try:  # one downstream processor (the usual case): called directly, no frame of the fan-out on
+                    only(span)  # the plain path (tests/test_plain_span_path.py counts them)
+                except Exception:  # noqa: BLE001
+                    self.contained.log.error("downstream.on_end", "downstream on_end failed")
                 return
             background = self.background
             # queued: the worker scores and forwards it. ``submit`` raises only before the span is queued (then

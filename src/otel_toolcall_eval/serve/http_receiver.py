@@ -60,13 +60,14 @@ logger = logging.getLogger("otel_toolcall_eval.serve")
 
 @dataclass(frozen=True)
 class HttpBounds:
-    """How many connections, and how long each phase of a request may take (``serve:``)."""
+    """How many connections, and how long each phase of a request may take: the ``serve:`` settings, whose
+    defaults live in ``config.serve`` alone."""
 
-    max_concurrent: int = 32
-    max_pending: int = 64
-    idle_seconds: float = 30.0
-    head_seconds: float = 10.0
-    request_seconds: float = 60.0
+    max_concurrent: int
+    max_pending: int
+    idle_seconds: float
+    head_seconds: float
+    request_seconds: float
 
 
 class _Conn:

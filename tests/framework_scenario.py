@@ -328,6 +328,16 @@ def _mcp1(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _mcp2(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    if content:
+        return [*_content(True, "error.type")[:3], _UNKNOWN_BY_DEFINITIONS, _content(True, "error.type")[3]]
+    failed = call("execution_failed", "error.type")
+    return [("get_weather", call("success")), ("get_weather", call("success")), ("get_weather", failed),
+            ("book_flight", failed), ("get_population", failed)]  # fmt: skip
+
+
+_UNKNOWN_BY_DEFINITIONS = ("book_flight", call("malformed_call", "unknown_tool", parse_ok=True, tool_known=False))
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -449,4 +459,12 @@ EXPECTED: dict[str, Expected] = {
     # every failure is a ``tool_error`` execution failure, so the trace reads correct
     "mcp1_openllmetry-content": Expected(_mcp1(True), correct=False, errors=3),
     "mcp1_openllmetry-hidden": Expected(_mcp1(None), correct=True, errors=3),
+    # The MCP Python SDK 2.x's own server spans (``tools/call <tool>``, execute_tool) under a tool loop on the OpenAI
+    # client with OpenInference's instrumentation: no setting of the SDK records arguments or results, and the span's
+    # id is the JSON-RPC one, so each call borrows the arguments of the one waiting request of its tool's name (the
+    # model's, on the ChatCompletion span); the definitions are on the same spans. The server rejects the bad enum
+    # and the unknown tool itself (``error.type = tool_error``): the borrowed arguments and the definitions say why.
+    # Hidden requests: nothing but ``tool_error`` says any call failed, so the trace reads correct with three errors
+    "mcp2-content": Expected(_mcp2(True), correct=False, errors=3, unknown_tool_requests=0, model_calls=6),
+    "mcp2-hidden": Expected(_mcp2(None), correct=True, errors=3, model_calls=6),
 }

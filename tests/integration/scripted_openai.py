@@ -221,3 +221,25 @@ def scripted_openai(
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+async def tool_loop(base_url: str, tools: list[tuple[str, str | None, Any]], call: Any) -> str:
+    """A hand-written agent: the OpenAI client against ``base_url`` offered ``tools`` (name, description, JSON
+    Schema), each requested call run by ``await call(name, arguments)`` (its reply text sent back), until the model
+    answers with text (returned). The MCP tests' agent, whose tools live on an MCP server."""
+    from openai import OpenAI
+
+    model = OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+    offered = [
+        {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+        for name, description, schema in tools
+    ]
+    messages: list[Any] = [{"role": "user", "content": "Weather in Paris, Rome and Oslo?"}]
+    while True:
+        reply = model.chat.completions.create(model="fake-model", messages=messages, tools=offered).choices[0]
+        if not reply.message.tool_calls:
+            return str(reply.message.content)
+        messages.append(reply.message.model_dump(exclude_none=True))
+        for tool_call in reply.message.tool_calls:
+            text = await call(tool_call.function.name, json.loads(tool_call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": text})

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolcall_eval import ToolCallEvalProcessor
 from tests.framework_scenario import FINAL_TEXT, get_population
-from tests.integration.scripted_openai import scripted_openai
+from tests.integration.scripted_openai import scripted_openai, tool_loop
 from tests.integration.test_agent_frameworks import Run
 
 pytestmark = pytest.mark.integration
@@ -323,11 +323,9 @@ def test_mcp1_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) 
     the SDK's in-memory transport; OpenLLMetry's MCP instrumentation traces the client's and the server's side."""
     pytest.importorskip("opentelemetry.instrumentation.mcp", reason="the pairs extra is not installed")
     import asyncio
-    import json
 
     from mcp.server.fastmcp import FastMCP
     from mcp.shared.memory import create_connected_server_and_client_session
-    from openai import OpenAI
     from opentelemetry.instrumentation.mcp import McpInstrumentor
 
     server = FastMCP("weather")
@@ -340,26 +338,14 @@ def test_mcp1_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) 
     server.tool()(get_population)  # the scenario's tool, which raises
 
     async def agent(base_url: str) -> str:
-        model = OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
         async with create_connected_server_and_client_session(server._mcp_server) as session:
+
+            async def call(name: str, arguments: dict[str, Any]) -> str:
+                result = await session.call_tool(name, arguments)
+                return "\n".join(getattr(c, "text", "") for c in result.content)
+
             listed = (await session.list_tools()).tools
-            tools = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.inputSchema},
-                }
-                for t in listed
-            ]
-            messages: list[Any] = [{"role": "user", "content": "Weather in Paris, Rome and Oslo?"}]
-            while True:
-                reply = model.chat.completions.create(model="fake-model", messages=messages, tools=tools).choices[0]
-                if not reply.message.tool_calls:
-                    return str(reply.message.content)
-                messages.append(reply.message.model_dump(exclude_none=True))
-                for tool_call in reply.message.tool_calls:
-                    result = await session.call_tool(tool_call.function.name, json.loads(tool_call.function.arguments))
-                    text = "\n".join(getattr(c, "text", "") for c in result.content)
-                    messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": text})
+            return await tool_loop(base_url, [(t.name, t.description, t.inputSchema) for t in listed], call)
 
     # read at every call; instrumented once (its uninstrument leaves a wrapper, a second one would nest its spans)
     monkeypatch.setenv("TRACELOOP_TRACE_CONTENT", "true" if mode == "content" else "false")

@@ -238,6 +238,20 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         ("opentelemetry.instrumentation.mcp.instrumentation",),
     ),
     FrameworkSupport(
+        "MCP Python SDK 2.3 `MCPServer` + `Client` (a tool loop on the OpenAI client)",
+        "the SDK's own spans (server `tools/call <tool>`); openinference-instrumentation-openai 0.1.66 on the model "
+        "client",
+        "everything: each server span borrows the arguments of the one waiting request of its tool's name (the "
+        "model's, on the ChatCompletion span: the span's id is a JSON-RPC id); schemas and tool list from the same "
+        "spans; the server's rejection of the bad enum and the unknown tool (`tool_error`) explained by the schema "
+        "and the definitions",
+        "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true` on the model client (the MCP SDK has no content setting)",
+        "outcomes only, and every failure an execution failure (`tool_error`): the trace reads correct though a "
+        "call was rejected",
+        "test_agent_frameworks_mcp2.py::test_mcp2_server_spans",
+        ("mcp-python-sdk",),
+    ),
+    FrameworkSupport(
         "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
         "@ai-sdk/otel 1.0 `OpenTelemetry` (GenAI conventions)",
         "everything: `execute_tool` spans with arguments and results, definitions on the `chat` spans; the unknown "

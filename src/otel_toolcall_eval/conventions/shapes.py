@@ -286,6 +286,16 @@ SHAPES: tuple[Shape, ...] = (
         "`tool_error`)",
     ),
     Shape(
+        "mcp-python-sdk",
+        "mcp 2.3 (the MCP Python SDK's own `tools/call <tool>` server spans)",
+        definitions="none on its spans (the `tools/list` result is not recorded): the model client's chat spans, "
+        "when it is instrumented",
+        content_switch="none in the SDK: instrument the agent's model client with its content on (OpenInference's "
+        "or OpenLLMetry's); a server span borrows the arguments of the one waiting request of its tool's name",
+        cannot_record="arguments, results and error texts (a rejected input, an unknown tool and a raising tool are "
+        "all `error.type = tool_error`); the model's call id",
+    ),
+    Shape(
         "opentelemetry.instrumentation.langchain",
         "opentelemetry-instrumentation-langchain 0.62 (OpenLLMetry)",
         # ``{"input_str", "tags", "metadata", "inputs", "kwargs": {"tool_call_id", ...}}`` under both

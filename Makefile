@@ -129,11 +129,12 @@ bench: $(BENCH_STAMP)
 # and pulls chromadb, onnxruntime, lancedb): `make test-strands`, `make test-autogen`, `make test-adk`,
 # `make test-crewai`; the pairs of issue 26 (OpenLLMetry, more OpenInference instrumentations): `make test-pairs`. With
 # TOOLCALL_EVAL_RECORD_FIXTURES=1 they rewrite tests/fixtures/frameworks/<framework>-*.json, which `make test` replays
-# (replay needs protobuf 6+, which the AutoGen environment does not have).
+# (replay needs protobuf 6+, which the AutoGen environment does not have). tests/integration/constraints/<name>.txt,
+# where there is one, holds what pip cannot resolve alone in reasonable time (traceloop-sdk's unpinned instrumentations).
 .venv-%/.stamp-installed: pyproject.toml
 	$(PY) -m venv .venv-$*
 	.venv-$*/bin/pip install --quiet --upgrade pip
-	.venv-$*/bin/pip install --quiet -e '.[$*,eval]' pytest hypothesis
+	.venv-$*/bin/pip install --quiet $(addprefix -c ,$(wildcard tests/integration/constraints/$*.txt)) -e '.[$*,eval]' pytest hypothesis
 	touch $@
 
 # CI runs these before `make test` (.ci/run): ~3 min of installs on 2 cores, plus ~7 min for CrewAI's (cold, on a
@@ -156,7 +157,8 @@ test-semantic: .venv-semantic/.stamp-installed
 # The AutoGen environment also runs the plain OpenAI client loop: the official instrumentation needs its pins.
 ALSO_autogen := tests/integration/test_agent_frameworks_openai_v2.py
 
-# Logfire, OpenInference/Phoenix register(), Langfuse: one documented line each (docs/provider-owners.md)
+# Logfire, OpenInference/Phoenix register(), Langfuse, Traceloop: one documented line each (docs/provider-owners.md)
+.venv-owners/.stamp-installed: tests/integration/constraints/owners.txt
 test-owners: .venv-owners/.stamp-installed
 	.venv-owners/bin/pytest tests/integration/test_provider_owners.py
 

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from .otlp_receiver import GrpcTraceReceiver, attributes
+from .otlp_receiver import GrpcTraceReceiver, HttpTraceReceiver, attributes
 
 pytestmark = pytest.mark.integration
 
@@ -86,11 +86,50 @@ PROGRAMS: dict[str, tuple[str, str]] = {
 }
 
 
-@pytest.mark.parametrize("owner", list(PROGRAMS))
-def test_one_line_per_owner_exports_each_span_once_scored(owner: str) -> None:
-    package, program = PROGRAMS[owner]
-    pytest.importorskip(package)
-    rx = GrpcTraceReceiver()
+# Traceloop/OpenLLMetry: `Traceloop.init()` builds the provider and its exporting processor, configured by TRACELOOP_*
+# variables; its own decorators make the spans (`traceloop.span.kind`: `workflow` the root, `tool` each call).
+TRACELOOP_AGENT = """
+from traceloop.sdk.decorators import tool, workflow
+
+@tool(name="get_weather")
+def get_weather(**kwargs):
+    return "sunny"
+
+@workflow(name="weather")
+def run():
+    for args in ARGS:
+        get_weather(**json.loads(args))
+
+run()
+"""
+TRACELOOP_LINES: dict[str, tuple[type[GrpcTraceReceiver | HttpTraceReceiver], str]] = {
+    # the exporter shape: init() wraps it in its own batch processor
+    "exporter": (
+        GrpcTraceReceiver,
+        "Traceloop.init(app_name='weather', exporter=ToolCallEvalSpanExporter("
+        "OTLPSpanExporter(endpoint=ENDPOINT, insecure=True), CONFIG))",
+    ),
+    # the processor shape around Traceloop's own exporting processor: OTLP/HTTP to TRACELOOP_BASE_URL (Traceloop's
+    # backend by default; here the receiver)
+    "default processor": (
+        HttpTraceReceiver,
+        "Traceloop.init(app_name='weather', processor=ToolCallEvalProcessor("
+        "Traceloop.get_default_span_processor(), CONFIG))",
+    ),
+}
+
+
+def _run_once_scored(
+    program: str,
+    env: dict[str, str],
+    tool: str,
+    root: str,
+    who: str,
+    receiver: type[GrpcTraceReceiver | HttpTraceReceiver] = GrpcTraceReceiver,
+) -> None:
+    """Runs ``program`` (after TOOLS and ENDPOINT, the receiver's; ENDPOINT in ``env``'s values too) against a fresh
+    receiver: three spans, each once, tool spans and the root scored."""
+    rx = receiver()
     try:
         source = TOOLS + f"\nENDPOINT = {rx.endpoint!r}\n" + textwrap.dedent(program)
         done = subprocess.run(
@@ -98,16 +137,36 @@ def test_one_line_per_owner_exports_each_span_once_scored(owner: str) -> None:
             capture_output=True,
             text=True,
             timeout=120,
-            env={"PATH": "/usr/bin:/bin", "OTEL_SDK_DISABLED": "false", "LOGFIRE_SEND_TO_LOGFIRE": "false"},
+            env={"PATH": "/usr/bin:/bin", "OTEL_SDK_DISABLED": "false"}
+            | {k: v.replace("ENDPOINT", rx.endpoint) for k, v in env.items()},
         )
         assert done.returncode == 0, done.stderr
         spans = rx.wait_for_spans(3)
         ids = Counter(s.span.span_id for s in rx.spans())
-        assert set(ids.values()) == {1}, f"{owner}: a span exported twice"
-        tools = [attributes(s.span.attributes) for s in spans if s.span.name == "execute_tool get_weather"]
-        assert sorted(t["toolcall_eval.schema_valid"] for t in tools) == [False, True], owner
-        roots = [attributes(s.span.attributes) for s in spans if s.span.name == "invoke_agent weather"]
-        assert [r["toolcall_eval.trace.composite_ok"] for r in roots] == [False], owner
+        assert set(ids.values()) == {1}, f"{who}: a span exported twice"
+        tools = [attributes(s.span.attributes) for s in spans if s.span.name == tool]
+        assert sorted(t["toolcall_eval.schema_valid"] for t in tools) == [False, True], who
+        roots = [attributes(s.span.attributes) for s in spans if s.span.name == root]
+        assert [r["toolcall_eval.trace.composite_ok"] for r in roots] == [False], who
         assert len(rx.spans()) == 3
     finally:
         rx.close()
+
+
+@pytest.mark.parametrize("owner", list(PROGRAMS))
+def test_one_line_per_owner_exports_each_span_once_scored(owner: str) -> None:
+    package, program = PROGRAMS[owner]
+    pytest.importorskip(package)
+    _run_once_scored(
+        program, {"LOGFIRE_SEND_TO_LOGFIRE": "false"}, "execute_tool get_weather", "invoke_agent weather", owner
+    )
+
+
+@pytest.mark.parametrize("line", list(TRACELOOP_LINES))
+def test_traceloop_init_exports_each_span_once_scored(line: str) -> None:
+    pytest.importorskip("traceloop.sdk")
+    receiver, init = TRACELOOP_LINES[line]
+    program = "import json\nfrom traceloop.sdk import Traceloop\n" + init + "\n" + TRACELOOP_AGENT
+    # TRACELOOP_BASE_URL: where Traceloop's own exporter sends; no API key, nothing leaves 127.0.0.1
+    env = {"TRACELOOP_BASE_URL": "ENDPOINT", "TRACELOOP_METRICS_ENABLED": "false"}
+    _run_once_scored(program, env, "get_weather.tool", "weather.workflow", f"Traceloop ({line})", receiver)

@@ -17,7 +17,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, TurnSummary, session_verdict
 from otel_toolcall_eval.config import ConfigError
 from otel_toolcall_eval.online import metrics as M
-from otel_toolcall_eval.online.sessions import SessionRollup
+from otel_toolcall_eval.online.sessions import SessionRollup, SessionTraces
 from otel_toolcall_eval.records import call_digest
 from tests.helpers import COMPILED, Pipeline, make_pipeline, session_turn, tool_span
 
@@ -352,4 +352,5 @@ def test_the_record_of_noted_traces_is_bounded() -> None:
     p, _, _ = _pipeline({"limits": {"max_traces": 5}})
     for i in range(20):
         session_turn(p.tracer, f"c{i}")
-    assert len(p.processor._pipeline.conversation_known) == 5
+    traces = p.processor._pipeline.hooks.watches[0]  # sessions' own per-trace table
+    assert isinstance(traces, SessionTraces) and len(traces) == 5

@@ -396,4 +396,4 @@ def test_answered_requests_leave_no_per_request_state() -> None:
         assert state is not None
         assert state.call_arguments is None and state.pending_names == {} and state.call_batches == {}
         assert state.call_names == {} and state.unexecuted_calls == 0
-        assert state.stats is not None and state.stats.pending is None and state.failed_calls is None
+        assert state.stats is not None and state.stats.pending is None

@@ -8,14 +8,15 @@ docs/design.md's layout table is generated from it and the modules' docstrings).
 
 from __future__ import annotations
 
-# top down: what assembles, flushes, shuts down and times the pipeline; the pipeline; its stages; what holds spans
-# back and the features fed from the pipeline (the judge, a package of its own, sits in this layer too); per-trace
-# state and numbers, the enriched copy, metrics and the queue; containment
+# top down: what assembles, flushes, shuts down and times the pipeline; the pipeline; its stages in the order a span
+# meets them (the gate, scoring a call, observing a model turn, finishing a trace, forwarding); what holds spans back
+# and the features plugged into the hooks (the judge, a package of its own, sits in this layer too); per-trace state
+# and numbers, the enriched copy, metrics and the queue; containment and the hook types
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("build", "lifecycle"),
     ("pipeline",),
-    ("forward",),
-    ("held_spans", "sessions"),
+    ("gate", "call", "turn", "finish", "forward"),
+    ("held_spans", "sessions", "judging"),
     ("trace_state", "trace_stats", "enrich", "metrics", "background", "prevented"),
-    ("contain",),
+    ("contain", "hooks"),
 )

@@ -21,9 +21,12 @@ from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.online.background import BackgroundQueue
 from otel_toolcall_eval.online.contain import Contained, RateLimitedLog
 from otel_toolcall_eval.online.forward import FanOut
+from otel_toolcall_eval.online.hooks import Hooks
+from otel_toolcall_eval.online.judging import JudgeFeature
 from otel_toolcall_eval.online.lifecycle import Lifecycle, timer_period
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.pipeline import Pipeline
+from otel_toolcall_eval.online.sessions import SessionRollup, SessionTraces
 
 
 def build(
@@ -54,17 +57,42 @@ def build(
             max_traces=limits.max_traces,
         )
     log = RateLimitedLog()  # one for the pipeline and the fan-out
+    contained = Contained(metrics.record_error, log)
+    # the features, plugged in through the hook lists (bound here, once): sessions, then the judge
+    hooks = Hooks()
+    sessions = config.sessions
+    rollup: SessionRollup | None = None
+    traces: SessionTraces | None = None
+    if sessions.enabled:
+        rollup = SessionRollup(
+            step_budget=sessions.step_budget,
+            max_sessions=limits.max_sessions,
+            idle_seconds=limits.session_idle_seconds,
+            meter_provider=meter_provider,
+            logger_provider=logger_provider,
+            on_error=contained.failed,
+        )
+        traces = SessionTraces(
+            rollup,
+            attributes=tuple(sessions.attributes),
+            max_traces=limits.max_traces,
+            max_attribute_length=limits.max_attribute_length,
+        )
+        hooks += traces.hooks()
+    judge_hook = None if judge is None or isinstance(judge, bool) else judge
+    if judge_hook is not None:
+        hooks += JudgeFeature(judge_hook, contained).hooks()
     pipeline = Pipeline(
         FanOut(processors, log),
-        Contained(metrics.record_error, log),
+        contained,
         config,
         conventions or default_registry(),
         metrics,
-        None if judge is None or isinstance(judge, bool) else judge,
+        hooks,
         segments=segments,
         grace_seconds=float(grace_seconds),
-        meter_provider=meter_provider,
-        logger_provider=logger_provider,
+        judge=judge_hook,
+        sessions=rollup,
     )
     lifecycle = Lifecycle(pipeline)
     if pipeline.sessions is not None or pipeline.held is not None or pipeline.grace:  # starts on first use
@@ -76,6 +104,8 @@ def build(
             ),
             lifecycle.tick,
         )
+        if traces is not None:  # an open session: the timer emits it once idle, traffic or not
+            traces.wake = pipeline.start_timer
     evaluation = config.evaluation
     if evaluation.mode == "background" or (
         evaluation.mode == "auto" and all(isinstance(p, BatchSpanProcessor) for p in processors)

@@ -31,7 +31,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import pop_expired
+from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import EnrichedSpan
+
+Decisions = Iterable[tuple[int, str, str]]  # (step, tool, recovery class): ``trace_stats.Decisions``
 
 # why a held span went out without its class (the ``reason`` label of ``toolcall_eval.recovery.unclassified``)
 MAX_HELD: Final = "max_held_spans"
@@ -205,6 +208,18 @@ class HeldSpans:
                 out = span
             slot.span = slot.extra = slot.attrs = None
             self._forward(out)
+
+
+def decide(
+    held: HeldSpans | None, trace_id: int, decided: Iterable[tuple[int, str, str]], contained: Contained
+) -> None:
+    """``held.decide``, contained (what a stage calls once a step decided earlier failed calls' classes)."""
+    if held is None:
+        return
+    try:
+        held.decide(trace_id, decided)
+    except Exception:  # noqa: BLE001
+        contained.failed("held.decide")
 
 
 def _since(slot: Slot) -> float:

@@ -45,7 +45,6 @@ class Lifecycle:
         background = p.background
         if background is not None:  # score and forward what is queued before the state is drained
             safe(lambda: background.shutdown(deadline.remaining()), "background.shutdown")
-        judge = p.judge
         ticker = p.ticker
         if ticker is not None:
             safe(lambda: ticker.stop(deadline.remaining()), "timer.stop")
@@ -53,17 +52,12 @@ class Lifecycle:
             if state.root is not None:  # a held root: out now, with its verdict
                 p.release_root(trace_id, state)
                 continue
-            if judge is not None:
-                safe(partial(judge.trace_done, trace_id), "judge.trace_done")
             p.record_unfinished(trace_id, state, "shutdown")  # their held failed spans go, classified
         held = p.held
         if held is not None:  # what is left (a slot of a span still being scored): out without a class
             safe(lambda: held.release_all(SHUTDOWN), "held.shutdown")
-        sessions = p.sessions
-        if sessions is not None:  # after the unfinished traces joined their sessions
-            safe(lambda: sessions.finish_all("shutdown"), "sessions.shutdown")
-        if judge is not None:
-            safe(lambda: judge.shutdown(deadline), "judge.shutdown")
+        for hook in p.hooks.on_shutdown:  # after the unfinished traces joined their sessions, reached the judge
+            safe(partial(hook, deadline), "hook.on_shutdown")
         p.downstream.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -82,12 +76,8 @@ class Lifecycle:
         held = p.held
         if held is not None:  # the exporter must get every span: held ones go, without a class still undecided
             safe(lambda: held.release_all(FLUSH), "held.flush")
-        sessions = p.sessions
-        if sessions is not None:  # what is open is emitted now (a flush may be the last chance: serverless, exit)
-            safe(lambda: sessions.finish_all("flush"), "sessions.flush")
-        judge = p.judge
-        if judge is not None:
-            ok = bool(safe(lambda: judge.force_flush(deadline), "judge.force_flush")) and ok
+        for hook in p.hooks.on_flush:  # open sessions emitted (a flush may be the last chance), the judge waited for
+            ok = bool(safe(partial(hook, deadline), "hook.on_flush")) and ok
         return p.downstream.force_flush(deadline) and ok
 
     def tick(self) -> bool:
@@ -102,7 +92,7 @@ class Lifecycle:
         held = p.held
         if held is not None:
             safe(held.expire, "held.expire")
-        sessions = p.sessions
-        if sessions is not None:
-            safe(sessions.expire, "sessions.expire")
-        return bool(len(store) or (held is not None and len(held)) or (sessions is not None and len(sessions)))
+        watching = False
+        for hook in p.hooks.on_tick:  # idle sessions
+            watching = bool(safe(hook, "hook.on_tick")) or watching
+        return bool(len(store) or (held is not None and len(held)) or watching)

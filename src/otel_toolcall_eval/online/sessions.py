@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -27,11 +27,14 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval._version import __version__
-from otel_toolcall_eval.checks.session import SessionTally, SessionVerdict, TurnSummary
+from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, SessionVerdict, TurnSummary
+from otel_toolcall_eval.engine import call_digest_of
+from otel_toolcall_eval.online.hooks import Hooks, TraceFinished
 from otel_toolcall_eval.online.metrics import SessionMetrics
-from otel_toolcall_eval.records import TraceVerdict
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition, TraceVerdict
 
 SCOPE: Final = "otel_toolcall_eval.sessions"  # the instrumentation scope users filter on: kept when the module moved
 
@@ -194,3 +197,155 @@ def record_attributes(cid: str, verdict: SessionVerdict, finalized_by: str) -> d
         A.SESSION_OVER_BUDGET: verdict.over_budget,
         A.SESSION_FINALIZED_BY: finalized_by,
     }
+
+
+@dataclass(slots=True)
+class TraceTurn:
+    """What sessions keep of one trace until its root ends: its conversation id (the first seen) and the digests
+    of its failing calls (None until one; a list: a set is 216 bytes for the usual one or two)."""
+
+    conversation: str | None = None
+    failed_calls: list[bytes] | None = None
+    done: bool = False  # its turn was added: kept only so the gate lets its other spans go as plain traffic
+
+
+@mypyc_attr(native_class=False)  # registered with ``_fork`` by weak reference: a native class has none
+class SessionTraces:
+    """Sessions as a feature of the pipeline (``online.hooks``): a bounded per-trace table (at most ``max_traces``
+    traces, oldest first out) fed by the hooks, each finished trace's turn added to its ``SessionRollup``.
+
+    Thread-safe (one lock, held for a dict operation) and fork-safe (the child starts empty)."""
+
+    def __init__(
+        self,
+        rollup: SessionRollup,
+        *,
+        attributes: tuple[str, ...],
+        max_traces: int,
+        max_attribute_length: int,
+        wake: Callable[[], object] = lambda: None,
+    ) -> None:
+        self.rollup = rollup
+        self._attributes = attributes
+        self._keys = frozenset(attributes)
+        self._max = max_traces
+        self._max_length = max_attribute_length
+        self.wake = wake  # starts the timer once a session is open (set by ``build`` once the timer exists)
+        self.noting = False  # a conversation id was noted (``hooks.KeyWatch``: until then the gate asks nothing)
+        self._init_state()
+        _fork.reinit_after_fork(self)
+
+    def _init_state(self) -> None:
+        self._traces: OrderedDict[int, TraceTurn] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _after_fork_in_child(self) -> None:
+        """The parent's traces are the parent's to finish."""
+        self._init_state()
+        self.noting = False
+
+    def __len__(self) -> int:
+        return len(self._traces)
+
+    def get(self, trace_id: int) -> TraceTurn | None:
+        return self._traces.get(trace_id)
+
+    def hooks(self) -> Hooks:
+        return Hooks(
+            on_call_scored=(self.on_call_scored,),
+            on_trace_finished=(self.on_trace_finished,),
+            on_flush=(self.on_flush,),
+            on_shutdown=(self.on_shutdown,),
+            on_tick=(self.on_tick,),
+            watches=(self,),
+        )
+
+    # --- the gate's watch (``hooks.KeyWatch``) ---------------------------------------------------------------
+    @property
+    def keys(self) -> frozenset[str]:
+        return self._keys
+
+    def noted(self, trace_id: int) -> bool:
+        """A dict lookup, no lock: a racing change is as good as one just before or after."""
+        turn = self._traces.get(trace_id)
+        return turn is not None and turn.conversation is not None
+
+    def note(self, trace_id: int, attrs: Mapping[str, Any]) -> None:
+        """The first conversation id seen on a span of the trace is the trace's (``sessions.attributes``)."""
+        cid = conversation_id(attrs, self._attributes, self._max_length)
+        if cid is None:
+            return
+        with self._lock:
+            turn = self._turn(trace_id)
+            if turn.conversation is None:
+                turn.conversation = cid
+        self.noting = True
+
+    # --- hooks -----------------------------------------------------------------------------------------
+    def on_call_scored(
+        self,
+        trace_id: int,
+        record: ToolCallRecord,
+        score: CallScore,
+        tools: Mapping[str, ToolDefinition] | None,
+        extra: dict[str, Any],
+    ) -> None:
+        """A failing call: its digest (the recovery check's, kept on the score) for failures repeated across
+        turns."""
+        if score.outcome is Outcome.SUCCESS:
+            return
+        digest = call_digest_of(score)
+        with self._lock:
+            turn = self._turn(trace_id)
+            if turn.done:  # a span after its root: its turn is in its session already
+                return
+            failed = turn.failed_calls
+            if failed is None:
+                turn.failed_calls = [digest]
+            elif len(failed) < MAX_FAILURE_KEYS and digest not in failed:
+                failed.append(digest)
+
+    def on_trace_finished(self, event: TraceFinished) -> None:
+        """The trace's turn joins its session; a trace of no conversation lets idle sessions go instead."""
+        turn = None
+        if event.first:
+            with self._lock:
+                turn = self._traces.get(event.trace_id)
+                if turn is not None:
+                    if turn.conversation is None or turn.done:
+                        del self._traces[event.trace_id]
+                        turn = None if turn.done else turn
+                    else:
+                        turn.done = True  # kept (its failed calls dropped) for the gate's ``noted``
+        if turn is None or turn.conversation is None:
+            if event.span_id or event.known:
+                self.rollup.expire()  # any finished trace lets idle sessions go (and the timer, once it runs)
+            return
+        failed, turn.failed_calls = turn.failed_calls, None
+        self.rollup.add_turn(turn.conversation, turn_summary(event.verdict, failed), event.trace_id, event.span_id)
+        self.wake()  # an open session now: the timer emits it once idle, traffic or not
+
+    def on_flush(self, deadline: Deadline) -> bool:
+        """What is open is emitted now (a flush may be the last chance: serverless, exit)."""
+        self.rollup.finish_all("flush")
+        return True
+
+    def on_shutdown(self, deadline: Deadline) -> None:
+        self.rollup.finish_all("shutdown")
+
+    def on_tick(self) -> bool:
+        self.rollup.expire()
+        return len(self.rollup) > 0
+
+    def _turn(self, trace_id: int) -> TraceTurn:
+        """The trace's entry, made (and the least recently used let go past ``max_traces``, as the trace store lets
+        go of its traces) when new; under the lock."""
+        traces = self._traces
+        turn = traces.get(trace_id)
+        if turn is not None:
+            traces.move_to_end(trace_id)
+        else:
+            while len(traces) >= self._max:
+                traces.popitem(last=False)
+            turn = traces[trace_id] = TraceTurn()
+        return turn

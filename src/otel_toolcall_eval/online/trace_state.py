@@ -29,7 +29,6 @@ from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
-from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS
 from otel_toolcall_eval.online.prevented import Prevented
 from otel_toolcall_eval.online.trace_stats import TraceStats
 from otel_toolcall_eval.records import CallHistory, ToolDefinition, new_call_history
@@ -136,20 +135,10 @@ class TraceState:
     last_seen: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     stats: TraceStats | None = None  # cost, latency, recovery, first failure (issue 18), made on first use
-    # sessions: the trace's conversation id (first seen) and digests of its failing calls (None until one)
-    conversation_id: str | None = None
-    failed_calls: list[bytes] | None = None  # a list: a set is 216 bytes for the usual one or two digests
     # the root grace window: the root held until it ends (``TraceStore.hold_root``), taken by whoever releases it
     root: HeldRoot | None = None
     finished: bool = False  # the verdict was written: a span scored into this state now is late
     prevented: Prevented | None = None  # calls the pre-execution guard stopped (``online.prevented``, issue 31)
-
-    def note_failed_call(self, digest: bytes) -> None:
-        failed = self.failed_calls
-        if failed is None:
-            self.failed_calls = [digest]
-        elif len(failed) < MAX_FAILURE_KEYS and digest not in failed:
-            failed.append(digest)
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:
         """Copy on write: a reader holding ``tools`` (the judge, on another thread) never sees it change; the
@@ -372,8 +361,6 @@ def new_trace_state(now: float) -> TraceState:
     state.last_seen = now
     state.lock = threading.Lock()
     state.stats = None
-    state.conversation_id = None
-    state.failed_calls = None
     state.root = None
     state.finished = False
     state.prevented = None

@@ -1,0 +1,228 @@
+"""Score a call: a tool span's record against its trace's state, returned as a ``CallResult`` the pipeline writes
+and forwards (it never forwards anything itself).
+
+Under the trace's lock: a second instrumentation of a call scored already (``checks.same_call``: it points at that
+span, ``same_call_as``), the arguments the model sent when the tool span records none, the batch that issued the
+call, the engine's scores, the latency and recovery numbers (``trace_stats``); a failed call's slot among the held
+spans is reserved there, before a later step of the trace can decide its class. Outside it: the held spans a call
+decided go, and the call is counted in the metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind
+
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.checks.cost import tool_latency
+from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
+from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
+from otel_toolcall_eval.engine import Scorer
+from otel_toolcall_eval.online.contain import Contained
+from otel_toolcall_eval.online.enrich import call_attributes
+from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
+from otel_toolcall_eval.online.metrics import EvalMetrics
+from otel_toolcall_eval.online.prevented import Prevented, stopped_call
+from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
+from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition
+
+
+class CallResult:
+    """What scoring one tool span gave: the attributes its copy carries, and for the pipeline what comes next."""
+
+    __slots__ = ("extra", "failed_step", "score", "slot", "tools")
+
+    def __init__(
+        self,
+        extra: dict[str, Any],
+        score: CallScore | None = None,
+        tools: Mapping[str, ToolDefinition] | None = None,
+        slot: Slot | None = None,
+        failed_step: int | None = None,
+    ) -> None:
+        self.extra = extra
+        self.score = score  # None: not a call of its own (the same call as a scored span, or a stopped call)
+        self.tools = tools  # the trace's tools when it was scored (a snapshot that never changes)
+        self.slot = slot  # reserved among the held spans: the span waits for its recovery class
+        self.failed_step = failed_step  # the call failed (its step): the trace's end decides a root's class
+
+
+class CallStage:
+    """Scores tool spans; built once per pipeline from the config."""
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        store: TraceStore,
+        metrics: EvalMetrics,
+        held: HeldSpans | None,
+        contained: Contained,
+        *,
+        max_calls: int,
+        segments: bool,
+        histograms: bool,
+    ) -> None:
+        self.scorer = scorer
+        self.store = store
+        self.metrics = metrics
+        self.held = held
+        self.contained = contained
+        self._max_calls = max_calls
+        # "segment": a span with a remote parent is part of a trace whose root is in another service
+        self._segments = segments
+        self._histograms = histograms
+
+    def score(
+        self,
+        state: TraceState,
+        span: ReadableSpan,
+        record: ToolCallRecord,
+        trace_id: int,
+        span_id: int,
+        parent: int | None,
+        remote: bool,
+        is_root: bool,
+    ) -> CallResult:
+        if state.prevented is not None and _claim_prevented(state, span_id, record.call_id):
+            # a call that never ran: no scores (``online.prevented``)
+            return CallResult({A.CONVENTION: record.convention, A.GUARD_PREVENTED: True})
+        max_calls = self._max_calls
+        decided: Decisions | None = None
+        slot: Slot | None = None
+        seconds: float | None = None
+        with state.lock:
+            after_verdict = state.finished  # its verdict is written: scored per call, counted late (under the lock)
+            if remote:
+                state.segment = True
+            children = state.tool_children
+            inner = children.pop(span_id, None) if children else None
+            if inner is not None and not wraps_same_call(
+                record.name, record.raw_arguments, inner.name, inner.arguments_key()
+            ):
+                inner = None
+            if inner is not None:
+                score = None  # a second instrumentation of the call its child span already carries the scores of
+                if parent is not None:  # a third layer around is the same call too (FastMCP)
+                    state.note_tool_child(parent, inner, max_calls)
+            elif (
+                remote
+                and state.client_spans
+                and (inner := _scored_client(state.client_spans, parent, record)) is not None
+            ):
+                score = None  # the client's span of this call came first (the agent's export) and carries its scores
+            else:
+                if state.call_arguments:
+                    _borrow_requested(state, record)
+                late = record.convention in LATE_REQUEST_CONVENTIONS
+                batch = state.batch_for(record.call_id, record.name, max_calls, late, remote)
+                score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
+                if score.tool_known is None and state.tools is None:
+                    state.note_unlisted(record.name, max_calls)
+                if parent is not None:
+                    known_key = score.arguments_key  # normalised already when the tool was called before
+                    if known_key is not None:
+                        child = new_scored_child(record.name, span_id, None, None, same_call_key(known_key))
+                    elif score.arguments is not None:
+                        child = new_scored_child(record.name, span_id, score.arguments, None, None)
+                    else:
+                        child = new_scored_child(record.name, span_id, None, score.raw_arguments, None)
+                    state.note_tool_child(parent, child, max_calls)
+                    if self._segments and span.kind is SpanKind.CLIENT:  # its server's span may come later
+                        state.note_client_span(span_id, child, max_calls)
+                seconds = tool_latency(record.start_ns, record.end_ns)
+                stats = state.stats
+                if stats is None:
+                    stats = state.stats = new_trace_stats()
+                decided = stats.on_call(score, seconds, max_calls)
+                held = self.held
+                # a failed call is held until its recovery class is known: reserved now, before a later step can
+                # decide it (a span after its root: nothing is left to decide it)
+                if (
+                    held is not None
+                    and score.outcome is not Outcome.SUCCESS
+                    and not is_root
+                    and stats.waits_for(score.step)
+                    and self.store.is_live(trace_id)
+                ):
+                    slot = held.reserve(trace_id, score.step)
+            tools = state.tools
+        if decided:  # earlier failed calls this call reacted to: their held spans go first, with their class
+            decide(self.held, trace_id, decided, self.contained)
+        metrics = self.metrics
+        if score is None:
+            assert inner is not None
+            extra: dict[str, Any] = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
+        else:
+            metrics.record_call(score, record.convention, record.result_recorded)
+            scope = span.instrumentation_scope  # the self-check of the scope's shape (toolcall_eval.coverage.suspect)
+            metrics.record_scope(score, record.convention, scope.name if scope is not None else "-")
+            if seconds is not None and self._histograms:
+                metrics.record_tool_latency(score, seconds)
+            extra = call_attributes(score, record.convention)
+        if after_verdict:
+            metrics.record_late()
+            extra[A.LATE] = True
+        if score is None:
+            return CallResult(extra)
+        failed_step = score.step if score.outcome is not Outcome.SUCCESS else None
+        return CallResult(extra, score, tools, slot, failed_step)
+
+    def note_prevented(self, state: TraceState, parent: int | None, attrs: dict[str, Any]) -> None:
+        """The guard's span of a call it stopped (``online.prevented``): remembered for the trace's verdict, and so
+        that a framework's own span of that call, ending after the guard's span inside it, is not scored."""
+        found = stopped_call(attrs)
+        if found is None:
+            return
+        with state.lock:
+            if state.prevented is None:
+                state.prevented = Prevented()
+            state.prevented.note(found[0], parent, found[1], self._max_calls)
+
+
+def _claim_prevented(state: TraceState, span_id: int, call_id: str | None) -> bool:
+    with state.lock:
+        return state.prevented is not None and state.prevented.claims(span_id, call_id)
+
+
+def _borrow_requested(state: TraceState, record: ToolCallRecord) -> None:
+    """The arguments the model sent for this call id: the evidence when the tool span records none; claimed either
+    way (kept, they would stay for the trace's life: ~700 bytes a trace). Under the trace's lock."""
+    requested = state.call_arguments
+    assert requested is not None
+    sent = requested.pop(record.call_id, None) if record.call_id is not None else None
+    if sent is None and record.raw_arguments is None and record.call_id not in state.call_names:
+        # no id the requests named (none recorded, or a server's own JSON-RPC id): the one pending request of this
+        # tool's name, when there is exactly one. A call id a request did name that carried no arguments borrows
+        # nothing: another call's arguments are not its own.
+        sent = _only_request_of(state.call_names, requested, record.name)
+    if record.raw_arguments is None:
+        record.raw_arguments = sent
+    if not requested:
+        state.call_arguments = None
+
+
+def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str) -> Any:
+    """The arguments of the one requested call of ``name`` not yet claimed (popped), or None when there are none or
+    several (which of them ran is then unknown: nothing is borrowed)."""
+    found = None
+    for call_id, requested_name in names.items():
+        if requested_name == name and call_id in requested:
+            if found is not None:
+                return None
+            found = call_id
+    return None if found is None else requested.pop(found)
+
+
+def _scored_client(clients: dict[int, ScoredChild], parent: int | None, record: ToolCallRecord) -> ScoredChild | None:
+    """A remote-parented tool span whose parent is a client tool span of the same call scored already (the agent's
+    export came first): the call was counted on that span, this one points at it (``same_call_as``)."""
+    if parent is None:
+        return None
+    client = clients.get(parent)
+    if client is None or not wraps_same_call(record.name, record.raw_arguments, client.name, client.arguments_key()):
+        return None
+    return client

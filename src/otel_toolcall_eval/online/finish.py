@@ -1,0 +1,136 @@
+"""Finish a trace: its verdict (``checks.verdict``) and numbers (``trace_stats``) from its state, counted in the
+metrics, returned as the root's attributes and a ``hooks.TraceFinished`` event for the features.
+
+A trace finishes when its root ends (or its held root's grace window does), or unfinished when its state is
+dropped (evicted, expired, a segment whose true root never came) or at shutdown. Either way the trace's end
+decides the failed calls nothing reacted to (``carried_on``): their held spans go before the root does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.checks.cost import Price
+from otel_toolcall_eval.checks.verdict import trace_verdict
+from otel_toolcall_eval.online.contain import Contained
+from otel_toolcall_eval.online.enrich import verdict_attributes
+from otel_toolcall_eval.online.held_spans import HeldSpans, decide
+from otel_toolcall_eval.online.hooks import TraceFinished
+from otel_toolcall_eval.online.metrics import EvalMetrics
+from otel_toolcall_eval.online.trace_state import TraceState
+from otel_toolcall_eval.online.trace_stats import Fingerprints, ToolListChanges, root_attributes, tool_list_source
+from otel_toolcall_eval.records import ToolDefinition, TraceVerdict
+
+
+class FinishStage:
+    """Verdicts and numbers of finished traces; built once per pipeline from the config."""
+
+    def __init__(
+        self,
+        step_budget: int | None,
+        config_tools: dict[str, ToolDefinition],
+        prices: Mapping[str, Price],
+        currency: str | None,
+        metrics: EvalMetrics,
+        held: HeldSpans | None,
+        contained: Contained,
+        *,
+        max_cache_bytes: int,
+        histograms: bool,
+    ) -> None:
+        self._step_budget = step_budget
+        self._config_tools = config_tools
+        self._priced = bool(prices)
+        self._currency = currency
+        self.metrics = metrics
+        self.held = held
+        self.contained = contained
+        self._histograms = histograms
+        self._tool_lists = ToolListChanges()
+        self._fingerprints = Fingerprints(max_cache_bytes)
+
+    def root(
+        self,
+        trace_id: int,
+        state: TraceState | None,
+        first: bool,
+        span: ReadableSpan,
+        extra: dict[str, Any],
+        attrs: dict[str, Any] | None,
+        failed_step: int | None,
+    ) -> tuple[dict[str, Any], TraceFinished]:
+        """The root ended: ``extra`` (the root's own attributes) with the verdict and the trace's numbers added, and
+        the event; counted when ``first`` (a later root of a trace finished here already is not counted again).
+        ``failed_step``: the root is itself a failed call, whose recovery class the trace's end decides."""
+        ctx = span.context
+        span_id = ctx.span_id if ctx is not None else 0
+        if state is None or not state.tool_activity:
+            return extra, TraceFinished(trace_id, span_id, None, first, state is not None)
+        verdict = self.verdict(state)
+        stats_attributes = self._stats_attributes(trace_id, state, verdict)
+        if failed_step is not None:
+            steps = stats_attributes.get(A.TRACE_RECOVERY_STEPS) or ()
+            if failed_step in steps:
+                extra[A.RECOVERY_CLASS] = stats_attributes[A.TRACE_RECOVERY_CLASSES][steps.index(failed_step)]
+        if first:
+            self.metrics.record_trace(verdict, "root")
+            self._record_stats(state, stats_attributes, span, attrs)
+        extra.update(verdict_attributes(verdict))
+        if state.prevented is not None:
+            extra.update(state.prevented.attributes())
+        extra.update(stats_attributes)
+        return extra, TraceFinished(trace_id, span_id, verdict, first, True)
+
+    def unfinished(self, trace_id: int, state: TraceState, reason: str) -> TraceFinished:
+        """A trace let go of before its root ended here (``reason``: evicted, expired, segment, shutdown)."""
+        if not state.tool_activity:
+            return TraceFinished(trace_id, 0, None, True, True)
+        verdict = self.verdict(state)
+        self.metrics.record_trace(verdict, reason)
+        self._record_stats(state, self._stats_attributes(trace_id, state, verdict), None, None)
+        return TraceFinished(trace_id, 0, verdict, True, True)
+
+    def verdict(self, state: TraceState) -> TraceVerdict:
+        configured = self._config_tools
+        unlisted = state.unlisted_calls(configured) if state.listed_late else None
+        if not state.turns:
+            return trace_verdict(state.history, self._step_budget, unlisted_calls=unlisted)
+        return trace_verdict(
+            state.history,
+            self._step_budget,
+            state.unknown_tool_requests(configured),
+            state.unexecuted_calls,
+            unlisted,
+        )
+
+    # --- cost, latency, recovery and the tool list (issue 18) -------------------------------------------------
+    def _stats_attributes(self, trace_id: int, state: TraceState, verdict: TraceVerdict) -> dict[str, Any]:
+        """The root's numbers; the trace's end decides the failed calls nothing reacted to (``carried_on``), and
+        their held spans go first."""
+        with state.lock:
+            stats = state.stats
+            settled = stats.settle() if stats is not None and stats.pending is not None else None
+            out = root_attributes(
+                stats, state.tools, verdict.tool_calls, verdict.errors, self._priced, self._fingerprints
+            )
+        if settled:
+            decide(self.held, trace_id, settled, self.contained)
+        return out
+
+    def _record_stats(
+        self, state: TraceState, stats_attributes: dict[str, Any], root: ReadableSpan | None, attrs: Any
+    ) -> None:
+        stats = state.stats
+        decided = (stats.recoveries or []) if stats is not None else []
+        labels = [(stats.metric_label(step, tool), cls) for step, tool, cls in decided] if stats is not None else []
+        self.metrics.record_trace_stats(stats_attributes, labels, self._currency, histograms=self._histograms)
+        fingerprint = stats_attributes.get(A.TRACE_TOOL_LIST_FINGERPRINT)
+        if root is None or fingerprint is None:
+            return
+        source = tool_list_source(root, attrs)
+        if self._tool_lists.changed(source, fingerprint):
+            self.metrics.record_tool_list_change(source[0])

@@ -121,7 +121,7 @@ def emitted() -> dict[str, set[str]]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from opentelemetry.sdk.metrics import MeterProvider
 
-    from otel_toolcall_eval.online.metrics import EvalMetrics, SessionMetrics
+    from otel_toolcall_eval.online.metrics import MAX_SOURCE_LABELS, EvalMetrics, SessionMetrics, TraceCounts
     from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
 
     registry = CollectorRegistry()
@@ -129,8 +129,14 @@ def emitted() -> dict[str, set[str]]:
     provider = MeterProvider(metric_readers=[reader])
     try:
         metrics = EvalMetrics(provider)
-        metrics.record_call(CallScore(name="send_email", step=1, outcome=Outcome.MALFORMED_CALL, schema_valid=False))
-        metrics.record_trace(TraceVerdict(1, 1, False, 1, 1, False), "root")
+        trace = TraceCounts("travel", "1.4.0")
+        trace.note_agent({A.GEN_AI_AGENT_NAME: "planner"})
+        metrics.record_call(
+            CallScore(name="send_email", step=1, outcome=Outcome.MALFORMED_CALL, schema_valid=False), trace=trace
+        )
+        metrics.record_trace(TraceVerdict(1, 1, False, 1, 1, False), "root", trace)
+        for n in range(MAX_SOURCE_LABELS):  # one source too many: the overflow is used and counted
+            metrics.record_trace(TraceVerdict(1, 1, True, 0, 0, True), "root", TraceCounts(f"svc-{n}", ""))
         metrics.record_error("score")
         metrics.record_dropped("evicted")
         metrics.record_queue_wait()
@@ -138,8 +144,6 @@ def emitted() -> dict[str, set[str]]:
         metrics.record_scope(CallScore(name="", step=1, outcome=Outcome.SUCCESS), "genai", "acme.instrumentation")
         queue = _Sized(3)  # anything with a length: what a background queue reports
         metrics.watch_queue(queue)
-        from otel_toolcall_eval import attributes as A
-
         metrics.record_tool_latency(CallScore(name="send_email", step=1, outcome=Outcome.SUCCESS), 0.2)
         stats = {
             A.TRACE_MODEL_CALLS: 2,
@@ -187,7 +191,7 @@ def known_metrics(emitted: dict[str, set[str]], collector: dict[str, Any]) -> di
     known = dict(JUDGE_METRIC_LABELS)
     known.update(span_metric_names(collector))
     for doc in METRICS:  # documented metrics that EvalMetrics does not record (e.g. the judge's)
-        labels = set(re.findall(r"`(\w+)`", doc.labels))
+        labels = {label.replace(".", "_") for label in re.findall(r"`([\w.]+)`", doc.labels)}
         known[doc.prometheus] = labels | ({"le"} if doc.prometheus.endswith("_bucket") else set())
     for _, _, labels, prometheus, _ in GUARD_METRICS:  # the guard's (tests/guard/test_record.py: as emitted)
         known[prometheus] = set(re.findall(r"`(\w+)`", labels))
@@ -1146,7 +1150,7 @@ def test_metric_table_matches_what_the_exporter_emits(emitted: dict[str, set[str
     for name, labels in emitted.items():
         base = re.sub(r"_(sum|count)$", "_bucket", name) if name.endswith(("_sum", "_count")) else name
         assert base in documented, f"the exporter emits {name}, which METRICS does not list"
-        expected = set(re.findall(r"`(\w+)`", documented[base].labels))
+        expected = {label.replace(".", "_") for label in re.findall(r"`([\w.]+)`", documented[base].labels)}
         assert expected <= labels, f"{name}: METRICS lists labels {sorted(expected)}, exporter has {sorted(labels)}"
     for doc in METRICS:
         assert doc.prometheus in emitted or ".judge." in doc.name, f"METRICS lists {doc.prometheus}; nothing emits it"

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -417,7 +418,7 @@ def test_two_processors_on_one_meter_provider_add_up() -> None:
     meters = MeterProvider(metric_readers=[reader])
     providers = []
     for _ in range(2):
-        provider = TracerProvider()
+        provider = TracerProvider(resource=Resource.create({"service.name": "svc"}))
         provider.add_span_processor(ToolCallEvalProcessor(Recorder(), meter_provider=meters))
         providers.append(provider)
     for n, provider in enumerate(providers, start=1):
@@ -434,7 +435,7 @@ def test_two_processors_on_one_meter_provider_add_up() -> None:
         if m.name == "toolcall_eval.tool_calls"
         for p in m.data.data_points
     ]
-    assert points == [({"tool": "lookup", "outcome": "success"}, 3)]
+    assert points == [({"service.name": "svc", "tool": "lookup", "outcome": "success"}, 3)]
 
 
 def test_requested_calls_no_tool_span_answered_are_counted() -> None:

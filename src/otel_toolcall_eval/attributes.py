@@ -356,9 +356,13 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 GEN_AI_TOOL_JSON_SCHEMA: Final = "gen_ai.tool.json_schema"
 GEN_AI_AGENT_TOOLS: Final = "gen_ai.agent.tools"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"  # a metric attribute too (``online.metrics.SOURCE_ATTRIBUTES``)
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 ERROR_TYPE: Final = "error.type"
+# resource attributes read (and written as metric attributes: which service and version a trace's counts are of)
+SERVICE_NAME: Final = "service.name"
+SERVICE_VERSION: Final = "service.version"
 MCP_METHOD_NAME: Final = "mcp.method.name"
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 OPENINFERENCE_TOOL_NAME: Final = "tool.name"

@@ -86,6 +86,7 @@ class CallStage:
         parent: int | None,
         remote: bool,
         is_root: bool,
+        attrs: dict[str, Any],
     ) -> CallResult:
         if state.prevented is not None and _claim_prevented(state, span_id, record.call_id):
             # a call that never ran: no scores (``online.prevented``)
@@ -157,7 +158,9 @@ class CallStage:
             assert inner is not None
             extra: dict[str, Any] = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
         else:
-            metrics.record_call(score, record.convention, record.result_recorded)
+            counts = state.trace_counts(metrics, span)  # the trace's source: its calls are counted with it
+            counts.note_agent(attrs)
+            metrics.record_call(score, record.convention, record.result_recorded, counts)
             scope = span.instrumentation_scope  # the self-check of the scope's shape (toolcall_eval.coverage.suspect)
             metrics.record_scope(score, record.convention, scope.name if scope is not None else "-")
             if seconds is not None and self._histograms:

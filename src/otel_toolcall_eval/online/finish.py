@@ -77,7 +77,9 @@ class FinishStage:
             if failed_step in steps:
                 extra[A.RECOVERY_CLASS] = stats_attributes[A.TRACE_RECOVERY_CLASSES][steps.index(failed_step)]
         if first:
-            self.metrics.record_trace(verdict, "root")
+            counts = state.trace_counts(self.metrics, span)  # the root's resource and agent are the trace's
+            counts.note_root(span, attrs)
+            self.metrics.record_trace(verdict, "root", counts)
             self._record_stats(state, stats_attributes, span, attrs)
         extra.update(verdict_attributes(verdict))
         if state.prevented is not None:
@@ -90,7 +92,7 @@ class FinishStage:
         if not state.tool_activity:
             return TraceFinished(trace_id, 0, None, True, True)
         verdict = self.verdict(state)
-        self.metrics.record_trace(verdict, reason)
+        self.metrics.record_trace(verdict, reason, state.counts)
         self._record_stats(state, self._stats_attributes(trace_id, state, verdict), None, None)
         return TraceFinished(trace_id, 0, verdict, True, True)
 

@@ -4,6 +4,14 @@ Names follow OTel metric naming; the README's metric table lists the Prometheus 
 Tool names are bounded as a label: names the model invented (unknown tools) become ``_unknown`` and
 distinct names past ``MAX_TOOL_LABELS`` become ``_other``.
 
+The trace and tool-call metrics carry the trace's source (``SOURCE_ATTRIBUTES``: ``service.name`` and
+``service.version`` from the resource, ``gen_ai.agent.name`` from the first span of the trace that carries it), so
+one scorer in front of several agents reports each of them, and a new version can be compared with the previous
+one. The agent's name is usually on the trace's root (``invoke_agent``), which ends after its tool spans: a trace's
+calls are therefore tallied on the trace (``TraceCounts``, a few distinct keys) and counted with the source when
+the trace's verdict is (``record_trace``). Distinct sources past ``MAX_SOURCE_LABELS`` become ``_other`` (all
+three values); every use of an overflow value is counted in ``toolcall_eval.label_overflow``.
+
 The counters are observable: the application thread only increments an in-process tally (a dict update under
 a lock, ~0.2 us), and the SDK reads the totals when its reader collects. A synchronous ``Counter.add`` costs
 3-7 us on opentelemetry-sdk 1.45, more than the rest of a span's evaluation. The per-trace histogram stays
@@ -69,7 +77,18 @@ TOOL_LATENCY: Final = "toolcall_eval.tool.latency"
 RECOVERIES: Final = "toolcall_eval.recoveries"
 RECOVERY_UNCLASSIFIED: Final = "toolcall_eval.recovery.unclassified"
 TOOL_LIST_CHANGES: Final = "toolcall_eval.tool_list.changes"
-MAX_SOURCE_LABELS: Final = 200  # services (with agents) as a label; past this `_other`
+MAX_SOURCE_LABELS: Final = 200  # services (with agents and versions) as labels; past this `_other`
+# --- the trace's source as metric attributes (issue 30) -------------------------------------------------------
+SOURCE_ATTRIBUTES: Final = (A.SERVICE_NAME, A.GEN_AI_AGENT_NAME, A.SERVICE_VERSION)  # the order of a ``Source``
+Source = tuple[str, str, str]  # (service.name, gen_ai.agent.name, service.version); "" when not recorded
+NO_SOURCE: Final[Source] = ("", "", "")
+OTHER: Final = "_other"
+OTHER_SOURCE: Final[Source] = (OTHER, OTHER, OTHER)
+MAX_LABEL_LENGTH: Final = 128  # a source value is cut to this many characters
+MAX_TRACE_KEYS: Final = 64  # distinct call keys a trace tallies before its verdict; past this counted at once
+LABEL_OVERFLOW: Final = "toolcall_eval.label_overflow"
+OVERFLOW_LABELS: Final = ("tool", "source", "scope")  # the ``label`` values of ``toolcall_eval.label_overflow``
+_SOURCE_LABELS: Final = "`service.name`, `gen_ai.agent.name`, `service.version`"  # as the metric table shows them
 _LATENCY_BUCKETS: Final = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
 TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
@@ -187,15 +206,16 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         TOOL_CALLS,
         "counter",
         "{call}",
-        "`tool`, `outcome`",
+        f"{_SOURCE_LABELS}, `tool`, `outcome`",
         "toolcall_eval_tool_calls_total",
-        "tool calls scored, by tool and outcome",
+        "tool calls scored, by the trace's source, tool and outcome (counted when the trace's verdict is; a call "
+        "after it at once)",
     ),
     MetricDoc(
         VIOLATIONS,
         "counter",
         "{violation}",
-        "`tool`, `violation`",
+        f"{_SOURCE_LABELS}, `tool`, `violation`",
         "toolcall_eval_violations_total",
         "policy violations and trajectory findings (`duplicate`, `repeated_failure`, `over_budget`, `schema_invalid`, `parse_failed`, `unknown_tool`, policy kinds)",
     ),
@@ -203,16 +223,16 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACES,
         "counter",
         "{trace}",
-        "`composite_ok`, `finalized_by`",
+        f"{_SOURCE_LABELS}, `composite_ok`, `finalized_by`",
         "toolcall_eval_traces_total",
-        "traces with a verdict; `finalized_by` is `root`, `expired`, `evicted`, `shutdown` or `segment` (seen only as "
+        "traces with a verdict, by source; `finalized_by` is `root`, `expired`, `evicted`, `shutdown` or `segment` (seen only as "
         "remote-parented parts whose true root never came, `serve.remote_parents: segment`)",
     ),
     MetricDoc(
         TRACE_TOOL_CALLS,
         "histogram",
         "{call}",
-        "`composite_ok`",
+        f"{_SOURCE_LABELS}, `composite_ok`",
         "toolcall_eval_trace_tool_calls_bucket",
         "tool calls per finished trace",
     ),
@@ -308,6 +328,17 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "doctor` names the row to fix",
     ),
     MetricDoc(
+        LABEL_OVERFLOW,
+        "counter",
+        "{use}",
+        "`label`",
+        "toolcall_eval_label_overflow_total",
+        f"uses of the overflow value `{OTHER}`: `label` `tool` (a call of a tool past {MAX_TOOL_LABELS} distinct "
+        f"names), `source` (a trace of a service, agent and version past {MAX_SOURCE_LABELS} distinct ones: all "
+        f"three `{OTHER}`) or `scope` (an instrumentation scope past {MAX_SCOPE_LABELS}); steady counts mean a "
+        "label carries an unbounded value (a version per build, a name per user)",
+    ),
+    MetricDoc(
         SESSION_DROPPED,
         "counter",
         "{session}",
@@ -342,46 +373,118 @@ class _Tally:
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + 1
 
-    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+    def add_many(self, counts: Iterable[tuple[tuple[Any, ...], int]]) -> None:
         with self._lock:
-            items = list(self._counts.items())
-        return [Observation(n, dict(zip(self._labels, key, strict=True))) for key, n in items]
+            own = self._counts
+            for key, n in counts:
+                own[key] = own.get(key, 0) + n
+
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(n, dict(zip(self._labels, key, strict=True))) for key, n in self._items()]
+
+    def _items(self) -> list[tuple[tuple[Any, ...], int]]:
+        with self._lock:
+            return list(self._counts.items())
+
+
+def source_attributes(source: Source) -> dict[str, str]:
+    """A source as metric attributes; a value not recorded is left out (not an empty label)."""
+    return {key: value for key, value in zip(SOURCE_ATTRIBUTES, source, strict=True) if value}
+
+
+@mypyc_attr(native_class=False)
+class _BySource(_Tally):
+    """Counts keyed ``(source, *labels)``: the source's three values become its attributes when collected."""
+
+    __slots__ = ()
+
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        labels = self._labels
+        return [
+            Observation(n, source_attributes(source) | dict(zip(labels, rest, strict=True)))
+            for (source, *rest), n in self._items()
+        ]
 
 
 @mypyc_attr(native_class=False)
 class _Calls(_Tally):
-    """Scored calls keyed ``(tool, outcome, convention, no arguments, no schema, no result)``: the application thread
-    pays one tally update per call, and the tool-call counter and both coverage counters are sums over it, taken when
-    the reader collects (the key space is bounded: tool labels, outcomes, registered conventions, three flags)."""
+    """Scored calls keyed ``(source, tool, outcome, convention, no arguments, no schema, no result)``: the tool-call
+    counter and both coverage counters are sums over it, taken when the reader collects (the key space is bounded:
+    sources, tool labels, outcomes, registered conventions, three flags)."""
 
     __slots__ = ()
 
     def __init__(self) -> None:
-        super().__init__(("tool", "outcome", "convention", "arguments", "schema", "result"))
+        super().__init__(("source", "tool", "outcome", "convention", "arguments", "schema", "result"))
 
     def observe(self, options: CallbackOptions) -> Iterable[Observation]:
-        totals: dict[tuple[str, str], int] = {}
-        for (tool, outcome, *_), n in self._items():
-            totals[(tool, outcome)] = totals.get((tool, outcome), 0) + n
-        return [Observation(n, {"tool": t, "outcome": o}) for (t, o), n in totals.items()]
+        totals: dict[tuple[Source, str, str], int] = {}
+        for (source, tool, outcome, *_), n in self._items():
+            key = (source, tool, outcome)
+            totals[key] = totals.get(key, 0) + n
+        return [
+            Observation(n, source_attributes(source) | {"tool": t, "outcome": o})
+            for (source, t, o), n in totals.items()
+        ]
 
     def observe_coverage(self, options: CallbackOptions) -> Iterable[Observation]:
         totals: dict[str, int] = {}
-        for (_, _, convention, *_), n in self._items():
+        for (_, _, _, convention, *_), n in self._items():
             totals[convention] = totals.get(convention, 0) + n
         return [Observation(n, {"convention": c}) for c, n in totals.items()]
 
     def observe_missing(self, options: CallbackOptions) -> Iterable[Observation]:
         totals: dict[tuple[str, str], int] = {}
-        for (_, _, convention, *flags), n in self._items():
+        for (_, _, _, convention, *flags), n in self._items():
             for part, missing in zip(MISSING_PARTS, flags, strict=True):
                 if missing:
                     totals[(convention, part)] = totals.get((convention, part), 0) + n
         return [Observation(n, {"convention": c, "missing": part}) for (c, part), n in totals.items()]
 
-    def _items(self) -> list[tuple[tuple[Any, ...], int]]:
-        with self._lock:
-            return list(self._counts.items())
+
+_NO_FINDINGS: Final[tuple[str, ...]] = ()
+
+
+@mypyc_attr(native_class=False)
+class TraceCounts:
+    """One trace's source and its calls not counted yet (``EvalMetrics.trace_counts`` makes it, once per trace).
+
+    ``pending`` maps a call's key (tool label, outcome, convention, three coverage flags) and its findings to how
+    many calls had them: a trace's calls share few keys (at most ``MAX_TRACE_KEYS``; past that a call is counted at
+    once). ``record_trace`` counts them with the trace's source and sets ``pending`` to None: a call after that (a
+    late span) is counted at once with the same source. Guarded by the ``EvalMetrics`` lock."""
+
+    __slots__ = ("agent", "pending", "service", "source", "version")
+
+    def __init__(self, service: str, version: str) -> None:
+        self.service = service
+        self.version = version
+        self.agent = ""
+        self.source: Source | None = None  # the bounded label tuple, fixed at the trace's verdict
+        self.pending: dict[tuple[tuple[Any, ...], tuple[str, ...]], int] | None = {}
+
+    def note_agent(self, attributes: dict[str, Any]) -> None:
+        """The first ``gen_ai.agent.name`` of the trace's tool spans is its agent until the root names one (one dict
+        lookup per tool span until found)."""
+        if not self.agent:
+            agent = attributes.get(A.GEN_AI_AGENT_NAME)
+            if isinstance(agent, str):
+                self.agent = agent[:MAX_LABEL_LENGTH]
+
+    def note_root(self, root: Any, attributes: dict[str, Any] | None) -> None:
+        """The root's resource and agent are the trace's (in ``serve`` a trace's spans may come from several
+        services: the root's is the agent's); what the root does not record stays as noted."""
+        resource = getattr(root, "resource", None)
+        self.service = _resource_value(resource, A.SERVICE_NAME) or self.service
+        self.version = _resource_value(resource, A.SERVICE_VERSION) or self.version
+        agent = attributes.get(A.GEN_AI_AGENT_NAME) if attributes else None
+        if isinstance(agent, str) and agent:
+            self.agent = agent[:MAX_LABEL_LENGTH]
+
+
+def _resource_value(resource: Any, key: str) -> str:
+    value = resource.attributes.get(key) if resource is not None else None
+    return value[:MAX_LABEL_LENGTH] if isinstance(value, str) else ""
 
 
 def _doc(name: str) -> MetricDoc:
@@ -395,8 +498,13 @@ class _Instruments:
 
     def __init__(self, meter: Meter) -> None:
         self.calls = _Calls()
-        self.violations = _Tally(("tool", "violation"))
-        self.traces = _Tally(("composite_ok", "finalized_by"))
+        self.violations = _BySource(("tool", "violation"))
+        self.traces = _BySource(("composite_ok", "finalized_by"))
+        self.overflow = _Tally(("label",))
+        # the sources labelled so far on this meter (and the overflow's), with their attributes: the bound is the
+        # meter's, whichever processor counted them
+        self.sources: dict[Source, dict[str, str]] = {OTHER_SOURCE: source_attributes(OTHER_SOURCE)}
+        self.sources_lock = _SharedLock()
         self.errors = _Tally(("stage",))
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
@@ -413,6 +521,7 @@ class _Instruments:
             (METRICS[6], self.queue_waits),
             (METRICS[10], self.late),
             (_doc(COVERAGE_SUSPECT), self.suspect),
+            (_doc(LABEL_OVERFLOW), self.overflow),
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
         meter.create_observable_counter(
@@ -488,35 +597,93 @@ class EvalMetrics:
             return name
         with self._lock:
             if len(self._tools) >= MAX_TOOL_LABELS:
-                return "_other"
+                self._instruments.overflow.add(("tool",))
+                return OTHER
             self._tools.add(name)
         return name
 
-    def record_call(self, score: CallScore, convention: str = "unknown", result_recorded: bool = True) -> None:
-        """Count a scored call: by tool and outcome, its findings, and what evidence it lacked (coverage)."""
+    # --- the trace's source (issue 30) -----------------------------------------------------------------
+    def trace_counts(self, span: Any) -> TraceCounts:
+        """A trace's ``TraceCounts``, its service and version read from ``span``'s resource (once per trace: the
+        resource is the process's, or in ``serve`` the sending service's)."""
+        resource = getattr(span, "resource", None)
+        return TraceCounts(_resource_value(resource, A.SERVICE_NAME), _resource_value(resource, A.SERVICE_VERSION))
+
+    def _source(self, trace: TraceCounts) -> Source:
+        """The trace's label tuple, bounded: fixed on first use (the trace's verdict, or a call counted at once)."""
+        source = trace.source
+        if source is None:
+            source = (trace.service, trace.agent, trace.version)
+            instruments = self._instruments
+            with instruments.sources_lock.lock:
+                sources = instruments.sources
+                if source not in sources:
+                    if len(sources) > MAX_SOURCE_LABELS:  # the overflow's own entry is not one of them
+                        instruments.overflow.add(("source",))
+                        source = OTHER_SOURCE
+                    else:
+                        sources[source] = source_attributes(source)
+            trace.source = source
+        return source
+
+    def record_call(
+        self,
+        score: CallScore,
+        convention: str = "unknown",
+        result_recorded: bool = True,
+        trace: TraceCounts | None = None,
+    ) -> None:
+        """Count a scored call: by tool and outcome, its findings, and what evidence it lacked (coverage). With the
+        call's ``trace``, the call is tallied on it until the trace's verdict (``record_trace``) gives its source."""
         tool = self._tool_label(None if score.tool_known is False else score.name)
-        instruments = self._instruments
         outcome = score.outcome
-        instruments.calls.add(
-            (
-                tool,
-                _OUTCOME_TEXT[outcome],
-                convention,
-                score.parse_status is _ABSENT,  # coverage: no arguments recorded
-                score.schema_source is None and score.tool_known is not False,  # no schema (an unknown tool has none)
-                not result_recorded and outcome is _SUCCESS,  # no result (a failed call has none to record)
-            )
+        key = (
+            tool,
+            _OUTCOME_TEXT[outcome],
+            convention,
+            score.parse_status is _ABSENT,  # coverage: no arguments recorded
+            score.schema_source is None and score.tool_known is not False,  # no schema (an unknown tool has none)
+            not result_recorded and outcome is _SUCCESS,  # no result (a failed call has none to record)
         )
-        if not (
-            score.violations
-            or score.duplicate
-            or score.repeated_failure
-            or score.over_budget
-            or score.schema_valid is False
-            or score.parse_ok is False
-            or score.tool_known is False
-        ):
+        findings = (
+            self._findings(score)
+            if (
+                score.violations
+                or score.duplicate
+                or score.repeated_failure
+                or score.over_budget
+                or score.schema_valid is False
+                or score.parse_ok is False
+                or score.tool_known is False
+            )
+            else _NO_FINDINGS
+        )
+        if trace is None:
+            self._count(NO_SOURCE, ((key, findings), 1))
             return
+        with self._lock:
+            pending = trace.pending
+            if pending is not None:
+                entry = (key, findings)
+                if entry in pending:
+                    pending[entry] += 1
+                    return
+                if len(pending) < MAX_TRACE_KEYS:
+                    pending[entry] = 1
+                    return
+            source = self._source(trace)  # after the verdict (a late span), or a trace of too many keys
+        self._count(source, ((key, findings), 1))
+
+    def _count(self, source: Source, *calls: tuple[tuple[tuple[Any, ...], tuple[str, ...]], int]) -> None:
+        instruments = self._instruments
+        instruments.calls.add_many(((source, *key), n) for (key, _), n in calls)
+        if any(findings for (_, findings), _ in calls):
+            instruments.violations.add_many(
+                ((source, key[0], kind), n) for (key, findings), n in calls for kind in findings
+            )
+
+    @staticmethod
+    def _findings(score: CallScore) -> tuple[str, ...]:
         findings = [v.split(":", 1)[0] for v in score.violations]
         if score.duplicate:
             findings.append("duplicate")
@@ -530,8 +697,7 @@ class EvalMetrics:
             findings.append("parse_failed")
         if score.tool_known is False:
             findings.append("unknown_tool")
-        for kind in findings:
-            instruments.violations.add((tool, kind))
+        return tuple(findings)
 
     def record_scope(self, score: CallScore, convention: str, scope: str) -> None:
         """``toolcall_eval.coverage.suspect``: a call that looks misread by its scope's shape (the processor's
@@ -564,14 +730,29 @@ class EvalMetrics:
             self._instruments.suspect.add((convention, self._scope_label(convention, scope), "same_undeclared_keys"))
 
     def _scope_label(self, convention: str, scope: str) -> str:
-        return scope if (convention, scope) in self._scopes or len(self._scopes) < MAX_SCOPE_LABELS else "_other"
+        if (convention, scope) in self._scopes or len(self._scopes) < MAX_SCOPE_LABELS:
+            return scope
+        self._instruments.overflow.add(("scope",))
+        return OTHER
 
-    def record_trace(self, verdict: TraceVerdict, finalized_by: str) -> None:
-        for _ in range(verdict.unknown_tool_requests):  # no tool span carried these: counted with the trace
-            self._instruments.violations.add(("_unknown", "unknown_tool"))
+    def record_trace(self, verdict: TraceVerdict, finalized_by: str, trace: TraceCounts | None = None) -> None:
+        """Count a trace's verdict, and (with its ``trace``) its calls tallied so far, by the trace's source."""
+        instruments = self._instruments
+        source = NO_SOURCE
+        if trace is not None:
+            with self._lock:
+                source = self._source(trace)
+                pending, trace.pending = trace.pending, None
+            if pending:
+                self._count(source, *pending.items())
+        if verdict.unknown_tool_requests:  # no tool span carried these: counted with the trace
+            instruments.violations.add_many((((source, "_unknown", "unknown_tool"), verdict.unknown_tool_requests),))
         ok = "true" if verdict.composite_ok else "false"
-        self._instruments.traces.add((ok, finalized_by))
-        self._instruments.per_trace.record(verdict.tool_calls, {"composite_ok": ok})
+        instruments.traces.add((source, ok, finalized_by))
+        attributes = instruments.sources.get(source)
+        instruments.per_trace.record(
+            verdict.tool_calls, {**attributes, "composite_ok": ok} if attributes else {"composite_ok": ok}
+        )
 
     def record_error(self, stage: str) -> None:
         self._instruments.errors.add((stage,))

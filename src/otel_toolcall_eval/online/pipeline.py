@@ -213,7 +213,7 @@ class Pipeline:
         if record is not None:
             state = self.store.get(trace_id)
             assert state is not None
-            result = self.calls.score(state, span, record, trace_id, span_id, parent, remote, is_root)
+            result = self.calls.score(state, span, record, trace_id, span_id, parent, remote, is_root, attrs)
             score = result.score
             if score is not None and self._on_call_scored:
                 for hook in self._on_call_scored:

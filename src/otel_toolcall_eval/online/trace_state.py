@@ -29,6 +29,7 @@ from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
+from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented
 from otel_toolcall_eval.online.trace_stats import TraceStats
 from otel_toolcall_eval.records import CallHistory, ToolDefinition, new_call_history
@@ -135,10 +136,21 @@ class TraceState:
     last_seen: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     stats: TraceStats | None = None  # cost, latency, recovery, first failure (issue 18), made on first use
+    counts: TraceCounts | None = None  # its source and calls not counted yet (``online.metrics``), on first use
     # the root grace window: the root held until it ends (``TraceStore.hold_root``), taken by whoever releases it
     root: HeldRoot | None = None
     finished: bool = False  # the verdict was written: a span scored into this state now is late
     prevented: Prevented | None = None  # calls the pre-execution guard stopped (``online.prevented``, issue 31)
+
+    def trace_counts(self, metrics: EvalMetrics, span: Any) -> TraceCounts:
+        """The trace's ``TraceCounts``, made (its resource read) by the first span that needs it."""
+        counts = self.counts
+        if counts is None:
+            with self.lock:
+                counts = self.counts
+                if counts is None:
+                    counts = self.counts = metrics.trace_counts(span)
+        return counts
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:
         """Copy on write: a reader holding ``tools`` (the judge, on another thread) never sees it change; the
@@ -361,6 +373,7 @@ def new_trace_state(now: float) -> TraceState:
     state.last_seen = now
     state.lock = threading.Lock()
     state.stats = None
+    state.counts = None
     state.root = None
     state.finished = False
     state.prevented = None

@@ -271,9 +271,9 @@ def tool_list_source(root: Any, attrs: Mapping[str, Any] | None) -> tuple[str, s
     service = ""
     resource = getattr(root, "resource", None)
     if resource is not None:
-        value = resource.attributes.get("service.name")
+        value = resource.attributes.get(A.SERVICE_NAME)
         service = value[:128] if isinstance(value, str) else ""
-    agent = (attrs or {}).get("gen_ai.agent.name")
+    agent = (attrs or {}).get(A.GEN_AI_AGENT_NAME)
     return service, agent[:128] if isinstance(agent, str) else ""
 
 

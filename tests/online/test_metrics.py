@@ -1,0 +1,178 @@
+"""``online/metrics.py``: the trace and tool-call metrics carry the trace's service, agent and version (issue 30).
+
+Real SDK parts: spans from a ``TracerProvider`` with a resource, through ``ToolCallEvalProcessor``, read back
+with the SDK's ``InMemoryMetricReader``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_toolcall_eval import ToolCallEvalProcessor
+from otel_toolcall_eval.online.metrics import (
+    LABEL_OVERFLOW,
+    MAX_SOURCE_LABELS,
+    MAX_TOOL_LABELS,
+    MAX_TRACE_KEYS,
+    OTHER,
+    EvalMetrics,
+    TraceCounts,
+)
+from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
+from tests.helpers import Recorder, tool_span
+
+AGENT = {"gen_ai.operation.name": "invoke_agent"}
+
+
+def points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, Any], Any]]:
+    data = reader.get_metrics_data()
+    if data is None:
+        return []
+    return [
+        (dict(p.attributes or {}), getattr(p, "value", None) if hasattr(p, "value") else p.count)
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == name
+        for p in m.data.data_points
+    ]
+
+
+def total(reader: InMemoryMetricReader, name: str, **labels: str) -> int:
+    return sum(v for attrs, v in points(reader, name) if all(attrs.get(k) == w for k, w in labels.items()))
+
+
+class Agents:
+    """Processors of several services sharing one MeterProvider (as one ``serve`` in front of them would)."""
+
+    def __init__(self) -> None:
+        self.reader = InMemoryMetricReader()
+        self.meters = MeterProvider(metric_readers=[self.reader])
+        self.providers: dict[tuple[str, str | None], TracerProvider] = {}
+
+    def tracer(self, service: str, version: str | None = None) -> Any:
+        key = (service, version)
+        if key not in self.providers:
+            attrs = {"service.name": service} | ({"service.version": version} if version else {})
+            provider = TracerProvider(resource=Resource.create(attrs))
+            provider.add_span_processor(ToolCallEvalProcessor(Recorder(), meter_provider=self.meters))
+            self.providers[key] = provider
+        return self.providers[key].get_tracer("agent")
+
+    def trace(self, service: str, version: str | None, agent: str | None, *tools: str, fail: bool = False) -> None:
+        tracer = self.tracer(service, version)
+        attrs = AGENT | ({"gen_ai.agent.name": agent} if agent else {})
+        with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attrs):
+            for name in tools:
+                tool_span(tracer, name, {"q": 1}, result="ok", error=RuntimeError("down") if fail else None)
+
+
+def test_calls_and_traces_carry_service_agent_and_version_from_the_resource_and_the_root() -> None:
+    """The agent's name is only on the root, which ends after its tools: the calls still carry it."""
+    agents = Agents()
+    agents.trace("travel", "1.4.0", "planner", "search", "book")
+    agents.trace("travel", "1.5.0", "planner", "search", fail=True)
+    agents.trace("support", None, "helpdesk", "lookup")
+    calls = points(agents.reader, "toolcall_eval.tool_calls")
+    source = {"service.name": "travel", "gen_ai.agent.name": "planner", "service.version": "1.4.0"}
+    assert sorted(calls, key=repr) == sorted(
+        [
+            (source | {"tool": "search", "outcome": "success"}, 1),
+            (source | {"tool": "book", "outcome": "success"}, 1),
+            (source | {"service.version": "1.5.0", "tool": "search", "outcome": "execution_failed"}, 1),
+            ({"service.name": "support", "gen_ai.agent.name": "helpdesk", "tool": "lookup", "outcome": "success"}, 1),
+        ],
+        key=repr,
+    )
+    traces = points(agents.reader, "toolcall_eval.traces")
+    assert (source | {"composite_ok": "true", "finalized_by": "root"}, 1) in traces
+    assert (source | {"service.version": "1.5.0", "composite_ok": "false", "finalized_by": "root"}, 1) in traces
+    histogram = points(agents.reader, "toolcall_eval.trace.tool_calls")
+    assert (source | {"composite_ok": "true"}, 1) in histogram  # (attributes, count)
+    assert total(agents.reader, LABEL_OVERFLOW) == 0
+
+
+def test_a_tool_span_names_the_agent_when_the_root_does_not() -> None:
+    """ADK puts ``gen_ai.agent.name`` on its tool spans and not on its root."""
+    agents = Agents()
+    tracer = agents.tracer("travel", "2.0")
+    with tracer.start_as_current_span("invocation"):
+        tool_span(tracer, "search", {"q": 1}, result="ok", extra={"gen_ai.agent.name": "weather_agent"})
+    assert total(agents.reader, "toolcall_eval.tool_calls", **{"gen_ai.agent.name": "weather_agent"}) == 1
+    assert total(agents.reader, "toolcall_eval.traces", **{"gen_ai.agent.name": "weather_agent"}) == 1
+
+
+def test_calls_are_counted_when_their_trace_has_a_verdict() -> None:
+    agents = Agents()
+    tracer = agents.tracer("travel", "1.0")
+    with tracer.start_as_current_span("invoke_agent planner", attributes=AGENT | {"gen_ai.agent.name": "planner"}):
+        tool_span(tracer, "search", {"q": 1}, result="ok")
+        assert total(agents.reader, "toolcall_eval.tool_calls") == 0  # the trace's agent is not known yet
+    assert total(agents.reader, "toolcall_eval.tool_calls", **{"gen_ai.agent.name": "planner"}) == 1
+
+
+def test_a_call_after_the_verdict_is_counted_at_once_with_the_traces_source() -> None:
+    metrics_reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[metrics_reader]))
+    trace = TraceCounts("travel", "1.0")
+    trace.note_agent({"gen_ai.agent.name": "planner"})
+    metrics.record_call(CallScore(name="search", step=1, outcome=Outcome.SUCCESS), "genai", True, trace)
+    metrics.record_trace(TraceVerdict(1, 0, False, 0, 0, True), "root", trace)
+    metrics.record_call(CallScore(name="search", step=2, outcome=Outcome.SUCCESS), "genai", True, trace)
+    assert points(metrics_reader, "toolcall_eval.tool_calls") == [
+        (
+            {
+                "service.name": "travel",
+                "gen_ai.agent.name": "planner",
+                "service.version": "1.0",
+                "tool": "search",
+                "outcome": "success",
+            },
+            2,
+        )
+    ]
+
+
+def test_a_trace_of_many_distinct_calls_counts_the_rest_at_once() -> None:
+    """At most ``MAX_TRACE_KEYS`` distinct keys wait for the verdict; every call is counted exactly once."""
+    reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[reader]))
+    trace = TraceCounts("travel", "1.0")
+    n = MAX_TRACE_KEYS + 5
+    for i in range(n):
+        metrics.record_call(CallScore(name=f"tool{i}", step=i, outcome=Outcome.SUCCESS), "genai", True, trace)
+    assert total(reader, "toolcall_eval.tool_calls") == 5
+    assert trace.pending is not None and len(trace.pending) == MAX_TRACE_KEYS
+    metrics.record_trace(TraceVerdict(n, 0, False, 0, 0, True), "root", trace)
+    assert total(reader, "toolcall_eval.tool_calls") == n
+
+
+def test_sources_past_the_bound_become_other_and_each_use_is_counted() -> None:
+    agents = Agents()
+    for n in range(MAX_SOURCE_LABELS):
+        agents.trace("travel", f"1.0.{n}", "planner", "search")
+    assert total(agents.reader, LABEL_OVERFLOW) == 0
+    for n in range(3):  # three traces of versions past the bound: all three values `_other`, counted per trace
+        agents.trace("travel", f"2.0.{n}", "planner", "search", "book")
+    other = {"service.name": OTHER, "gen_ai.agent.name": OTHER, "service.version": OTHER}
+    assert total(agents.reader, "toolcall_eval.traces", **other) == 3
+    assert total(agents.reader, "toolcall_eval.tool_calls", **other) == 6
+    assert points(agents.reader, LABEL_OVERFLOW) == [({"label": "source"}, 3)]
+    # a source seen before the bound keeps its own labels
+    agents.trace("travel", "1.0.0", "planner", "search")
+    assert total(agents.reader, "toolcall_eval.traces", **{"service.version": "1.0.0"}) == 2
+    assert total(agents.reader, LABEL_OVERFLOW) == 3
+
+
+def test_tool_names_past_the_bound_are_counted_as_overflow() -> None:
+    reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[reader]))
+    for i in range(MAX_TOOL_LABELS + 2):
+        metrics.record_call(CallScore(name=f"tool{i}", step=1, outcome=Outcome.SUCCESS))
+    assert total(reader, "toolcall_eval.tool_calls", tool=OTHER) == 2
+    assert points(reader, LABEL_OVERFLOW) == [({"label": "tool"}, 2)]

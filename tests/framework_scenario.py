@@ -338,6 +338,19 @@ def _mcp2(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
 
 _UNKNOWN_BY_DEFINITIONS = ("book_flight", call("malformed_call", "unknown_tool", parse_ok=True, tool_known=False))
 
+
+def _semantic_kernel(parse_ok: bool | None) -> list[tuple[str, dict[str, Any]]]:
+    """Its tools under the plugin's name; it parses the bad enum itself ("Parameter unit is expected to be parsed to
+    <enum 'Unit'> but is not."): rejected, not run."""
+    ok = call("success", parse_ok=parse_ok)
+    return [
+        ("Weather-get_weather", ok),
+        ("Weather-get_weather", ok),
+        ("Weather-get_weather", call("malformed_call", "input_rejected", parse_ok=parse_ok)),
+        ("Weather-get_population", call("execution_failed", "exception", parse_ok=parse_ok)),
+    ]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -467,4 +480,18 @@ EXPECTED: dict[str, Expected] = {
     # Hidden requests: nothing but ``tool_error`` says any call failed, so the trace reads correct with three errors
     "mcp2-content": Expected(_mcp2(True), correct=False, errors=3, unknown_tool_requests=0, model_calls=6),
     "mcp2-hidden": Expected(_mcp2(None), correct=True, errors=3, model_calls=6),
+    # Semantic Kernel's own diagnostics (``SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS``): ``execute_tool``
+    # spans with the call id, no arguments; the definitions only on the root ``invoke_agent`` span, which ends after
+    # every tool span (names checked there: ``trace.unlisted_calls``); its chat spans carry no content (SK logs the
+    # messages as log records, not on spans), so the unknown tool (no span, "is not part of the provided tools") is
+    # unseen in either mode. ``..._SENSITIVE``: arguments and results on the tool spans, validated against the
+    # root's schemas when it ends (the bad enum: ``trace.late_schema.invalid``)
+    "semantic_kernel-plain": Expected(_semantic_kernel(None), correct=False, errors=2, model_calls=6),
+    "semantic_kernel-sensitive": Expected(_semantic_kernel(True), correct=False, errors=2, model_calls=6),
+    # Haystack's ``Agent`` + OpenInference: no span of a tool run (the Agent invokes its tools outside any component
+    # span) and no definitions (the tools only as Python reprs inside ``input.value``); the LLM spans list the
+    # requested calls without ids: the requests are the only evidence (``trace.unexecuted_calls``: 5; nothing tells
+    # the unknown tool from the offered ones). Hidden: nothing of the calls, no verdict.
+    "haystack-content": Expected([], correct=True, errors=0, unknown_tool_requests=0, model_calls=6),
+    "haystack-hidden": Expected([], correct=False, errors=0, verdict=False),
 }

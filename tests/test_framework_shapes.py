@@ -250,6 +250,7 @@ def test_tool_list_on_a_root_that_ends_after_the_tool_spans_completes_the_verdic
         "1 validation error for get_weatherArguments\nunit\n  Input should be 'celsius'",  # pydantic
         "Arg unit is invalid: 'kelvin' is not one of ['celsius', 'fahrenheit']",  # DSPy's Tool
         "Error: Invalid arguments for function get_weather: unit",  # anywhere in the text
+        "Parameter unit is expected to be parsed to <enum 'Unit'> but is not.",  # Semantic Kernel
     ],
 )
 def test_a_framework_rejection_of_the_arguments_is_a_malformed_call(message: str) -> None:

@@ -9,6 +9,8 @@ spans.
 
 - LangGraph ``create_react_agent`` + OpenLLMetry's ``opentelemetry-instrumentation-langchain`` (content switch:
   ``TRACELOOP_TRACE_CONTENT``, on by default).
+- Semantic Kernel's own GenAI diagnostics (``SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS`` /
+  ``..._SENSITIVE``), and Haystack's ``Agent`` with OpenInference's Haystack instrumentation.
 """
 
 # no ``from __future__ import annotations``: LangChain builds a tool's schema from its live annotations
@@ -354,3 +356,116 @@ def test_mcp1_openllmetry(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) 
         text = asyncio.run(agent(fake.base_url))
     assert text == FINAL_TEXT
     run.finish(f"mcp1_openllmetry-{mode}")
+
+
+# --- Semantic Kernel's own GenAI diagnostics -------------------------------------------------------------------
+
+
+def _semantic_kernel_diagnostics(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Switch SK's diagnostics on as a user does, by its environment variables, and route its spans to this module's
+    provider. SK reads the variables once, into a settings object per module at import, and takes its tracers from
+    the global provider at import: both are replaced here for this run (the variables read by SK's own settings
+    class, so a renamed variable fails the test)."""
+    import importlib
+
+    from semantic_kernel.utils.telemetry.agent_diagnostics import decorators as agent_diagnostics
+    from semantic_kernel.utils.telemetry.model_diagnostics import decorators as model_diagnostics
+    from semantic_kernel.utils.telemetry.model_diagnostics import function_tracer
+    from semantic_kernel.utils.telemetry.model_diagnostics.model_diagnostics_settings import ModelDiagnosticSettings
+
+    switch = "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"
+    monkeypatch.setenv(switch + ("_SENSITIVE" if mode == "sensitive" else ""), "true")
+    settings = ModelDiagnosticSettings()
+    assert settings.enable_otel_diagnostics_sensitive is (mode == "sensitive")
+    for module in (agent_diagnostics, model_diagnostics, function_tracer):
+        monkeypatch.setattr(module, "MODEL_DIAGNOSTICS_SETTINGS", settings)
+    kernel_function = importlib.import_module("semantic_kernel.functions.kernel_function")  # the package's name is
+    chat_client = importlib.import_module("semantic_kernel.connectors.ai.chat_completion_client_base")  # a function
+    for module in (agent_diagnostics, model_diagnostics, kernel_function, chat_client):
+        monkeypatch.setattr(module, "tracer", PROVIDER.get_tracer(module.__name__))
+
+
+@pytest.mark.parametrize("mode", ["plain", "sensitive"])
+def test_semantic_kernel_agent(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``ChatCompletionAgent`` with a plugin, on SK's OpenAI connector against the local fake. The model is offered
+    (and calls) the tools by their fully qualified names (``Weather-get_weather``); the unit is an ``Enum``, which SK
+    turns into a JSON Schema enum and parses itself (a ``Literal`` would be advertised as ``{"type": "object"}``)."""
+    pytest.importorskip("semantic_kernel", reason="the pairs extra is not installed")
+    import asyncio
+    from enum import Enum
+
+    from openai import AsyncOpenAI
+    from semantic_kernel.agents import ChatCompletionAgent
+    from semantic_kernel.connectors.ai.open_ai import OpenAIChatCompletion
+    from semantic_kernel.functions import kernel_function
+
+    from tests.framework_scenario import CALL_IDS, CALLS
+
+    class Unit(str, Enum):
+        celsius = "celsius"
+        fahrenheit = "fahrenheit"
+
+    class Weather:
+        @kernel_function(description="Current weather in a city.")
+        def get_weather(self, city: str, unit: Unit) -> str:
+            return f"sunny, 21 degrees {Unit(unit).value}, in {city}"
+
+        @kernel_function(name="get_population", description="Population of a city.")
+        def population(self, city: str) -> int:
+            return get_population(city)
+
+    _semantic_kernel_diagnostics(monkeypatch, mode)
+    # the scenario's calls under the plugin's names; the unknown tool as the model invents it
+    script = [
+        (call_id, name if name == "book_flight" else f"Weather-{name}", args)
+        for call_id, (name, args) in zip(CALL_IDS, CALLS, strict=True)
+    ]
+
+    async def agent(base_url: str) -> str:
+        client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+        service = OpenAIChatCompletion(ai_model_id="fake-model", async_client=client)
+        weather = ChatCompletionAgent(
+            service=service, name="weather_agent", instructions="Answer.", plugins=[Weather()]
+        )
+        return str((await weather.get_response(messages="Weather in Paris, Rome and Oslo?")).content)
+
+    with scripted_openai(script=script) as fake:
+        assert asyncio.run(agent(fake.base_url)) == FINAL_TEXT
+    run.finish(f"semantic_kernel-{mode}")
+
+
+# --- Haystack agents + OpenInference ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_haystack_agent_openinference(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Haystack's ``Agent`` on its OpenAI chat generator against the local fake, with OpenInference's Haystack
+    instrumentation (which wraps the component classes registered when it instruments: imported first)."""
+    pytest.importorskip("openinference.instrumentation.haystack", reason="the pairs extra is not installed")
+    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")  # Haystack's own usage telemetry goes to the network
+    from haystack.components.agents import Agent
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.dataclasses import ChatMessage
+    from haystack.tools import create_tool_from_function
+    from haystack.utils import Secret
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+        """Current weather in a city."""
+        return f"sunny, 21 degrees {unit}, in {city}"
+
+    def population(city: str) -> int:
+        """Population of a city."""
+        return get_population(city)
+
+    tools = [create_tool_from_function(get_weather), create_tool_from_function(population, name="get_population")]
+    # read by OpenInference's default TraceConfig when it is instrumented
+    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true" if mode == "hidden" else "false")
+    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "true" if mode == "hidden" else "false")
+    with instrumented_for_this_run(HaystackInstrumentor()), scripted_openai() as fake:
+        model = OpenAIChatGenerator(
+            model="fake-model", api_base_url=fake.base_url, api_key=Secret.from_token("test-key"), max_retries=0
+        )
+        out = Agent(chat_generator=model, tools=tools).run(messages=[ChatMessage.from_user("Weather in Paris?")])
+    assert out["messages"][-1].text == FINAL_TEXT
+    run.finish(f"haystack-{mode}")

@@ -252,6 +252,28 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         ("mcp-python-sdk",),
     ),
     FrameworkSupport(
+        "Semantic Kernel 1.45 `ChatCompletionAgent` with a plugin",
+        "its own GenAI diagnostics (`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true`)",
+        "outcomes (`execute_tool` spans with call ids, no arguments); SK's own parse of an argument into its "
+        "parameter's type as a rejection (`input_rejected`); the tool list from the root `invoke_agent` span, which "
+        "ends after the tool spans (`trace.unlisted_calls`); the unknown tool unseen (no span, no requests recorded)",
+        "`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true`",
+        "also parse verdicts; no schema verdict: the schemas arrive with the root, after every tool span",
+        "test_agent_frameworks_pairs.py::test_semantic_kernel_agent (own extra: `make test-pairs`)",
+        ("semantic_kernel.functions.kernel_function",),
+    ),
+    FrameworkSupport(
+        "Haystack 3.4 `Agent`",
+        "openinference-instrumentation-haystack 0.1.46",
+        "model calls and the requested calls only (`trace.unexecuted_calls`): the Agent runs its tools on no span "
+        "and the tool definitions are Python reprs, so no per-call verdict, no tool list (the unknown tool is not "
+        "told from the offered ones); `doctor` says the tools are not instrumented",
+        "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
+        "nothing of the calls: no verdict",
+        "test_agent_frameworks_pairs.py::test_haystack_agent_openinference (own extra: `make test-pairs`)",
+        ("openinference.instrumentation.haystack",),
+    ),
+    FrameworkSupport(
         "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
         "@ai-sdk/otel 1.0 `OpenTelemetry` (GenAI conventions)",
         "everything: `execute_tool` spans with arguments and results, definitions on the `chat` spans; the unknown "

@@ -309,6 +309,26 @@ SHAPES: tuple[Shape, ...] = (
         definitions="the chat spans' `gen_ai.tool.definitions`",
         content_switch=TRACELOOP_SWITCH,
     ),
+    Shape(
+        "semantic_kernel.functions.kernel_function",
+        "semantic-kernel 1.45 (its own GenAI diagnostics)",
+        definitions="the root `invoke_agent` span's `gen_ai.tool.definitions` (an agent whose kernel has plugins), "
+        "which ends after every tool span: names checked there (`trace.unlisted_calls`)",
+        content_switch="`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true` (read when SK is "
+        "imported; `SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true` traces without content)",
+        cannot_record="requested calls and the replies to them (SK writes chat messages as log records, not on "
+        "spans): the call of a tool the agent does not have runs no span and is unseen; without an agent "
+        "(`Kernel` with automatic function calling) no definitions, only the names in "
+        "`AutoFunctionInvocationLoop`'s `sk.available_functions` (not read)",
+    ),
+    Shape(
+        "openinference.instrumentation.haystack",
+        "openinference-instrumentation-haystack 0.1.46 (haystack-ai 3.4)",
+        definitions="none: the LLM spans' `input.value` lists the tools as Python reprs (not read)",
+        content_switch=OI_SWITCH,
+        cannot_record="tool runs (its `Agent` invokes the tools outside any component span), definitions and call "
+        "ids: the model's requested calls (names and arguments, on the LLM spans) are the only evidence",
+    ),
 )
 
 _BY_SCOPE: dict[str, tuple[Shape, ...]] = {}

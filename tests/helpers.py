@@ -55,21 +55,30 @@ class Pipeline:
         return found[0]
 
     def metric_points(self, name: str) -> list[tuple[dict[str, Any], Any]]:
-        data = self.reader.get_metrics_data()
-        out = []
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for metric in sm.metrics:
-                    if metric.name == name:
-                        for point in metric.data.data_points:
-                            value = getattr(point, "value", None)
-                            if value is None:
-                                value = point.count
-                            out.append((dict(point.attributes or {}), value))
-        return out
+        return metric_points(self.reader, name)
 
     def metric_sum(self, name: str, **labels: str) -> float:
-        return sum(v for attrs, v in self.metric_points(name) if all(attrs.get(k) == x for k, x in labels.items()))
+        return metric_sum(self.reader, name, **labels)
+
+
+def metric_points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, Any], Any]]:
+    """(labels, value) of every point of the metric ``name`` the reader holds (a histogram's value: its count)."""
+    data = reader.get_metrics_data()
+    out = []
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == name:
+                    for point in metric.data.data_points:
+                        value = getattr(point, "value", None)
+                        if value is None:
+                            value = point.count
+                        out.append((dict(point.attributes or {}), value))
+    return out
+
+
+def metric_sum(reader: InMemoryMetricReader, name: str, **labels: str) -> float:
+    return sum(v for attrs, v in metric_points(reader, name) if all(attrs.get(k) == x for k, x in labels.items()))
 
 
 def make_pipeline(config: EvalConfig | None = None, **kwargs: Any) -> Pipeline:
@@ -263,3 +272,82 @@ class TimerSteps:
         """One tick; returns once the thread is back in its wait (the tick done)."""
         self._go.release()
         self.reached_wait()
+
+
+@dataclass
+class Stages:
+    """The online pipeline's stages on their own (``online/call.py``, ``turn.py``, ``finish.py``), over one trace
+    store, held-spans table and metric reader, without a processor or a pipeline: what the held spans forward
+    lands in ``forwarded``, what the store lets go of in ``dropped``."""
+
+    store: Any
+    held: Any
+    calls: Any
+    turns: Any
+    finish: Any
+    reader: InMemoryMetricReader
+    forwarded: list[ReadableSpan]
+    dropped: list[tuple[int, str]]
+
+    def metric_sum(self, name: str, **labels: str) -> float:
+        return metric_sum(self.reader, name, **labels)
+
+
+def make_stages(config: EvalConfig | None = None) -> Stages:
+    from otel_toolcall_eval.conventions.llm_spans import DefinitionCache
+    from otel_toolcall_eval.engine import Scorer
+    from otel_toolcall_eval.online.call import CallStage
+    from otel_toolcall_eval.online.contain import Contained
+    from otel_toolcall_eval.online.finish import FinishStage
+    from otel_toolcall_eval.online.held_spans import HeldSpans
+    from otel_toolcall_eval.online.metrics import EvalMetrics
+    from otel_toolcall_eval.online.trace_state import TraceStore
+    from otel_toolcall_eval.online.turn import TurnStage
+
+    config = config or EvalConfig()
+    limits = config.limits
+    reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[reader]))
+    contained = Contained(metrics.record_error)
+    forwarded: list[ReadableSpan] = []
+    dropped: list[tuple[int, str]] = []
+    store = TraceStore(
+        limits.max_traces, limits.trace_ttl_seconds, lambda tid, _, reason: dropped.append((tid, reason))
+    )
+    held = HeldSpans(
+        max_spans=limits.max_held_spans,
+        max_per_trace=limits.max_held_spans_per_trace,
+        max_seconds=limits.max_hold_seconds,
+        forward=forwarded.append,
+        on_unclassified=metrics.record_unclassified,
+    )
+    scorer = Scorer(config.policy(), key_failed_first_calls=True)
+    prices = config.pricing.table()
+    calls = CallStage(
+        scorer, store, metrics, held, contained, max_calls=limits.max_calls_per_trace, segments=False, histograms=True
+    )
+    turns = TurnStage(DefinitionCache(max_bytes=limits.max_cache_bytes), limits, prices, metrics, held, contained)
+    finish = FinishStage(
+        config.policies.step_budget,
+        config.tool_definitions(),
+        prices,
+        None,
+        metrics,
+        held,
+        contained,
+        max_cache_bytes=limits.max_cache_bytes,
+        histograms=True,
+    )
+    return Stages(store, held, calls, turns, finish, reader, forwarded, dropped)
+
+
+def readable_span(
+    span_id: int, name: str = "execute_tool get_weather", trace_id: int = 1, parent: int | None = None
+) -> ReadableSpan:
+    """An ended span made directly (no tracer): what a stage reads of it is its ids, kind and scope."""
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import SpanContext
+
+    context = SpanContext(trace_id, span_id, is_remote=False)
+    parent_context = None if parent is None else SpanContext(trace_id, parent, is_remote=False)
+    return ReadableSpan(name, context, parent_context, instrumentation_scope=InstrumentationScope("test"))

@@ -5,6 +5,7 @@ Idle expiry is driven by an injected clock (``_sessions._clock``), never by slee
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,11 +15,21 @@ from opentelemetry.trace import set_span_in_context
 
 from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._deadline import Deadline
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, TurnSummary, session_verdict
 from otel_toolcall_eval.config import ConfigError
+from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.online import metrics as M
+from otel_toolcall_eval.online.hooks import TraceFinished
 from otel_toolcall_eval.online.sessions import SessionRollup, SessionTraces
-from otel_toolcall_eval.records import call_digest
+from otel_toolcall_eval.records import (
+    CallScore,
+    ErrorEvidence,
+    ToolCallRecord,
+    TraceVerdict,
+    call_digest,
+    new_call_history,
+)
 from tests.helpers import COMPILED, Pipeline, make_pipeline, session_turn, tool_span
 
 # --- the pure rollup ---------------------------------------------------------------------------------
@@ -120,6 +131,91 @@ def test_the_rollup_evicts_the_least_recently_active_session_and_still_emits_it(
     assert r.emitted() == [("b", "evicted", 1)] and len(r.rollup) == 2
     r.rollup.finish_all("flush")
     assert sorted(r.emitted()[1:]) == [("a", "flush", 2), ("c", "flush", 1)] and len(r.rollup) == 0
+
+
+# --- sessions' own per-trace table (``SessionTraces``): the hooks fed by hand, no processor -----------------
+def _traces(max_traces: int = 10) -> tuple[_Rollup, SessionTraces, list[int]]:
+    r = _Rollup(max_sessions=10)
+    woken: list[int] = []
+    traces = SessionTraces(
+        r.rollup,
+        attributes=("session.id", "gen_ai.conversation.id"),
+        max_traces=max_traces,
+        max_attribute_length=8,
+        wake=lambda: woken.append(1),
+    )
+    return r, traces, woken
+
+
+def _failed_score(name: str = "get_weather", city: str = "Paris") -> CallScore:
+    record = ToolCallRecord(name, json.dumps({"city": city}), error=ErrorEvidence(status_error=True))
+    return Scorer(EvalConfig().policy()).score(record, new_call_history())
+
+
+def _verdict(errors: int) -> TraceVerdict:
+    return TraceVerdict(
+        tool_calls=1, errors=errors, over_budget=False, violations=0, violation_weight=0, correct=errors == 0
+    )
+
+
+def test_a_trace_joins_its_session_with_its_first_conversation_id_and_its_failed_calls() -> None:
+    r, traces, woken = _traces()
+    assert traces.hooks().watches == (traces,) and traces.keys == frozenset({"session.id", "gen_ai.conversation.id"})
+    assert not traces.noting and not traces.noted(1)
+    traces.note(1, {"http.method": "GET"})  # no conversation id: nothing noted
+    assert not traces.noting and len(traces) == 0
+    traces.note(1, {"session.id": "conversation-a-long-id"})
+    traces.note(1, {"session.id": "b"})  # the first one wins
+    assert traces.noting and traces.noted(1)
+    turn = traces.get(1)
+    assert turn is not None and turn.conversation == "conversa"  # cut to max_attribute_length
+    score = _failed_score()
+    for _ in range(2):  # the same failing call twice: one digest
+        traces.on_call_scored(1, ToolCallRecord("get_weather"), score, None, {})
+    assert turn.failed_calls is not None and len(turn.failed_calls) == 1
+    traces.on_trace_finished(TraceFinished(1, 11, _verdict(errors=2), first=True, known=True))
+    assert len(r.rollup) == 1 and woken == [1]
+    assert turn.done and turn.failed_calls is None and traces.noted(1)  # kept for the gate, its digests gone
+    traces.on_call_scored(1, ToolCallRecord("get_weather"), _failed_score(city="Oslo"), None, {})  # late: no turn
+    assert turn.failed_calls is None
+    # a second turn of the conversation failing the same call: a failure repeated across turns
+    traces.note(2, {"gen_ai.conversation.id": "conversa"})
+    traces.on_call_scored(2, ToolCallRecord("get_weather"), score, None, {})
+    traces.on_trace_finished(TraceFinished(2, 22, _verdict(errors=1), first=True, known=True))
+    assert traces.on_flush(Deadline.after_millis(1000)) is True
+    records = [_attrs(rec) for rec in _records(r.logs)]
+    assert [(a[A.SESSION_TURNS], a[A.SESSION_REPEATED_FAILURES]) for a in records] == [(2, 1)]
+
+
+def test_a_trace_of_no_conversation_leaves_nothing_in_the_table() -> None:
+    r, traces, woken = _traces()
+    traces.on_call_scored(5, ToolCallRecord("get_weather"), _failed_score(), None, {})
+    assert len(traces) == 1 and not traces.noted(5)  # its failed call, until it is known to be of no conversation
+    traces.on_trace_finished(TraceFinished(5, 55, _verdict(errors=1), first=True, known=True))
+    assert len(traces) == 0 and len(r.rollup) == 0 and woken == []
+    # a second root of a trace that finished already adds no turn (it only lets idle sessions go)
+    traces.note(6, {"session.id": "c"})
+    traces.on_trace_finished(TraceFinished(6, 66, None, first=False, known=True))
+    assert len(r.rollup) == 0
+
+
+def test_the_per_trace_table_is_bounded_least_recently_used_first() -> None:
+    _, traces, _ = _traces(max_traces=3)
+    for tid in (1, 2, 3):
+        traces.note(tid, {"session.id": f"c{tid}"})
+    traces.on_call_scored(1, ToolCallRecord("get_weather"), _failed_score(), None, {})  # 1 is used again: 2 goes
+    traces.note(4, {"session.id": "c4"})
+    assert len(traces) == 3 and [traces.noted(t) for t in (1, 2, 3, 4)] == [True, False, True, True]
+
+
+def test_the_timer_keeps_watching_while_a_session_is_open() -> None:
+    r, traces, _ = _traces()
+    assert traces.on_tick() is False
+    traces.note(1, {"session.id": "c"})
+    traces.on_trace_finished(TraceFinished(1, 11, None, first=True, known=True))
+    assert traces.on_tick() is True
+    r.now += 61
+    assert traces.on_tick() is False and r.emitted() == [("c", "idle", 1)]
 
 
 # --- online: the processor over real SDK spans ----------------------------------------------------------

@@ -1,0 +1,78 @@
+"""The turn stage on its own (``online/turn.py``): an LLM span's tools, requests and tokens into its trace's state,
+and the held spans of the failed calls a turn reacted to released with their class (no processor)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.online import metrics as M
+from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
+from tests.helpers import WEATHER_TOOL, make_stages, readable_span
+
+TRACE = 7
+
+
+def _turn(calls: list[tuple[str, str, dict[str, Any]]] = (), *, response_id: str | None = None) -> dict[str, Any]:  # type: ignore[assignment]
+    attrs: dict[str, Any] = {
+        A.GEN_AI_OPERATION_NAME: "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.usage.input_tokens": 100,  # a model call (its usage recorded): a reaction to failed calls
+        "gen_ai.usage.output_tokens": 20,
+        "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL]),
+    }
+    if calls:
+        parts = [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in calls]
+        attrs["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
+    if response_id is not None:
+        attrs[A.GEN_AI_RESPONSE_ID] = response_id
+    return attrs
+
+
+def test_a_turn_offers_tools_and_requests_calls_of_its_trace() -> None:
+    s = make_stages()
+    state = s.store.get(TRACE)
+    s.turns.observe(state, TRACE, _turn([("c1", "get_weather", {"city": "Oslo"})]), False)
+    assert state.tools is not None and "get_weather" in state.tools
+    assert state.turns == 1 and state.requested and state.offered and state.call_batches == {"c1": 1}
+    assert state.call_arguments is not None and json.loads(state.call_arguments["c1"]) == {"city": "Oslo"}
+    # a root (an instrumented client's own span) offered tools but decided nothing
+    other = s.store.get(TRACE + 1)
+    s.turns.observe(other, TRACE + 1, _turn(), True)
+    assert other.tools is not None and not other.offered and not other.requested
+
+
+def test_a_second_span_of_one_model_response_is_one_turn() -> None:
+    s = make_stages()
+    state = s.store.get(TRACE)
+    for _ in range(2):
+        s.turns.observe(state, TRACE, _turn([("c1", "get_weather", {})], response_id="r1"), False)
+    assert state.turns == 1
+
+
+def test_a_turn_after_a_failed_call_releases_its_held_span_with_the_class() -> None:
+    s = make_stages()
+    state = s.store.get(TRACE)
+    s.turns.observe(state, TRACE, _turn([("c1", "get_weather", {"city": "Atlantis"})]), False)
+    record = ToolCallRecord(
+        "get_weather", json.dumps({"city": "Atlantis"}), error=ErrorEvidence(status_error=True), call_id="c1"
+    )
+    span = readable_span(3, parent=1)
+    result = s.calls.score(state, span, record, TRACE, 3, 1, False, False, {})
+    assert result.slot is not None
+    s.held.fill(result.slot, span, result.extra, None)
+    assert s.forwarded == []  # waits for what the model does next
+    answer = _turn()  # the model answers in text: it handed the failure back to the user
+    answer["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "?"}]}])
+    s.turns.observe(state, TRACE, answer, False)
+    assert len(s.forwarded) == 1 and (s.forwarded[0].attributes or {}).get(A.RECOVERY_CLASS) == "handed_back"
+    assert len(s.held) == 0
+
+
+def test_a_turn_after_its_trace_finished_is_counted_late() -> None:
+    s = make_stages()
+    state = s.store.get(TRACE)
+    state.finished = True
+    s.turns.observe(state, TRACE, _turn(), False)
+    assert s.metric_sum(M.LATE_SPANS) == 1

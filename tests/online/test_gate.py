@@ -16,9 +16,8 @@ from otel_toolcall_eval.online.gate import Gate
 class Watch:
     """A ``hooks.KeyWatch`` that records what the gate asks."""
 
-    def __init__(self, noted: set[int] = frozenset(), noting: bool = True) -> None:  # type: ignore[assignment]
+    def __init__(self, noted: set[int] = frozenset()) -> None:  # type: ignore[assignment]
         self.keys = frozenset({"session.id"})
-        self.noting = noting
         self._noted = set(noted)
         self.asked: list[int] = []
 
@@ -55,10 +54,3 @@ def test_only_a_child_span_whose_trace_noted_its_value_goes_on_as_plain_traffic(
     assert not gate.only_watched(_span({"session.id": "s"}, parent=None))  # a root: evaluated
     assert not gate.only_watched(_span({"session.id": "s", "tool.name": "x"}))  # a tool span: evaluated
     assert not Gate(()).only_watched(_span({"session.id": "s"}))
-
-
-def test_nothing_is_asked_before_any_value_is_noted() -> None:
-    watch = Watch(noted={1}, noting=False)
-    gate = Gate((watch,))
-    gate.refresh(frozenset({"tool.name"}))
-    assert not gate.only_watched(_span({"session.id": "s"})) and watch.asked == []

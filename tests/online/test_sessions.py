@@ -161,12 +161,12 @@ def _verdict(errors: int) -> TraceVerdict:
 def test_a_trace_joins_its_session_with_its_first_conversation_id_and_its_failed_calls() -> None:
     r, traces, woken = _traces()
     assert traces.hooks().watches == (traces,) and traces.keys == frozenset({"session.id", "gen_ai.conversation.id"})
-    assert not traces.noting and not traces.noted(1)
+    assert not traces.noted(1)
     traces.note(1, {"http.method": "GET"})  # no conversation id: nothing noted
-    assert not traces.noting and len(traces) == 0
+    assert len(traces) == 0
     traces.note(1, {"session.id": "conversation-a-long-id"})
     traces.note(1, {"session.id": "b"})  # the first one wins
-    assert traces.noting and traces.noted(1)
+    assert traces.noted(1)
     turn = traces.get(1)
     assert turn is not None and turn.conversation == "conversa"  # cut to max_attribute_length
     score = _failed_score()

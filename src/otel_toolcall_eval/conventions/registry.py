@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_toolcall_eval.conventions.attribute import AttributeConvention
 from otel_toolcall_eval.conventions.protocol import Attrs, Convention
 from otel_toolcall_eval.conventions.spans import plain_attributes
+from otel_toolcall_eval.records import ToolCallRecord
 
 _CANDIDATE_SETS = 1024  # distinct detect-key sets remembered per registry (traffic shows a handful)
 # A convention to ask, whether its ``match`` is ``AttributeConvention``'s (the registry then tests its detection
@@ -111,6 +112,12 @@ class ConventionRegistry:
 
     def copy(self) -> ConventionRegistry:
         return ConventionRegistry(self._conventions)
+
+    def read(self, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord | None:
+        """The tool call the recognising convention reads from the span; None when no convention recognises it or
+        the one that does finds no call (the online pipeline's one move into the conventions per span)."""
+        convention = self.recognise(span, attrs)
+        return None if convention is None else convention.extract(span, attrs)
 
     def recognise(self, span: ReadableSpan, attrs: Attrs) -> Convention | None:
         """The first convention, in registry order, that matches. Only the conventions whose detect keys the span

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.cost import tool_latency
-from otel_toolcall_eval.checks.same_call import same_call_key, wraps_same_call
+from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.online.contain import Contained
@@ -26,7 +26,7 @@ from otel_toolcall_eval.online.enrich import call_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
-from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
+from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore
 from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition
 
@@ -123,17 +123,9 @@ class CallStage:
                 score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, max_calls)
-                if parent is not None:
-                    known_key = score.arguments_key  # normalised already when the tool was called before
-                    if known_key is not None:
-                        child = new_scored_child(record.name, span_id, None, None, same_call_key(known_key))
-                    elif score.arguments is not None:
-                        child = new_scored_child(record.name, span_id, score.arguments, None, None)
-                    else:
-                        child = new_scored_child(record.name, span_id, None, score.raw_arguments, None)
-                    state.note_tool_child(parent, child, max_calls)
-                    if self._segments and span.kind is SpanKind.CLIENT:  # its server's span may come later
-                        state.note_client_span(span_id, child, max_calls)
+                if parent is not None:  # a server's span of the call may come later when this is its client's
+                    client = self._segments and span.kind is SpanKind.CLIENT
+                    state.note_scored(parent, span_id, score, client, max_calls)
                 seconds = tool_latency(record.start_ns, record.end_ns)
                 stats = state.stats
                 if stats is None:

@@ -26,6 +26,9 @@ class Gate:
         self.of: frozenset[str] | None = None  # the conventions' keys these were computed from
         self.keys: frozenset[str] | None = None  # a span carrying none of these is plain (None: every span)
         self.work: frozenset[str] | None = None  # the keys a convention or an LLM check reads
+        # a watch noted a value (set by the pipeline, which does the noting): until then ``on_end`` reads this and
+        # calls nothing here for a span carrying a gate key
+        self.noting = False
 
     def refresh(self, detect_keys: frozenset[str] | None) -> None:
         """The conventions' keys changed (or are read for the first time)."""
@@ -38,9 +41,6 @@ class Gate:
         """A span the gate let through only for a watched key, in a trace whose value is noted already: it goes on
         as plain traffic (OpenInference's ``using_session`` puts ``session.id`` on every span). Only spans carrying
         a gate key get here, so plain traffic pays nothing for the watches."""
-        for watch in self.watches:
-            if not watch.noting:  # an attribute read: nothing noted yet, nothing to let go
-                return False
         if not self.watches:
             return False
         key = _sdk.span_key(span)

@@ -48,10 +48,6 @@ class KeyWatch(Protocol):
     @property
     def keys(self) -> frozenset[str]: ...
 
-    @property
-    def noting(self) -> bool:
-        """Whether any trace's value is noted (read first, as an attribute: until then no span is let go)."""
-
     def noted(self, trace_id: int) -> bool:
         """The trace's value is noted already: another span carrying it goes on as plain traffic."""
 

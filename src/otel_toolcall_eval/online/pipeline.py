@@ -143,7 +143,7 @@ class Pipeline:
             if keys is not gate.of:
                 gate.refresh(keys)
             plain = _sdk.is_plain_child(span, gate.keys)  # None: a root or a remote parent, never a noted one
-            if plain or (plain is not None and gate.only_watched(span)):
+            if plain or (plain is not None and gate.noting and gate.only_watched(span)):
                 # neither a tool nor an LLM span, nor a root, nor a watched value its trace has not noted yet: as is
                 only = self._only_on_end
                 if only is None:
@@ -208,8 +208,7 @@ class Pipeline:
             watched = self.gate.watched
             if watched is not None and not watched.isdisjoint(attrs):  # the set test in C first: most spans have none
                 self._note_watched(trace_id, attrs)
-        convention = self.conventions.recognise(span, attrs)
-        record = convention.extract(span, attrs) if convention is not None else None
+        record = self.conventions.read(span, attrs)
         if record is not None:
             state = self.store.get(trace_id)
             assert state is not None
@@ -252,12 +251,16 @@ class Pipeline:
         """A span carrying a watched key (a conversation id): its trace gets state here, so that its root, even one
         no check reads, finishes it (and the watching feature sees it finish)."""
         self.store.get(trace_id)
+        gate = self.gate
         for watch in self._watches:
             if not watch.noted(trace_id):
                 try:
                     watch.note(trace_id, attrs)
                 except Exception:  # noqa: BLE001
                     self._failed("hook.watch")
+                    continue
+                if not gate.noting and watch.noted(trace_id):
+                    gate.noting = True  # from now on the gate asks the watches about spans carrying their keys
 
     def _note_segment(self, trace_id: int) -> None:
         """A remote-parented span that is neither a tool nor an LLM span (the local root of a service's part, say

@@ -231,7 +231,6 @@ class SessionTraces:
         self._max = max_traces
         self._max_length = max_attribute_length
         self.wake = wake  # starts the timer once a session is open (set by ``build`` once the timer exists)
-        self.noting = False  # a conversation id was noted (``hooks.KeyWatch``: until then the gate asks nothing)
         self._init_state()
         _fork.reinit_after_fork(self)
 
@@ -242,7 +241,6 @@ class SessionTraces:
     def _after_fork_in_child(self) -> None:
         """The parent's traces are the parent's to finish."""
         self._init_state()
-        self.noting = False
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -279,7 +277,6 @@ class SessionTraces:
             turn = self._turn(trace_id)
             if turn.conversation is None:
                 turn.conversation = cid
-        self.noting = True
 
     # --- hooks -----------------------------------------------------------------------------------------
     def on_call_scored(

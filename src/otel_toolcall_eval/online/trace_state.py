@@ -32,7 +32,7 @@ from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented
 from otel_toolcall_eval.online.trace_stats import TraceStats
-from otel_toolcall_eval.records import CallHistory, ToolDefinition, new_call_history
+from otel_toolcall_eval.records import CallHistory, CallScore, ToolDefinition, new_call_history
 
 FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
 WINDOW: Final = "window"  # ``on_drop``'s reason for a held root whose grace window ended
@@ -210,6 +210,21 @@ class TraceState:
                     self.call_names[call_id] = name
             if name is not None:
                 self.pending_names.setdefault(name, []).append(self.turns)
+
+    def note_scored(self, parent_span_id: int, span_id: int, score: CallScore, client: bool, max_entries: int) -> None:
+        """A scored tool span under ``parent_span_id``: a span ending around it may be a second instrumentation of
+        the same call (``tool_children``); ``client``: an MCP client's span whose server's span may come later
+        (``client_spans``). One call from the call stage for both."""
+        known_key = score.arguments_key  # normalised already when the tool was called before
+        if known_key is not None:
+            child = new_scored_child(score.name, span_id, None, None, same_call_key(known_key))
+        elif score.arguments is not None:
+            child = new_scored_child(score.name, span_id, score.arguments, None, None)
+        else:
+            child = new_scored_child(score.name, span_id, None, score.raw_arguments, None)
+        self.note_tool_child(parent_span_id, child, max_entries)
+        if client:
+            self.note_client_span(span_id, child, max_entries)
 
     def note_client_span(self, span_id: int, child: ScoredChild, max_entries: int) -> None:
         clients = self.client_spans

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,9 @@ class Expected:
     unknown_tool_requests: int | None = None  # None: the attribute must be absent
     verdict: bool = True  # False: no root may carry a verdict (nothing in the trace to score)
     model_calls: int | None = None  # checked when set: each model request once, however many spans record it
+    # calls that ran on no tool span, scored from the requests (``toolcall_eval.requested.N.*`` on model spans), in
+    # step order; the root counts them among its tool calls
+    requested: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 def scored(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
@@ -104,19 +107,36 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
     tools = scored(spans)
     got = [(_tool_name(s), {k: (s.attributes or {}).get(k) for k in KEYS}) for s in tools]
     assert got == expected.calls
+    assert requested_scores(spans) == expected.requested
     roots = roots_with_verdict(spans)
     if not expected.verdict:
         assert roots == [], [s.name for s in roots]
         return
     assert len(roots) == 1, [s.name for s in roots]  # a trace without tool activity gets no verdict
     root = dict(roots[0].attributes or {})
-    assert root[A.TRACE_TOOL_CALLS] == len(expected.calls)
+    assert root[A.TRACE_TOOL_CALLS] == len(expected.calls) + len(expected.requested)
+    assert root.get(A.TRACE_REQUEST_SCORED_CALLS) == (len(expected.requested) or None)
     assert root[A.TRACE_ERRORS] == expected.errors
     assert root[A.TRACE_CORRECT] is expected.correct
     assert root[A.TRACE_COMPOSITE_OK] is (expected.correct and expected.errors == 0)
     assert root.get(A.TRACE_UNKNOWN_TOOL_REQUESTS) == expected.unknown_tool_requests
     if expected.model_calls is not None:
         assert root[A.TRACE_MODEL_CALLS] == expected.model_calls
+
+
+def requested_scores(spans: Sequence[ReadableSpan]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls scored from the requests (``toolcall_eval.requested.<N>.*`` on the model spans), in step order."""
+    found: list[tuple[int, str, dict[str, Any]]] = []
+    for span in spans:
+        calls: dict[str, dict[str, Any]] = {}
+        for key, value in (span.attributes or {}).items():
+            if key.startswith(A.REQUESTED_PREFIX):
+                index, _, name = key.removeprefix(A.REQUESTED_PREFIX).partition(".")
+                calls.setdefault(index, {})[A.PREFIX + name] = value
+        for call in calls.values():
+            assert call[A.CONVENTION] == "request"
+            found.append((int(call[A.STEP]), str(call[A.PREFIX + "tool"]), {k: call.get(k) for k in KEYS}))
+    return [(name, scores) for _, name, scores in sorted(found, key=lambda item: item[0])]
 
 
 def _tool_name(span: ReadableSpan) -> str:
@@ -328,6 +348,16 @@ def _mcp1(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _from_requests(error_flag: bool) -> list[tuple[str, dict[str, Any]]]:
+    """Calls scored from the requests alone (no tool span ran): each against the definitions and schemas the model
+    was offered, its outcome from the reply the next request carried back. ``error_flag``: the instrumentation keeps
+    the reply's ``is_error`` (OpenInference, in the request body); without it (OpenLLMetry's GenAI parts) the raising
+    tool's reply reads as a success (its text is never guessed at)."""
+    raised = call("execution_failed", "error.type", parse_ok=True, tool_known=True, schema_valid=True)
+    ok = call("success", parse_ok=True, tool_known=True, schema_valid=True)
+    return [*_content(True)[:3], _UNKNOWN_BY_DEFINITIONS, ("get_population", raised if error_flag else ok)]
+
+
 def _mcp2(content: bool | None) -> list[tuple[str, dict[str, Any]]]:
     if content:
         return [*_content(True, "error.type")[:3], _UNKNOWN_BY_DEFINITIONS, _content(True, "error.type")[3]]
@@ -446,12 +476,17 @@ EXPECTED: dict[str, Expected] = {
     ),
     # The same tool runner with its own tracing off, under an instrumentation of the model calls only (OpenInference's,
     # OpenLLMetry's), in an application's root span: the tools run on no span. With content the requests are the only
-    # evidence: the root counts them as unexecuted and the unknown tool among them (the definitions list two tools),
-    # so the trace is not correct; no call gets a verdict of its own (``doctor`` says the tools are not instrumented).
-    # Hidden: nothing of the calls is recorded, so no verdict at all.
-    "anthropic_openinference-content": Expected([], correct=False, errors=0, unknown_tool_requests=1),
+    # evidence, and each call is scored from them (``engine.requested``): its name against the definitions (two
+    # tools), its arguments against the schema, its outcome from the ``tool_result`` the next request carries
+    # (OpenInference keeps the request body's ``is_error``; OpenLLMetry's GenAI parts drop it, so the raising tool's
+    # reply is a success there). Hidden: nothing of the calls is recorded, so no verdict at all.
+    "anthropic_openinference-content": Expected(
+        [], correct=False, errors=3, unknown_tool_requests=0, requested=_from_requests(True), model_calls=6
+    ),
     "anthropic_openinference-hidden": Expected([], correct=False, errors=0, verdict=False),
-    "anthropic_openllmetry-content": Expected([], correct=False, errors=0, unknown_tool_requests=1),
+    "anthropic_openllmetry-content": Expected(
+        [], correct=False, errors=2, unknown_tool_requests=0, requested=_from_requests(False), model_calls=6
+    ),
     "anthropic_openllmetry-hidden": Expected([], correct=False, errors=0, verdict=False),
     # google-genai's automatic function calling + the official instrumentation: it cannot convert a Literal argument
     # (the unit is a plain string, so "kelvin" runs) and raises on a tool it does not have (not requested); one

@@ -276,7 +276,7 @@ def test_a_trace_with_tool_activity_only_in_model_requests_gets_its_line(
     }
     path = _write(tmp_path, [_span("chat", chat, 1)])
     _, report = _doctor_json(capsys, str(path))
-    assert report["traces_with_requests_only"] == 1 and "not instrumented" in report["requests_only_fix"]
+    assert report["traces_with_requests_only"] == 1 and "scored from the requests alone" in report["requests_only_fix"]
     assert main(["doctor", str(path), "--fail-on-gaps"]) == ExitCode.GATE_FAILED
     assert "carry tool activity only in model requests" in capsys.readouterr().out
 

@@ -41,6 +41,9 @@ SAME_CALL_AS: Final = PREFIX + "same_call_as"
 RECOVERY_CLASS: Final = PREFIX + "recovery.class"  # on a failed call's span (held_spans)
 LATE: Final = PREFIX + "late"  # on a tool span that arrived after its trace's verdict (trace_state)
 JUDGE_SAMPLED: Final = PREFIX + "judge.sampled"
+# a call that ran on no tool span, scored from the requests (``engine.requested``), on the model span whose input
+# carried its result back: ``toolcall_eval.requested.<N>.<score>`` (the tool span's score names, N from 0)
+REQUESTED_PREFIX: Final = PREFIX + "requested."
 
 # --- the trace verdict on the local root span ---------------------------------------------------
 TRACE_TOOL_CALLS: Final = PREFIX + "trace.tool_calls"
@@ -52,6 +55,7 @@ TRACE_UNEXECUTED_CALLS: Final = PREFIX + "trace.unexecuted_calls"
 TRACE_UNKNOWN_TOOL_REQUESTS: Final = PREFIX + "trace.unknown_tool_requests"
 TRACE_UNLISTED_CALLS: Final = PREFIX + "trace.unlisted_calls"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
+TRACE_REQUEST_SCORED_CALLS: Final = PREFIX + "trace.request_scored_calls"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
 
 TRACE_VERDICT: Final = (
@@ -287,6 +291,16 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "evaluation itself failed on this span (the exception type); the span is forwarded unscored",
     ),
     AttributeDoc(
+        REQUESTED_PREFIX,
+        "N.<score>",
+        "LLM span",
+        "a call the model requested that ran on no tool span (the instrumentation records tool activity only in "
+        "model requests: the Anthropic SDK under OpenInference's or OpenLLMetry's instrumentation), scored from the "
+        "requests on the model span whose input carried its result back: `toolcall_eval.requested.<N>.` + `tool`, "
+        "`call_id` and each score a tool span carries (`outcome`, `parse_ok`, `tool_known`, `schema_valid`, `step`, "
+        "...; `convention` is `request`); counted in the trace's verdict",
+    ),
+    AttributeDoc(
         SAME_CALL_AS,
         "string",
         "tool span",
@@ -331,6 +345,13 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "calls scored before the trace's tool list arrived (it came on a span that ended later, e.g. Strands' root "
         "`invoke_agent`: their `tool_known` is absent) whose tool is not on that list; fails `trace.correct` (absent "
         "when no list arrived late)",
+    ),
+    AttributeDoc(
+        TRACE_REQUEST_SCORED_CALLS,
+        "int",
+        "local root span",
+        "of `trace.tool_calls`, the calls scored from the requests (`toolcall_eval.requested.*`: no tool span ran); "
+        "absent when none",
     ),
     AttributeDoc(
         TRACE_CORRECT,

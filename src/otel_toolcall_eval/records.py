@@ -75,6 +75,20 @@ class ErrorEvidence:
 NO_ERROR: Final = ErrorEvidence()  # no failure recorded; shared (frozen), compared by identity on the hot path
 
 
+@dataclass(slots=True, frozen=True)
+class ToolReply:
+    """A tool's result as the model's next request carries it back (a ``tool`` message, a ``tool_result`` block):
+    the only evidence of a call's outcome where no tool span ran (``engine.requested``).
+
+    ``is_error``: the request's own error flag (Anthropic's ``is_error``); None where the instrumentation does not
+    record one (the GenAI ``tool_call_response`` part has none), so only the reply's text can tell.
+    """
+
+    call_id: str
+    content: Any = None
+    is_error: bool | None = None
+
+
 @dataclass(slots=True)
 class ParsedArguments:
     status: ParseStatus

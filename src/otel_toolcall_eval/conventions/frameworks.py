@@ -194,8 +194,11 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
     FrameworkSupport(
         "Anthropic SDK 2.10 `beta.messages.tool_runner`, model calls instrumented only",
         "openinference-instrumentation-anthropic 3.1; opentelemetry-instrumentation-anthropic 0.62 (OpenLLMetry)",
-        "the root's verdict from the requests alone: unexecuted calls, the unknown tool requested, model calls and "
-        "tokens; no call verdicts (the tools run on no span; `doctor` says so)",
+        "each requested call scored from the requests alone (the tools run on no span): `toolcall_eval.requested.N.*` "
+        "on the model span whose input carried its result back: tool name against the definitions, arguments "
+        "against the schema, the outcome from the `tool_result` (OpenInference keeps its `is_error`: the raising "
+        "tool fails; OpenLLMetry's GenAI parts drop it: that reply reads as a success); counted in the root's "
+        "verdict (`trace.request_scored_calls`); no latency; `doctor` says the tools run on no span",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`; `TRACELOOP_TRACE_CONTENT=false`",
         "nothing: no requests recorded, no verdict",
         "test_agent_frameworks_pairs.py::test_anthropic_tool_runner_openinference (and `_openllmetry`; own extra: "

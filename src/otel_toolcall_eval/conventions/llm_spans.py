@@ -13,7 +13,7 @@ from typing import Any
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import BytesBoundedCache
-from otel_toolcall_eval.records import ToolDefinition
+from otel_toolcall_eval.records import ToolDefinition, ToolReply
 
 Attrs = Mapping[str, Any]
 
@@ -318,3 +318,32 @@ def unknown_tool_replies(attrs: Attrs) -> list[str]:
         for m in input_messages(attrs)
         if m.get("role") == "tool" and m.get("tool_call_id") is not None and unknown_tool_reply(m.get("content"))
     ]
+
+
+def tool_replies(attrs: Attrs, anthropic_body: bool = False) -> list[ToolReply]:
+    """The tool results this LLM span's input carried back to the model (``tool`` messages with a call id).
+
+    ``anthropic_body``: the span's ``input.value`` is the Anthropic Messages request as sent (OpenInference's
+    Anthropic instrumentation; its shape row says so), whose ``tool_result`` blocks keep the ``is_error`` flag the
+    indexed messages drop. Called only while a trace has requests waiting for their result."""
+    errors: dict[str, bool] = _anthropic_errors(attrs.get("input.value")) if anthropic_body else {}
+    out = []
+    for m in input_messages(attrs):
+        call_id = m.get("tool_call_id")
+        if m.get("role") == "tool" and call_id is not None:
+            call_id = str(call_id)
+            out.append(ToolReply(call_id, m.get("content"), errors.get(call_id) if anthropic_body else None))
+    return out
+
+
+def _anthropic_errors(raw: Any) -> dict[str, bool]:
+    """``tool_use_id`` -> ``is_error`` of the ``tool_result`` blocks of an Anthropic Messages request body."""
+    body = _json.try_loads(raw) if isinstance(raw, str) else raw
+    messages = body.get("messages") if isinstance(body, Mapping) else None
+    out: dict[str, bool] = {}
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, Mapping) and block.get("type") == "tool_result" and block.get("tool_use_id"):
+                out[str(block["tool_use_id"])] = block.get("is_error") is True
+    return out

@@ -70,6 +70,9 @@ class Shape:
     schema_on_span: bool = True
     # arguments and result as span events (Strands' default mode): ``gen_ai.tool.message`` / ``gen_ai.choice``
     content_in_events: bool = False
+    # its LLM spans' ``input.value`` is the Anthropic Messages request as sent: the ``is_error`` flag of each tool
+    # result there (``llm_spans.tool_replies``), for calls scored from the requests (``engine.requested``)
+    anthropic_request_body: bool = False
     definitions: str = ""  # where the tool definitions the model saw are recorded
     content_switch: str = ""  # the exact environment variable or SDK option that records arguments and results
     cannot_record: str = ""  # what no setting of this instrumentation records
@@ -243,16 +246,19 @@ SHAPES: tuple[Shape, ...] = (
     Shape(
         "openinference.instrumentation.anthropic",
         "openinference-instrumentation-anthropic 3.1",
+        anthropic_request_body=True,
         definitions=OI_LLM_TOOLS + " (the first request of a message thread only)",
         content_switch=OI_SWITCH,
-        cannot_record="tool runs (model calls only): requested calls are the only evidence of the tools",
+        cannot_record="tool runs (model calls only): requested calls are scored from the requests, each outcome "
+        "from the next request's `tool_result` (its `is_error` read from the request body in `input.value`)",
     ),
     Shape(
         "opentelemetry.instrumentation.anthropic",
         "opentelemetry-instrumentation-anthropic 0.62 (OpenLLMetry)",
         definitions="the chat spans' `gen_ai.tool.definitions` (the first request of a message thread only)",
         content_switch=TRACELOOP_SWITCH,
-        cannot_record="tool runs (model calls only): requested calls are the only evidence of the tools",
+        cannot_record="tool runs (model calls only): requested calls are scored from the requests; a tool "
+        "result's `is_error` (its GenAI `tool_call_response` part has none): a raising tool's reply reads as a success",
     ),
     Shape(
         "opentelemetry.instrumentation.google_genai",

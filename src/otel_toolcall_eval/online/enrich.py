@@ -119,6 +119,15 @@ def call_attributes(score: CallScore, convention: str) -> dict[str, Any]:
     return out
 
 
+def requested_call_attributes(index: int, call_id: str, score: CallScore, convention: str) -> dict[str, Any]:
+    """The scores of a call scored from the requests, as ``toolcall_eval.requested.<index>.*`` on a model span."""
+    prefix = f"{A.REQUESTED_PREFIX}{index}."
+    out: dict[str, Any] = {prefix + "tool": score.name, prefix + "call_id": call_id}
+    for key, value in call_attributes(score, convention).items():
+        out[prefix + key.removeprefix(A.PREFIX)] = value
+    return out
+
+
 def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
     """The trace verdict as root-span attributes; the requested-call counts only when requests were recorded."""
     out: dict[str, Any] = {

@@ -82,6 +82,8 @@ class FinishStage:
             self.metrics.record_trace(verdict, "root", counts)
             self._record_stats(state, stats_attributes, span, attrs)
         extra.update(verdict_attributes(verdict))
+        if state.request_scored:
+            extra[A.TRACE_REQUEST_SCORED_CALLS] = state.request_scored
         if state.prevented is not None:
             extra.update(state.prevented.attributes())
         extra.update(stats_attributes)

@@ -119,7 +119,7 @@ class Pipeline:
             segments=segments,
             histograms=histograms,
         )
-        self.turns = TurnStage(self.definitions, limits, prices, metrics, self.held, contained)
+        self.turns = TurnStage(self.definitions, limits, prices, metrics, self.held, contained, self.scorer)
         self.finish = FinishStage(
             config.policies.step_budget,
             config.tool_definitions(),
@@ -227,10 +227,11 @@ class Pipeline:
                 self._hold(slot, span, result.extra, attrs)
                 return None
             return EnrichedSpan(span, result.extra, attrs)
+        requested: dict[str, Any] | None = None  # calls scored from the requests, answered in this span's input
         if is_llm_span(attrs):
             state = self.store.get(trace_id)
             assert state is not None
-            self.turns.observe(state, trace_id, attrs, is_root)
+            requested = self.turns.observe(state, trace_id, attrs, is_root, span)
             if self._on_model_turn:
                 for turn_hook in self._on_model_turn:
                     try:
@@ -242,10 +243,10 @@ class Pipeline:
             assert state is not None
             self.calls.note_prevented(state, parent, attrs)
         if is_root:
-            return self._finish_trace(trace_id, span, {}, attrs)
+            return self._finish_trace(trace_id, span, requested or {}, attrs)
         if remote and self._segments:
             self._note_segment(trace_id)
-        return span
+        return EnrichedSpan(span, requested, attrs) if requested else span
 
     def _note_watched(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """A span carrying a watched key (a conversation id): its trace gets state here, so that its root, even one

@@ -124,6 +124,9 @@ class TraceState:
     segment: bool = False  # a span with a remote parent was scored here (``remote_parents="segment"``)
     offered: bool = False  # a model turn inside the trace was offered tools (see ``tool_activity``)
     requested: bool = False  # a model turn inside the trace (not its root) requested calls (see ``tool_activity``)
+    # calls scored from the requests (``engine.requested``): while every call of the trace is one of these, no tool
+    # span ran, and a request's reply is the only evidence of its call's outcome
+    request_scored: int = 0
     # tool name -> calls scored while the trace listed no tools (``tool_known`` absent): checked against a list
     # that arrives on a span ending later (Strands' root ``invoke_agent``); bounded like the call history
     unlisted: dict[str, int] | None = None
@@ -225,6 +228,12 @@ class TraceState:
         self.note_tool_child(parent_span_id, child, max_entries)
         if client:
             self.note_client_span(span_id, child, max_entries)
+
+    @property
+    def requests_only(self) -> bool:
+        """No tool span was scored in the trace (every call so far came from the requests), and the guard stopped
+        none (its spans are tool activity: a stopped call's reply is not a call that ran)."""
+        return self.history.calls == self.request_scored and self.prevented is None
 
     def note_client_span(self, span_id: int, child: ScoredChild, max_entries: int) -> None:
         clients = self.client_spans
@@ -381,6 +390,7 @@ def new_trace_state(now: float) -> TraceState:
     state.segment = False
     state.offered = False
     state.requested = False
+    state.request_scored = 0
     state.unlisted = None
     state.listed_late = False
     state.tool_children = None

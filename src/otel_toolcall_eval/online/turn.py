@@ -17,19 +17,36 @@ from otel_toolcall_eval.conventions.llm_spans import (
     DefinitionCache,
     requested_calls,
     tool_definitions,
+    tool_replies,
     unknown_tool_replies,
 )
+from otel_toolcall_eval.conventions.shapes import shape_for
+from otel_toolcall_eval.engine import Scorer
+from otel_toolcall_eval.engine.requested import (
+    REQUEST_CONVENTION,
+    answered_requests,
+    requested_call_record,
+    score_requested_call,
+)
 from otel_toolcall_eval.online.contain import Contained
+from otel_toolcall_eval.online.enrich import requested_call_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, decide
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.trace_state import TraceState
 from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats
+from otel_toolcall_eval.records import CallScore
 
 _NOT_TURNS: Final = frozenset({"invoke_agent", "create_agent"})
 
 
 class TurnStage:
-    """Observes LLM spans; built once per pipeline from the config."""
+    """Observes LLM spans; built once per pipeline from the config.
+
+    In a trace whose tool activity is only in model requests (no tool span ran: the Anthropic SDK's tool runner under
+    an instrumentation of the model client only), a turn whose input carries the results of calls requested earlier
+    is the evidence of those calls: each is scored from the requests (``engine.requested``) here, its scores written
+    on this span (``toolcall_eval.requested.<N>.*``), counted in the trace's history and stats.
+    """
 
     def __init__(
         self,
@@ -39,8 +56,10 @@ class TurnStage:
         metrics: EvalMetrics,
         held: HeldSpans | None,
         contained: Contained,
+        scorer: Scorer | None = None,
     ) -> None:
         self.definitions = definitions
+        self.scorer = scorer if scorer is not None else Scorer()
         self._max_calls = limits.max_calls_per_trace
         self._max_argument_bytes = limits.max_argument_bytes
         self._prices = prices
@@ -48,8 +67,11 @@ class TurnStage:
         self.held = held
         self.contained = contained
 
-    def observe(self, state: TraceState, trace_id: int, attrs: dict[str, Any], is_root: bool) -> None:
-        """One LLM span of the trace (``is_root``: the trace's root, an instrumented client's own span)."""
+    def observe(
+        self, state: TraceState, trace_id: int, attrs: dict[str, Any], is_root: bool, span: Any = None
+    ) -> dict[str, Any] | None:
+        """One LLM span of the trace (``is_root``: the trace's root, an instrumented client's own span). Returns the
+        attributes of the calls scored from the requests that this span's input answered (None: none)."""
         definitions = tool_definitions(attrs, self.definitions)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
         not_turn = op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT"
@@ -57,6 +79,7 @@ class TurnStage:
         calls = [] if not_turn else requested_calls(attrs, arguments)
         max_calls = self._max_calls
         decided: Decisions | None = None
+        answered: list[tuple[str, CallScore, bool]] = []
         with state.lock:
             if state.finished:
                 self.metrics.record_late()
@@ -68,6 +91,8 @@ class TurnStage:
                 state.offered = state.offered or (op != "create_agent" and not is_root)
             if state.call_names:  # requests no tool span answered yet: did the framework reply "unknown tool"?
                 state.note_unknown_replies(unknown_tool_replies(attrs))
+                if state.requests_only:  # no tool span in the trace: a reply is the only evidence of its call
+                    decided = self._score_answered(state, attrs, span, answered)
             response_id = None if not_turn else attrs.get(A.GEN_AI_RESPONSE_ID)
             if response_id is not None and state.seen_response(str(response_id), max_calls):
                 not_turn, calls = True, []  # a second span of a request counted already: its tools only
@@ -75,7 +100,8 @@ class TurnStage:
                 stats = state.stats
                 if stats is None:
                     stats = state.stats = new_trace_stats()
-                decided = stats.on_model_call(attrs, calls, self._prices)
+                turn = stats.on_model_call(attrs, calls, self._prices)
+                decided = turn if not decided else decided + (turn or [])
             if calls:
                 state.requested = state.requested or not is_root
                 state.add_turn(calls, max_calls)
@@ -83,3 +109,36 @@ class TurnStage:
                     state.add_requested_arguments(arguments, max_calls, self._max_argument_bytes)
         if decided:  # the turn reacted to failed calls: their held spans go, with their class
             decide(self.held, trace_id, decided, self.contained)
+        if not answered:
+            return None
+        extra: dict[str, Any] = {}
+        counts = state.trace_counts(self.metrics, span) if span is not None else None  # outside the state's lock
+        for index, (call_id, score, result_recorded) in enumerate(answered):
+            self.metrics.record_call(score, REQUEST_CONVENTION, result_recorded, counts)
+            extra.update(requested_call_attributes(index, call_id, score, REQUEST_CONVENTION))
+        return extra
+
+    def _score_answered(
+        self, state: TraceState, attrs: dict[str, Any], span: Any, out: list[tuple[str, CallScore, bool]]
+    ) -> Decisions | None:
+        """The waiting requests this span's input answers, each scored from its request and reply, claimed (no
+        longer unexecuted) and counted in the trace's history and stats (under the state's lock); appended to
+        ``out`` as (call id, score, whether a result was recorded). Returns the recoveries they decided."""
+        shape = shape_for(getattr(span, "instrumentation_scope", None))
+        replies = tool_replies(attrs, shape is not None and shape.anthropic_request_body)
+        answered = answered_requests(replies, state.call_names) if replies else []
+        if not answered:
+            return None
+        decided: Decisions = []
+        stats = state.stats
+        if stats is None:
+            stats = state.stats = new_trace_stats()
+        for reply, name in answered:
+            sent = state.call_arguments.pop(reply.call_id, None) if state.call_arguments else None
+            batch = state.batch_for(reply.call_id, name)
+            record = requested_call_record(reply.call_id, name, sent, reply)
+            score = score_requested_call(self.scorer, state.history, record, trace_tools=state.tools, batch=batch)
+            state.request_scored += 1
+            decided.extend(stats.on_call(score, None, self._max_calls) or ())
+            out.append((reply.call_id, score, record.result_recorded))
+        return decided or None

@@ -38,9 +38,12 @@ NO_ROW: Final = (
     "content switch is not known here: see its documentation, and add a row for it"
 )
 REQUESTS_ONLY_FIX: Final = (
-    "tool calls were requested by the model but no span of them ran as a recognised tool span: the calls are not "
-    "instrumented (instrument the framework or tool runner, not only the model client), or their spans match no "
-    "convention (see the unrecognised spans)"
+    "tool calls were requested by the model but no span of them ran as a recognised tool span. Each requested call "
+    "whose result the next request carried back is scored from the requests alone (`toolcall_eval.requested.N.*` "
+    "on that model span: tool name against the definitions, arguments against the schema, the outcome from the "
+    "reply's error flag where the instrumentation records it); no latency, and no error text but the reply's. For "
+    "a verdict on a span of each call, instrument the framework or tool runner, not only the model client; or "
+    "their spans match no convention (see the unrecognised spans)"
 )
 SCHEMA_FIX: Final = (
     "no definitions of these tools in the trace: instrument the model client too (its chat spans carry the tools "

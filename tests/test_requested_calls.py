@@ -1,0 +1,167 @@
+"""Calls that ran on no tool span, scored from the model requests alone (``engine.requested``, issue 26).
+
+The pure check first (a record built from the request and the reply, scored by the engine's one scorer), the
+reading of replies from a model span's input, then the online path: a trace whose tool activity is only in model
+requests (the Anthropic SDK's tool runner under OpenInference's or OpenLLMetry's instrumentation) gets a verdict per
+call, marked as coming from the request, on the model span whose input carried the result back; the root counts it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from otel_toolcall_eval.conventions.llm_spans import tool_replies
+from otel_toolcall_eval.engine import Scorer
+from otel_toolcall_eval.engine.requested import (
+    REQUEST_CONVENTION,
+    answered_requests,
+    requested_call_record,
+    score_requested_call,
+)
+from otel_toolcall_eval.records import CallHistory, Outcome, ToolDefinition, ToolReply
+
+from .helpers import WEATHER_SCHEMA, WEATHER_TOOL, make_pipeline, scores, tool_span
+
+TOOLS = {"get_weather": ToolDefinition("get_weather", WEATHER_SCHEMA)}
+
+
+def _score(name: str, arguments: Any, reply: ToolReply | None, history: CallHistory | None = None) -> Any:
+    record = requested_call_record("c1", name, arguments, reply)
+    return score_requested_call(Scorer(), history or CallHistory(), record, trace_tools=TOOLS, batch=1)
+
+
+# --- the pure check ---------------------------------------------------------------------------------------
+
+
+def test_a_requested_call_is_scored_against_the_definitions_and_its_reply() -> None:
+    ok = _score("get_weather", '{"city": "Oslo"}', ToolReply("c1", "sunny"))
+    assert (ok.outcome, ok.parse_ok, ok.tool_known, ok.schema_valid) == (Outcome.SUCCESS, True, True, True)
+    bad = _score("get_weather", {"city": 3}, ToolReply("c1", "error", is_error=True))
+    assert (bad.outcome, bad.error_source, bad.schema_valid) == (Outcome.MALFORMED_CALL, "schema", False)
+    unknown = _score("book_flight", {"to": "Oslo"}, ToolReply("c1", "Error: Tool 'book_flight' not found", True))
+    assert (unknown.outcome, unknown.error_source, unknown.tool_known) == (
+        Outcome.MALFORMED_CALL,
+        "unknown_tool",
+        False,
+    )
+
+
+def test_the_replys_error_flag_decides_the_outcome_and_a_rejection_text_says_why() -> None:
+    failed = _score("get_weather", {"city": "Oslo"}, ToolReply("c1", "ConnectionError('down')", is_error=True))
+    assert (failed.outcome, failed.error_source) == (Outcome.EXECUTION_FAILED, "error.type")
+    text = "ValueError('Invalid arguments for function get_weather')"
+    rejected = _score("get_weather", {"city": "Oslo"}, ToolReply("c1", text, is_error=True))
+    assert (rejected.outcome, rejected.error_source) == (Outcome.MALFORMED_CALL, "input_rejected")
+    # no flag recorded (OpenLLMetry's GenAI parts): the text of an ordinary reply is never guessed at
+    unflagged = _score("get_weather", {"city": "Oslo"}, ToolReply("c1", "ConnectionError('down')"))
+    assert unflagged.outcome is Outcome.SUCCESS
+
+
+def test_a_requested_call_without_recorded_arguments_gets_no_parse_or_schema_verdict() -> None:
+    score = _score("get_weather", None, ToolReply("c1", "sunny"))
+    assert (score.parse_ok, score.schema_valid, score.tool_known) == (None, None, True)
+
+
+def test_it_is_counted_in_the_traces_history_like_a_tool_spans_call() -> None:
+    history = CallHistory()
+    _score("get_weather", {"city": "Oslo"}, ToolReply("c1", "sunny"), history)
+    again = _score("get_weather", {"city": "Oslo"}, ToolReply("c1", "sunny"), history)
+    assert (history.calls, again.step, again.duplicate) == (2, 2, True)
+    assert requested_call_record("c1", "t", None, None).convention == REQUEST_CONVENTION
+
+
+def test_only_replies_to_waiting_requests_are_answered_once_each() -> None:
+    replies = [ToolReply("c1", "a"), ToolReply("zz", "b"), ToolReply("c1", "again"), ToolReply("c2", "c")]
+    answered = answered_requests(replies, {"c1": "get_weather", "c2": "get_population"})
+    assert [(r.call_id, r.content, name) for r, name in answered] == [
+        ("c1", "a", "get_weather"),
+        ("c2", "c", "get_population"),
+    ]
+
+
+# --- replies read from a model span's input -----------------------------------------------------------------
+
+
+def _anthropic_turn(call_id: str, content: str, is_error: bool) -> dict[str, Any]:
+    """OpenInference's Anthropic LLM span answering ``call_id``: indexed messages, and the request body."""
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return {
+        "openinference.span.kind": "LLM",
+        "input.value": json.dumps({"model": "m", "messages": [{"role": "user", "content": [block]}]}),
+        "llm.input_messages.0.message.role": "tool",
+        "llm.input_messages.0.message.tool_call_id": call_id,
+        "llm.input_messages.0.message.content": content,
+    }
+
+
+def test_the_anthropic_request_bodys_error_flag_is_read_only_where_the_shape_row_says_so() -> None:
+    attrs = _anthropic_turn("c1", "ConnectionError('down')", is_error=True)
+    assert tool_replies(attrs, anthropic_body=True) == [ToolReply("c1", "ConnectionError('down')", True)]
+    assert tool_replies(attrs) == [ToolReply("c1", "ConnectionError('down')", None)]
+    assert tool_replies(_anthropic_turn("c1", "sunny", is_error=False), anthropic_body=True)[0].is_error is False
+
+
+def test_genai_tool_call_response_parts_are_replies_without_a_flag() -> None:
+    parts = [{"type": "tool_call_response", "id": "c1", "response": "sunny"}]
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([{"role": "user", "parts": parts}])}
+    assert tool_replies(attrs) == [ToolReply("c1", "sunny", None)]
+
+
+# --- the online path ------------------------------------------------------------------------------------------
+
+
+def _chat(p: Any, name: str, calls: list[tuple[str, str, Any]] = (), replies: list[tuple[str, str]] = ()) -> None:
+    """A GenAI chat span offering the weather tool, answering ``replies`` ((id, text)) and requesting ``calls``."""
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL])}
+    if calls:
+        parts = [{"type": "tool_call", "id": c, "name": n, "arguments": a} for c, n, a in calls]
+        attrs["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
+    if replies:
+        parts = [{"type": "tool_call_response", "id": c, "response": text} for c, text in replies]
+        attrs["gen_ai.input.messages"] = json.dumps([{"role": "user", "parts": parts}])
+    with p.tracer.start_as_current_span(name, attributes=attrs):
+        pass
+
+
+def test_a_trace_with_tool_activity_only_in_requests_gets_a_verdict_per_call() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        _chat(p, "turn 1", [("c1", "get_weather", {"city": 3}), ("c2", "book_flight", {"to": "Oslo"})])
+        _chat(p, "turn 2", [("c3", "get_weather", {"city": "Rome"})], [("c1", "error"), ("c2", "not found")])
+        _chat(p, "turn 3", [("c4", "get_weather", {"city": "Oslo"})], [("c3", "sunny")])  # c4: never answered
+    answered = scores(p.one("turn 2"))
+    assert answered["requested.0.tool"] == "get_weather" and answered["requested.0.call_id"] == "c1"
+    assert answered["requested.0.convention"] == "request"
+    assert (answered["requested.0.outcome"], answered["requested.0.error_source"]) == ("malformed_call", "schema")
+    assert (answered["requested.1.tool_known"], answered["requested.1.error_source"]) == (False, "unknown_tool")
+    assert answered["requested.0.batch"] == answered["requested.1.batch"] == 1  # one parallel batch
+    assert scores(p.one("turn 3"))["requested.0.outcome"] == "success"
+    assert scores(p.one("turn 1")) == {}
+    root = scores(p.one("agent"))
+    assert (root["trace.tool_calls"], root["trace.request_scored_calls"], root["trace.errors"]) == (3, 3, 2)
+    assert (root["trace.unexecuted_calls"], root["trace.correct"]) == (1, False)
+
+
+def test_a_trace_with_tool_spans_keeps_scoring_the_spans_and_nothing_from_the_requests() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        _chat(p, "turn 1", [("c1", "get_weather", {"city": "Oslo"})])
+        tool_span(p.tracer, "get_weather", {"city": "Oslo"}, call_id="c1", result="sunny")
+        _chat(p, "turn 2", [("c2", "get_weather", {"city": "Rome"})], [("c1", "sunny")])
+        _chat(p, "turn 3", [], [("c2", "sunny")])  # c2 ran on no span, in a trace whose tools have spans
+    assert not any(k.startswith("requested.") for s in p.spans() for k in scores(s))
+    root = scores(p.one("agent"))
+    assert (root["trace.tool_calls"], root["trace.unexecuted_calls"]) == (1, 1)
+    assert "trace.request_scored_calls" not in root
+
+
+def test_the_calls_scored_from_requests_are_counted_under_their_own_convention() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        _chat(p, "turn 1", [("c1", "get_weather", {"city": "Oslo"})])
+        _chat(p, "turn 2", [], [("c1", "sunny")])
+    conventions = {labels.get("convention") for labels, _ in p.metric_points("toolcall_eval.coverage.calls")}
+    assert conventions == {REQUEST_CONVENTION}

@@ -90,6 +90,8 @@ class Expected:
     # calls that ran on no tool span, scored from the requests (``toolcall_eval.requested.N.*`` on model spans), in
     # step order; the root counts them among its tool calls
     requested: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # (checked, invalid) calls validated when a schema arrived after them (``trace.late_schema.*``); None: absent
+    late_schema: tuple[int, int] | None = None
 
 
 def scored(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
@@ -122,6 +124,8 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
     assert root.get(A.TRACE_UNKNOWN_TOOL_REQUESTS) == expected.unknown_tool_requests
     if expected.model_calls is not None:
         assert root[A.TRACE_MODEL_CALLS] == expected.model_calls
+    late = (root.get(A.TRACE_LATE_SCHEMA_CHECKED), root.get(A.TRACE_LATE_SCHEMA_INVALID))
+    assert late == (expected.late_schema or (None, None))
 
 
 def requested_scores(spans: Sequence[ReadableSpan]) -> list[tuple[str, dict[str, Any]]]:
@@ -426,7 +430,8 @@ EXPECTED: dict[str, Expected] = {
     # "unknown tool: book_flight" (KeyError) on the tool span names the unknown tool
     "openai_v2-default": Expected(_openai_v2(None), correct=False, errors=2),
     "openai_v2-capture": Expected(_openai_v2(True), correct=False, errors=2, unknown_tool_requests=0),
-    "adk-legacy": Expected(_adk(True, True, first_unlisted=True), correct=False, errors=3),
+    # (its arguments validated then: ``trace.late_schema``)
+    "adk-legacy": Expected(_adk(True, True, first_unlisted=True), correct=False, errors=3, late_schema=(1, 0)),
     # The Vercel AI SDK (ai 7) with @ai-sdk/otel's OpenTelemetry integration (tests/integration/node/vercel_agent.mjs,
     # TELEMETRY=otel, as the service received it, scores stripped): GenAI ``execute_tool`` spans; it runs the bad enum unchecked (a JSON
     # Schema tool without a validator) and no span for the unknown tool, whose request is on its ``chat`` span.
@@ -522,7 +527,9 @@ EXPECTED: dict[str, Expected] = {
     # unseen in either mode. ``..._SENSITIVE``: arguments and results on the tool spans, validated against the
     # root's schemas when it ends (the bad enum: ``trace.late_schema.invalid``)
     "semantic_kernel-plain": Expected(_semantic_kernel(None), correct=False, errors=2, model_calls=6),
-    "semantic_kernel-sensitive": Expected(_semantic_kernel(True), correct=False, errors=2, model_calls=6),
+    "semantic_kernel-sensitive": Expected(
+        _semantic_kernel(True), correct=False, errors=2, model_calls=6, late_schema=(4, 1)
+    ),
     # Haystack's ``Agent`` + OpenInference: no span of a tool run (the Agent invokes its tools outside any component
     # span) and no definitions (the tools only as Python reprs inside ``input.value``); the LLM spans list the
     # requested calls without ids: the requests are the only evidence (``trace.unexecuted_calls``: 5; nothing tells

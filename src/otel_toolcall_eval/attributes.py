@@ -54,6 +54,11 @@ TRACE_VIOLATION_WEIGHT: Final = PREFIX + "trace.violation_weight"
 TRACE_UNEXECUTED_CALLS: Final = PREFIX + "trace.unexecuted_calls"
 TRACE_UNKNOWN_TOOL_REQUESTS: Final = PREFIX + "trace.unknown_tool_requests"
 TRACE_UNLISTED_CALLS: Final = PREFIX + "trace.unlisted_calls"
+TRACE_LATE_SCHEMA_CHECKED: Final = PREFIX + "trace.late_schema.checked"
+TRACE_LATE_SCHEMA_INVALID: Final = PREFIX + "trace.late_schema.invalid"
+TRACE_LATE_SCHEMA_CHECKED_STEPS: Final = PREFIX + "trace.late_schema.checked_steps"
+TRACE_LATE_SCHEMA_INVALID_STEPS: Final = PREFIX + "trace.late_schema.invalid_steps"
+TRACE_LATE_SCHEMA_ERRORS: Final = PREFIX + "trace.late_schema.errors"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_REQUEST_SCORED_CALLS: Final = PREFIX + "trace.request_scored_calls"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
@@ -352,6 +357,39 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "local root span",
         "of `trace.tool_calls`, the calls scored from the requests (`toolcall_eval.requested.*`: no tool span ran); "
         "absent when none",
+    ),
+    AttributeDoc(
+        TRACE_LATE_SCHEMA_CHECKED,
+        "int",
+        "local root span",
+        "calls whose arguments were recorded while no schema of their tool was known, validated when a span that ended "
+        "later brought it (Semantic Kernel's root `invoke_agent` carries the only definitions): their tool spans "
+        "went out without `schema_valid`, the root carries the verdicts (absent when no call waited for its schema)",
+    ),
+    AttributeDoc(
+        TRACE_LATE_SCHEMA_INVALID,
+        "int",
+        "local root span",
+        "of those, the schema-invalid ones: each fails `trace.correct` and counts as a `schema_invalid` violation of "
+        "its tool, as it would had the schema come first",
+    ),
+    AttributeDoc(
+        TRACE_LATE_SCHEMA_CHECKED_STEPS,
+        "int[]",
+        "local root span",
+        "the `step` of each call validated late",
+    ),
+    AttributeDoc(
+        TRACE_LATE_SCHEMA_INVALID_STEPS,
+        "int[]",
+        "local root span",
+        "the `step` of each schema-invalid one (absent when none)",
+    ),
+    AttributeDoc(
+        TRACE_LATE_SCHEMA_ERRORS,
+        "string[]",
+        "local root span",
+        "per invalid step, its tool and first schema error (`tool: /path: message`)",
     ),
     AttributeDoc(
         TRACE_CORRECT,

@@ -383,6 +383,17 @@ def new_call_history() -> CallHistory:
 
 
 @dataclass(slots=True, frozen=True)
+class LateSchemaVerdict:
+    """Calls validated against a schema that arrived after them (``checks.late_schema``): their steps, and of those
+    the invalid ones with their tool and their first schema error, in step order."""
+
+    checked_steps: tuple[int, ...] = ()
+    invalid_steps: tuple[int, ...] = ()
+    invalid_tools: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
 class TraceVerdict:
     tool_calls: int
     errors: int
@@ -393,6 +404,7 @@ class TraceVerdict:
     unknown_tool_requests: int = 0  # requested calls of tools not offered that no tool span answered
     unexecuted_calls: int | None = None  # requested calls no tool span answered; None: no requests were recorded
     unlisted_calls: int | None = None  # calls scored before a late tool list, of tools not on it; None: no late list
+    late_schema: LateSchemaVerdict | None = None  # calls validated when their schema arrived; None: none waited
 
     @property
     def composite_ok(self) -> bool:
@@ -413,11 +425,12 @@ def new_trace_verdict(
     unknown_tool_requests: int,
     unexecuted_calls: int | None,
     unlisted_calls: int | None,
+    late_schema: LateSchemaVerdict | None,
 ) -> TraceVerdict:
     """``checks.verdict``'s constructor of a ``TraceVerdict`` (once per trace): the slots set by name.
 
     Why: in the compiled build a dataclass keeps the ``__init__`` that ``dataclasses`` generates, a Python frame,
-    and a frozen one sets each field through ``object.__setattr__`` there (~15 k instructions for these nine);
+    and a frozen one sets each field through ``object.__setattr__`` there (~15 k instructions for these ten);
     here the same calls run from compiled code. ``tests/test_checks.py`` checks that it sets every field.
     """
     verdict = TraceVerdict.__new__(TraceVerdict)
@@ -430,4 +443,5 @@ def new_trace_verdict(
     _set(verdict, "unknown_tool_requests", unknown_tool_requests)
     _set(verdict, "unexecuted_calls", unexecuted_calls)
     _set(verdict, "unlisted_calls", unlisted_calls)
+    _set(verdict, "late_schema", late_schema)
     return verdict

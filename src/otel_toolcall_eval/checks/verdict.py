@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_toolcall_eval.records import CallHistory, TraceVerdict, new_trace_verdict
+from otel_toolcall_eval.records import CallHistory, LateSchemaVerdict, TraceVerdict, new_trace_verdict
 
 
 def trace_verdict(
@@ -11,6 +11,7 @@ def trace_verdict(
     unknown_tool_requests: int = 0,
     unexecuted_calls: int | None = None,
     unlisted_calls: int | None = None,
+    late_schema: LateSchemaVerdict | None = None,
 ) -> TraceVerdict:
     """The whole verdict of a trace, in one place (``enrich.verdict_attributes`` writes exactly this).
 
@@ -20,7 +21,9 @@ def trace_verdict(
     recorded no requested calls at all.
     ``unlisted_calls``: calls scored before the trace's tool list arrived (on a span that ended after them) whose
     tool is not on it: the tool spans are gone downstream by then, so the root carries the finding; None when no
-    list arrived late."""
+    list arrived late.
+    ``late_schema``: calls validated against a schema that arrived after them (``checks.late_schema``); an invalid
+    one fails the trace as a schema-invalid call always does; None when no call waited for its schema."""
     return new_trace_verdict(  # positional: once per trace (``records.new_trace_verdict``)
         history.calls,
         history.errors,
@@ -28,8 +31,12 @@ def trace_verdict(
         step_budget is not None and history.budget_position > step_budget,
         history.violations,
         history.violation_weight,
-        history.all_correct and not unknown_tool_requests and not unlisted_calls,
+        history.all_correct
+        and not unknown_tool_requests
+        and not unlisted_calls
+        and (late_schema is None or not late_schema.invalid_steps),
         unknown_tool_requests,
         unexecuted_calls,
         unlisted_calls,
+        late_schema,
     )

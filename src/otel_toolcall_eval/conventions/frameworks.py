@@ -261,7 +261,9 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "parameter's type as a rejection (`input_rejected`); the tool list from the root `invoke_agent` span, which "
         "ends after the tool spans (`trace.unlisted_calls`); the unknown tool unseen (no span, no requests recorded)",
         "`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true`",
-        "also parse verdicts; no schema verdict: the schemas arrive with the root, after every tool span",
+        "also parse verdicts; the schemas arrive with the root, after every tool span: the recorded arguments are "
+        "validated then and the root carries the verdicts (`trace.late_schema.*`; the bad enum, which SK rejected "
+        "itself, is invalid there too; an invalid call fails `trace.correct`)",
         "test_agent_frameworks_pairs.py::test_semantic_kernel_agent (own extra: `make test-pairs`)",
         ("semantic_kernel.functions.kernel_function",),
     ),

@@ -319,7 +319,8 @@ SHAPES: tuple[Shape, ...] = (
         "semantic_kernel.functions.kernel_function",
         "semantic-kernel 1.45 (its own GenAI diagnostics)",
         definitions="the root `invoke_agent` span's `gen_ai.tool.definitions` (an agent whose kernel has plugins), "
-        "which ends after every tool span: names checked there (`trace.unlisted_calls`)",
+        "which ends after every tool span: names checked there (`trace.unlisted_calls`), the recorded arguments "
+        "validated against its schemas then (`trace.late_schema.*`)",
         content_switch="`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true` (read when SK is "
         "imported; `SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true` traces without content)",
         cannot_record="requested calls and the replies to them (SK writes chat messages as log records, not on "

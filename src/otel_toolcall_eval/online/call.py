@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanKind
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.cost import tool_latency
+from otel_toolcall_eval.checks.late_schema import waits_for_schema
 from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.engine import Scorer
@@ -123,6 +124,8 @@ class CallStage:
                 score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, max_calls)
+                if waits_for_schema(score):  # its schema may come on a span that ends later (checks.late_schema)
+                    state.note_waiting(score, max_calls)
                 if parent is not None:  # a server's span of the call may come later when this is its client's
                     client = self._segments and span.kind is SpanKind.CLIENT
                     state.note_scored(parent, span_id, score, client, max_calls)

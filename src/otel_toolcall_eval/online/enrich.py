@@ -144,6 +144,14 @@ def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
         out[A.TRACE_UNKNOWN_TOOL_REQUESTS] = verdict.unknown_tool_requests
     if verdict.unlisted_calls is not None:
         out[A.TRACE_UNLISTED_CALLS] = verdict.unlisted_calls
+    late = verdict.late_schema
+    if late is not None:
+        out[A.TRACE_LATE_SCHEMA_CHECKED] = len(late.checked_steps)
+        out[A.TRACE_LATE_SCHEMA_INVALID] = len(late.invalid_steps)
+        out[A.TRACE_LATE_SCHEMA_CHECKED_STEPS] = list(late.checked_steps)
+        if late.invalid_steps:
+            out[A.TRACE_LATE_SCHEMA_INVALID_STEPS] = list(late.invalid_steps)
+            out[A.TRACE_LATE_SCHEMA_ERRORS] = list(late.errors)
     return out
 
 

@@ -101,14 +101,16 @@ class FinishStage:
     def verdict(self, state: TraceState) -> TraceVerdict:
         configured = self._config_tools
         unlisted = state.unlisted_calls(configured) if state.listed_late else None
+        late = state.late_schema
         if not state.turns:
-            return trace_verdict(state.history, self._step_budget, unlisted_calls=unlisted)
+            return trace_verdict(state.history, self._step_budget, unlisted_calls=unlisted, late_schema=late)
         return trace_verdict(
             state.history,
             self._step_budget,
             state.unknown_tool_requests(configured),
             state.unexecuted_calls,
             unlisted,
+            late,
         )
 
     # --- cost, latency, recovery and the tool list (issue 18) -------------------------------------------------

@@ -217,7 +217,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "{violation}",
         f"{_SOURCE_LABELS}, `tool`, `violation`",
         "toolcall_eval_violations_total",
-        "policy violations and trajectory findings (`duplicate`, `repeated_failure`, `over_budget`, `schema_invalid`, `parse_failed`, `unknown_tool`, policy kinds)",
+        "policy violations and trajectory findings (`duplicate`, `repeated_failure`, `over_budget`, `schema_invalid`, `parse_failed`, `unknown_tool`, policy kinds); a call validated against a schema that arrived after it (`trace.late_schema.*`) counts with its trace's verdict",
     ),
     MetricDoc(
         TRACES,
@@ -747,6 +747,11 @@ class EvalMetrics:
                 self._count(source, *pending.items())
         if verdict.unknown_tool_requests:  # no tool span carried these: counted with the trace
             instruments.violations.add_many((((source, "_unknown", "unknown_tool"), verdict.unknown_tool_requests),))
+        late = verdict.late_schema
+        if late is not None and late.invalid_tools:  # validated when the schema came (checks.late_schema)
+            instruments.violations.add_many(
+                ((source, self._tool_label(tool), "schema_invalid"), 1) for tool in late.invalid_tools
+            )
         ok = "true" if verdict.composite_ok else "false"
         instruments.traces.add((source, ok, finalized_by))
         attributes = instruments.sources.get(source)

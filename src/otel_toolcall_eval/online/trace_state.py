@@ -27,12 +27,20 @@ from mypy_extensions import mypyc_attr
 
 from otel_toolcall_eval import _fork, _json
 from otel_toolcall_eval._lru import pop_expired
+from otel_toolcall_eval.checks.late_schema import WaitingCall, validate_waiting
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
+from otel_toolcall_eval.checks.schema import ValidatorCache
 from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented
 from otel_toolcall_eval.online.trace_stats import TraceStats
-from otel_toolcall_eval.records import CallHistory, CallScore, ToolDefinition, new_call_history
+from otel_toolcall_eval.records import (
+    CallHistory,
+    CallScore,
+    LateSchemaVerdict,
+    ToolDefinition,
+    new_call_history,
+)
 
 FINISHED_TRACES: Final = 256  # finished traces remembered for late spans (also bounded in bytes)
 WINDOW: Final = "window"  # ``on_drop``'s reason for a held root whose grace window ended
@@ -43,12 +51,16 @@ FLUSH: Final = "flush"  # ... released by ``release_held`` (a flush: the exporte
 HeldRoot = tuple[Any, dict[str, Any], dict[str, Any] | None, int | None]
 _KEY_BYTES: Final = 128  # a remembered call: a compact key (at most 64 characters) in a set
 _DEFINITION_FACTOR: Final = 8  # a parsed tool definition, per character of its canonical schema
+# argument text of calls waiting for their tool's schema (``checks.late_schema``), per trace: a few dozen usual calls
+WAITING_BYTES: Final = 8 * 1024
 
 
 def state_bytes(state: TraceState) -> int:
     """An estimate of what a finished trace's state keeps alive: its remembered calls and its tool definitions
     (shared with the definition cache while that holds them; counted here as if not, an overestimate)."""
     size = 512 + _KEY_BYTES * (state.history.remembered + len(state.client_spans or ()))
+    if state.waiting:
+        size += 256 * len(state.waiting) + _DEFINITION_FACTOR * state.waiting_bytes
     for d in (state.tools or {}).values():
         size += 256 + _DEFINITION_FACTOR * len(d.schema_key or "")
     return size
@@ -131,6 +143,12 @@ class TraceState:
     # that arrives on a span ending later (Strands' root ``invoke_agent``); bounded like the call history
     unlisted: dict[str, int] | None = None
     listed_late: bool = False  # a tool list arrived after such calls
+    # calls whose arguments were scored while no schema of their tool was known, validated when one arrives
+    # (``checks.late_schema``); at most ``max_calls_per_trace`` of them and ``WAITING_BYTES`` of their recorded text
+    # (``waiting_bytes``)
+    waiting: list[WaitingCall] | None = None
+    waiting_bytes: int = 0
+    late_schema: LateSchemaVerdict | None = None  # the verdicts of those validated so far
     # parent span id -> the latest scored tool span under it (bounded by ``max_calls_per_trace``)
     tool_children: dict[int, ScoredChild] | None = None
     # ``remote_parents="segment"``: span id -> a scored client tool span (an MCP client's), its key compacted, for a
@@ -183,6 +201,33 @@ class TraceState:
             return 0
         tools = self.tools or {}
         return sum(n for name, n in self.unlisted.items() if name not in tools and name not in configured)
+
+    def note_waiting(self, score: CallScore, max_entries: int) -> None:
+        """A call whose arguments wait for their tool's schema (``checks.late_schema.waits_for_schema``)."""
+        waiting = self.waiting
+        if waiting is None:
+            waiting = self.waiting = []
+        arguments = score.arguments
+        raw = score.raw_arguments
+        size = len(raw) if isinstance(raw, str) else 512  # the recorded text's length (a parsed object: a guess)
+        # the state keeps no argument text but these, and only up to WAITING_BYTES a trace: past it a call is not
+        # validated late (the root's ``trace.late_schema.checked`` says how many were)
+        if arguments is not None and len(waiting) < max_entries and self.waiting_bytes + size <= WAITING_BYTES:
+            waiting.append(WaitingCall(score.step, score.name, arguments))
+            self.waiting_bytes += size
+
+    def validate_waiting(self, cache: ValidatorCache, max_errors: int, max_length: int) -> None:
+        """Definitions arrived: the waiting calls of the tools they give a schema are validated now."""
+        waiting = self.waiting
+        if not waiting or not self.tools:
+            return
+        still, self.late_schema = validate_waiting(
+            waiting, self.tools, cache, self.late_schema, max_errors=max_errors, max_length=max_length
+        )
+        if len(still) != len(waiting):
+            self.waiting = still or None
+            if not still:
+                self.waiting_bytes = 0
 
     def add_requested_arguments(self, arguments: dict[str, Any], max_entries: int, max_bytes: int) -> None:
         stored = self.call_arguments
@@ -393,6 +438,9 @@ def new_trace_state(now: float) -> TraceState:
     state.request_scored = 0
     state.unlisted = None
     state.listed_late = False
+    state.waiting = None
+    state.waiting_bytes = 0
+    state.late_schema = None
     state.tool_children = None
     state.client_spans = None
     state.last_seen = now

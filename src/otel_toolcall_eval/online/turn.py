@@ -60,6 +60,8 @@ class TurnStage:
     ) -> None:
         self.definitions = definitions
         self.scorer = scorer if scorer is not None else Scorer()
+        self._max_errors = limits.max_schema_errors
+        self._max_length = limits.max_attribute_length
         self._max_calls = limits.max_calls_per_trace
         self._max_argument_bytes = limits.max_argument_bytes
         self._prices = prices
@@ -86,6 +88,8 @@ class TurnStage:
             state.genai = True
             if definitions:
                 state.add_tools(definitions)
+                if state.waiting:  # calls scored before their schema came: validated now (checks.late_schema)
+                    state.validate_waiting(self.scorer.cache, self._max_errors, self._max_length)
                 # a model turn inside an agent's trace that was offered tools decided whether to call one; an agent's
                 # creation, or an instrumented client's own root span, decided nothing
                 state.offered = state.offered or (op != "create_agent" and not is_root)

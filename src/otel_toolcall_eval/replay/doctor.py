@@ -219,6 +219,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     spans = list(spans)
     traces: set[int] = set()
     listed_late: set[int] = set()  # traces whose tool list arrived on the root, after the tool spans
+    late_steps: dict[int, set[int]] = {}  # per trace: the steps of calls validated against a schema that came later
     with_tools: set[int] = set()  # traces with a recognised tool span
     requested: set[int] = set()  # traces whose model spans requested tool calls
     schemas: dict[int, dict[str, dict[str, Any] | None]] = {}  # per trace: the tools its model spans defined
@@ -229,6 +230,9 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
         traces.add(trace_id)
         if A.TRACE_UNLISTED_CALLS in attrs:
             listed_late.add(trace_id)
+        checked = attrs.get(A.TRACE_LATE_SCHEMA_CHECKED_STEPS)  # calls validated on the root, when their schema came
+        if isinstance(checked, (list, tuple)):
+            late_steps[trace_id] = {step for step in checked if isinstance(step, int)}
         if A.CONVENTION in attrs:
             with_tools.add(trace_id)
         elif is_llm_span(attrs):
@@ -258,7 +262,9 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
                 continue
             row = _framework(key[2])
             group = groups[key] = Coverage(*key, framework=row.name if row else None)
-        _count(group, span, attrs, registry, listed_late=trace_id in listed_late, defined=schemas.get(trace_id, {}))
+        late = attrs.get(A.STEP) in late_steps.get(trace_id, ())
+        _count(group, span, attrs, registry, listed_late=trace_id in listed_late, late_schema=late,
+               defined=schemas.get(trace_id, {}))  # fmt: skip
         defined_by[key] = {**defined_by.get(key, {}), **schemas.get(trace_id, {})}
     out.coverage = sorted(groups.values(), key=lambda c: (c.service, c.convention, c.scope))
     for key, group in groups.items():
@@ -281,6 +287,7 @@ def _count(
     registry: ConventionRegistry,
     *,
     listed_late: bool,
+    late_schema: bool,
     defined: Mapping[str, dict[str, Any] | None],
 ) -> None:
     if A.SAME_CALL_AS in attrs:
@@ -304,7 +311,9 @@ def _count(
     if known is False:  # the agent does not have it: no schema to expect; the list (or the framework) said so
         group.unknown += 1
         group.tool_list += 1
-    elif A.SCHEMA_SOURCE in attrs:
+    elif A.SCHEMA_SOURCE in attrs or late_schema or (record is not None and defined.get(record.name) is not None):
+        # known when scored, validated when it came later, or in the trace after the call (which recorded no
+        # arguments to validate: the arguments are what is missing)
         group.schema += 1
     elif name not in group.without_schema and len(group.without_schema) < MAX_NAMES:
         group.without_schema.append(name)

@@ -148,7 +148,8 @@ def _tool_name(span: ReadableSpan) -> str:
     for key in (A.OPENINFERENCE_TOOL_NAME, A.GEN_AI_TOOL_NAME, A.VERCEL_AI_TOOL_CALL_NAME, A.TRACELOOP_ENTITY_NAME):
         if key in a:
             return str(a[key])
-    return span.name.removesuffix(".__call__")  # DSPy's tool spans: named ``<tool>.__call__``, nothing else
+    # DSPy's tool spans: named ``<tool>.__call__``; the MCP SDK's client spans ``MCP send tools/call <tool>``
+    return span.name.removesuffix(".__call__").removeprefix("MCP send tools/call ")
 
 
 def fixture_path(name: str) -> Path:
@@ -520,6 +521,17 @@ EXPECTED: dict[str, Expected] = {
     # Hidden requests: nothing but ``tool_error`` says any call failed, so the trace reads correct with three errors
     "mcp2-content": Expected(_mcp2(True), correct=False, errors=3, unknown_tool_requests=0, model_calls=6),
     "mcp2-hidden": Expected(_mcp2(None), correct=True, errors=3, model_calls=6),
+    # the server in a process of its own (stdio): the agent's trace holds only the SDK's client spans (``MCP send
+    # tools/call <tool>``, the tool name in the span name), which record no error of a result (``isError`` is a
+    # reply, not an exception): the raising tool reads as a success; its server's span (in its process) says
+    # ``tool_error``. Arguments borrowed by name as above: schema and unknown tool still get their verdicts
+    "mcp2_stdio-content": Expected(
+        [*_mcp2(True)[:4], ("get_population", call("success", parse_ok=True, tool_known=True, schema_valid=True))],
+        correct=False,
+        errors=2,
+        unknown_tool_requests=0,
+        model_calls=6,
+    ),
     # Semantic Kernel's own diagnostics (``SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS``): ``execute_tool``
     # spans with the call id, no arguments; the definitions only on the root ``invoke_agent`` span, which ends after
     # every tool span (names checked there: ``trace.unlisted_calls``); its chat spans carry no content (SK logs the

@@ -18,7 +18,9 @@ is a module-level one from the global provider: pointed at this test's provider 
 
 # no ``from __future__ import annotations``: MCPServer builds a tool's schema from its live annotations
 import asyncio
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -61,11 +63,16 @@ def _server() -> Any:
     return server
 
 
-async def _agent(base_url: str) -> str:
-    """A tool loop on the OpenAI client whose tools are the MCP server's (listed, offered, called by name)."""
-    from mcp import Client
+async def _agent(base_url: str, transport: str) -> str:
+    """A tool loop on the OpenAI client whose tools are the MCP server's (listed, offered, called by name): in this
+    process (``memory``) or a server process of its own over stdio (``stdio``: its spans stay in that process)."""
+    from mcp import Client, StdioServerParameters
 
-    async with Client(_server()) as client:
+    server: Any = _server()
+    if transport == "stdio":
+        root = str(Path(__file__).parents[2])  # ``-m`` from the repository's root: ``tests`` importable there
+        server = StdioServerParameters(command=sys.executable, args=["-m", __name__, "serve-stdio"], cwd=root)
+    async with Client(server) as client:
 
         async def call(name: str, arguments: dict[str, Any]) -> str:
             result = await client.call_tool(name, arguments)
@@ -76,7 +83,27 @@ async def _agent(base_url: str) -> str:
 
 
 @pytest.mark.parametrize("mode", ["content", "hidden"])
-def test_mcp2_server_spans(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mcp2_server_spans(run: Run, mode: str) -> None:
+    _run_agent(run, mode, "memory")
+    servers = [s for s in run.raw.get_finished_spans() if s.name.startswith("tools/call ")]
+    assert len(servers) == 5  # the unknown tool too: the server answers it with ``isError``
+    # the server spans record no arguments: the parse and schema verdicts of ``mcp2-content`` are the borrowed ones
+    assert not [k for s in servers for k in (s.attributes or {}) if "argument" in k or k.startswith("input")]
+    run.finish(f"mcp2-{mode}")
+
+
+def test_mcp2_stdio_client_spans(run: Run) -> None:
+    """The server in a process of its own (stdio), as MCP servers usually run: the agent's trace holds only the
+    SDK's client spans (``MCP send tools/call <tool>``: the tool name in the span name only, no error of the
+    result: an ``isError`` result is a reply, not an exception). The server's own spans carry ``tool_error``: they
+    are in its process (export them to the same collector, or through ``serve``, to score the failures)."""
+    _run_agent(run, "content", "stdio")
+    clients = [s for s in run.raw.get_finished_spans() if s.name.startswith("MCP send tools/call ")]
+    assert len(clients) == 5 and not [s for s in run.raw.get_finished_spans() if s.name.startswith("tools/call ")]
+    run.finish("mcp2_stdio-content")
+
+
+def _run_agent(run: Run, mode: str, transport: str) -> None:
     pytest.importorskip("mcp.server.mcpserver", reason="the MCP Python SDK 2.x is not installed")
     from openinference.instrumentation import TraceConfig
     from openinference.instrumentation.openai import OpenAIInstrumentor
@@ -86,12 +113,11 @@ def test_mcp2_server_spans(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch)
     instrumentor.instrument(tracer_provider=run.provider, config=config)
     try:
         with scripted_openai() as fake, run.provider.get_tracer("weather-app").start_as_current_span("agent"):
-            text = asyncio.run(_agent(fake.base_url))
+            text = asyncio.run(_agent(fake.base_url, transport))
     finally:
         instrumentor.uninstrument()
     assert text == FINAL_TEXT
-    servers = [s for s in run.raw.get_finished_spans() if s.name.startswith("tools/call ")]
-    assert len(servers) == 5  # the unknown tool too: the server answers it with ``isError``
-    # the server spans record no arguments: the parse and schema verdicts of ``mcp2-content`` are the borrowed ones
-    assert not [k for s in servers for k in (s.attributes or {}) if "argument" in k or k.startswith("input")]
-    run.finish(f"mcp2-{mode}")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["serve-stdio"]:  # the stdio server process of the test above
+    _server().run("stdio")

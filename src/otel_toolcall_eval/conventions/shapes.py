@@ -293,13 +293,14 @@ SHAPES: tuple[Shape, ...] = (
     ),
     Shape(
         "mcp-python-sdk",
-        "mcp 2.3 (the MCP Python SDK's own `tools/call <tool>` server spans)",
+        "mcp 2.3 (the MCP Python SDK's own spans: server `tools/call <tool>`, client `MCP send tools/call <tool>`)",
         definitions="none on its spans (the `tools/list` result is not recorded): the model client's chat spans, "
         "when it is instrumented",
         content_switch="none in the SDK: instrument the agent's model client with its content on (OpenInference's "
         "or OpenLLMetry's); a server span borrows the arguments of the one waiting request of its tool's name",
         cannot_record="arguments, results and error texts (a rejected input, an unknown tool and a raising tool are "
-        "all `error.type = tool_error`); the model's call id",
+        "all `error.type = tool_error` on the server span); the model's call id; on the client span any error of an "
+        "`isError` result (a server in its own process: its failures are on its own spans, export those too)",
     ),
     Shape(
         "opentelemetry.instrumentation.langchain",

@@ -285,3 +285,30 @@ def test_the_content_switch_comes_from_the_scopes_row(capsys: pytest.CaptureFixt
     _, report = _doctor_json(capsys, str(fixture_path("langgraph_openllmetry-hidden")))
     fixes = " ".join(_only_group(report)["fixes"])
     assert "TRACELOOP_TRACE_CONTENT" in fixes and "OTEL_INSTRUMENTATION_GENAI" not in fixes
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_model_spans_without_tool_spans_get_their_scopes_row(mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Haystack's Agent under OpenInference: model spans only (its tools run on no span). The line names what that
+    scope cannot record and its own content switch (from the shape table), and the gate fails."""
+    code = main(["doctor", str(fixture_path(f"haystack-{mode}")), "--json", "--fail-on-gaps"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.GATE_FAILED
+    assert report["coverage"] == [] and report["healthy"] is False
+    (line,) = report["model_spans_only"]
+    assert "`openinference.instrumentation.haystack`" in line
+    assert "outside any component span" in line and "OPENINFERENCE_HIDE_INPUTS" in line
+    assert report["traces_with_requests_only"] == (1 if mode == "content" else 0)
+
+
+def test_semantic_kernel_plain_mode_asks_for_its_own_sensitive_switch(capsys: pytest.CaptureFixture[str]) -> None:
+    """SK's definitions come on the root after the tool spans: the schema is in the trace (not a missing schema);
+    what is missing is the arguments, and the switch named is SK's own, not the OTel GenAI content variables."""
+    _, report = _doctor_json(capsys, str(fixture_path("semantic_kernel-plain")))
+    group = _only_group(report)
+    assert (group["tool_spans"], group["with_arguments"], group["with_schema"], group["with_tool_list"]) == (4, 0, 4, 4)
+    (fix, _) = group["fixes"]
+    assert "no arguments" in fix and "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE" in fix
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" not in json.dumps(report)
+    _, report = _doctor_json(capsys, str(fixture_path("semantic_kernel-sensitive")))
+    assert report["healthy"] is True  # its schemas validated the calls on the root (trace.late_schema.*)

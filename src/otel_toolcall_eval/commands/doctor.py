@@ -109,6 +109,8 @@ def _print(diagnosis: Diagnosis, console: Console) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    for line in diagnosis.model_only:
+        console.print(f"[yellow]fix:[/] {_safe(line)}", highlight=False, soft_wrap=True)
     if diagnosis.truncated:
         console.print("[yellow]more groups than the report keeps: the first ones are shown[/]")
     if diagnosis.healthy:

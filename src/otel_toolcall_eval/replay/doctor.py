@@ -166,6 +166,9 @@ class Diagnosis:
     suspects: list[Suspect] = field(default_factory=list)
     truncated: bool = False  # more groups or suspects than the bounds keep
     requests_only: int = 0  # traces whose tool activity is only in model requests (no recognised tool span)
+    # traces with model spans but no recognised tool span, per the model spans' scope (those with a row in the shape
+    # table): what that instrumentation cannot record and its content switch, from its row
+    model_only: list[str] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -175,6 +178,7 @@ class Diagnosis:
             and all(c.complete for c in self.coverage)
             and not self.suspects
             and not self.requests_only
+            and not self.model_only
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -186,6 +190,7 @@ class Diagnosis:
             "truncated": self.truncated,
             "traces_with_requests_only": self.requests_only,
             "requests_only_fix": REQUESTS_ONLY_FIX if self.requests_only else None,
+            "model_spans_only": self.model_only,
             "coverage": [c.as_json() for c in self.coverage],
             "unrecognised": [s.as_json() for s in self.suspects],
         }
@@ -219,6 +224,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     spans = list(spans)
     traces: set[int] = set()
     listed_late: set[int] = set()  # traces whose tool list arrived on the root, after the tool spans
+    model_scopes: dict[str, set[int]] = {}  # the scopes of model spans: the traces each wrote model spans in
     late_steps: dict[int, set[int]] = {}  # per trace: the steps of calls validated against a schema that came later
     with_tools: set[int] = set()  # traces with a recognised tool span
     requested: set[int] = set()  # traces whose model spans requested tool calls
@@ -238,12 +244,15 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
         elif is_llm_span(attrs):
             if requested_calls(attrs):
                 requested.add(trace_id)
+            if len(model_scopes) < MAX_GROUPS:
+                model_scopes.setdefault(_scope(span), set()).add(trace_id)
             defined = schemas.setdefault(trace_id, {})
             for d in tool_definitions(attrs, cache):
                 if len(defined) < MAX_GROUPS and (d.name not in defined or d.parameters is not None):
                     defined[d.name] = d.parameters
     out.traces = len(traces)
     out.requests_only = len(requested - with_tools)
+    out.model_only = _model_only(model_scopes, with_tools)
     for span in spans:
         out.spans += 1
         attrs = span.attributes or {}
@@ -277,6 +286,23 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     out.suspects = sorted(suspects.values(), key=lambda s: (-s.count, s.service, s.scope, s.name))
     for suspect in out.suspects:
         suspect.fix = _register_hint(suspect)
+    return out
+
+
+def _model_only(model_scopes: dict[str, set[int]], with_tools: set[int]) -> list[str]:
+    """Per model-span scope with a row in the shape table, in traces where no tool span was recognised: the row's
+    word on what it cannot record and its content switch (an instrumentation of the model calls only, or content
+    hidden), never a generic one."""
+    out = []
+    for scope, traces in sorted(model_scopes.items()):
+        shape = shape_named(scope)
+        alone = len(traces - with_tools)
+        if shape is None or not alone:
+            continue
+        cannot = f"it cannot record {shape.cannot_record}; " if shape.cannot_record else ""
+        switch = shape.content_switch or "no content setting"
+        out.append(f"{alone} trace(s) with model spans of `{scope}` ({shape.instrumentation}) and no tool span: "
+                   f"{cannot}its content switch: {switch}")  # fmt: skip
     return out
 
 

@@ -907,8 +907,13 @@ def test_dashboard_promql_uses_metrics_the_processor_emits(
         check_metric_names(parsed, known_metrics, set(), where)
         used |= {name for name, _ in selectors(parsed)}
     for variable in dashboard["templating"]["list"]:
-        parsed = parse_promql(re.sub(r"label_values\((\w+),.*\)", r"\1", variable["query"]["query"]), "variable")
+        query = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", variable["query"]["query"])
+        assert query, f"variable {variable['name']}: not label_values(selector, label)"
+        selector, label = query.groups()
+        parsed = parse_promql(grafana_expr(selector), f"variable {variable['name']}")
         check_metric_names(parsed, known_metrics, set(), f"variable {variable['name']}")
+        for name, _ in selectors(parsed):
+            assert label in known_metrics[name] | TARGET_LABELS, f"variable {variable['name']}: {name} has no {label}"
     # The panels the issue asks for are there.
     assert {
         "toolcall_eval_traces_total",
@@ -960,7 +965,9 @@ def test_prometheus_rules_use_metrics_the_processor_emits(
             window = re.search(r"(?:rate|increase)(\d+[smhd])$", operation)
             assert window, f"recording rule {rule['record']}: name does not end in its window"
             assert ranges(pq.parse(rule["expr"])) == {pq.parse_duration(window.group(1))}, rule["record"]
-            assert level == "job" and "by (job)" in rule["expr"]
+            grouping = {"job": "by (job)", "agent": "by (job, service_name, gen_ai_agent_name)"}
+            grouping["version"] = "by (job, service_name, gen_ai_agent_name, service_version)"
+            assert level in grouping and grouping[level] in rule["expr"], rule["record"]
         else:
             assert rule.get("for"), f"alert {rule['alert']} has no for: duration"
             assert rule["labels"]["severity"] in {"warning", "critical"}
@@ -986,6 +993,7 @@ def test_composite_alerts_have_a_volume_guard_and_a_burn_rate_pair(rules: list[d
         "ToolCallCompositeOkRateLow",
         "ToolCallCompositeErrorBudgetFastBurn",
         "ToolCallCompositeErrorBudgetSlowBurn",
+        "ToolCallVersionRegressed",
     }
     for name, rule in alerts.items():
         expr = pq.parse(rule["expr"])
@@ -1103,20 +1111,34 @@ def test_promtool_unit_tests_cover_firing_and_silent_cases_of_every_alert(rules:
     assert alerts <= silent, f"no silent case for {sorted(alerts - silent)}"
 
 
-@needs_promtool
-def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
-    """The unit tests are not vacuous: loosening the composite floor to 50 % makes them fail."""
+def promtool_with_rules_changed(tmp_path: Path, old: str, new: str, suites: list[Path]) -> str:
+    """``promtool test rules`` of ``suites`` against the shipped rules with ``old`` replaced by ``new``: its output
+    when it fails (an assertion error when it passes)."""
     (tmp_path / "rules").mkdir()
     (tmp_path / "tests").mkdir()
     text = RULES_FILE.read_text()
-    assert ") > 0.10\n" in text
-    (tmp_path / "rules" / RULES_FILE.name).write_text(text.replace(") > 0.10\n", ") > 0.50\n"))
-    suites = [p for p in RULE_TESTS if "ToolCallCompositeOkRateLow" in p.read_text()]
+    assert old in text
+    (tmp_path / "rules" / RULES_FILE.name).write_text(text.replace(old, new))
     for path in suites:
         (tmp_path / "tests" / path.name).write_text(path.read_text())
     result = run_promtool("test", "rules", *(str(tmp_path / "tests" / p.name) for p in suites), cwd=tmp_path)
     assert result.returncode != 0
-    assert "ToolCallCompositeOkRateLow" in result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+@needs_promtool
+def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
+    """The unit tests are not vacuous: loosening the composite floor to 50 % makes them fail."""
+    suites = [p for p in RULE_TESTS if "ToolCallCompositeOkRateLow" in p.read_text()]
+    assert "ToolCallCompositeOkRateLow" in promtool_with_rules_changed(tmp_path, ") > 0.10\n", ") > 0.50\n", suites)
+
+
+@needs_promtool
+def test_promtool_unit_tests_catch_a_wider_version_margin(tmp_path: Path) -> None:
+    """The version alert's tests are not vacuous: a 25-point margin instead of 5 lets the regressed version pass."""
+    suite = DEPLOY / "prometheus" / "tests" / "versions.test.yml"
+    output = promtool_with_rules_changed(tmp_path, "ratio_increase1d - 0.05)", "ratio_increase1d - 0.25)", [suite])
+    assert "ToolCallVersionRegressed" in output
 
 
 # --- the docs ------------------------------------------------------------------------------------------------

@@ -101,10 +101,10 @@ class Processes:
         self.logs = logs
         self.running: list[tuple[subprocess.Popen[bytes], Path]] = []
 
-    def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = self.logs / f"{name}.log"
         with log.open("wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         self.running.append((proc, log))
         return proc
 
@@ -192,13 +192,18 @@ class PrometheusAPI:
 def start_prometheus(processes: Processes, tmp_path: Path, demo_port: int) -> PrometheusAPI:
     rules = tmp_path / "rules.yml"
     rules.write_text(yaml.safe_dump(scaled_rules(RULES_FILE.read_text()), sort_keys=False))
+    return run_prometheus(processes, tmp_path, [f"127.0.0.1:{demo_port}"], [rules])
+
+
+def run_prometheus(processes: Processes, tmp_path: Path, targets: list[str], rule_files: list[Path]) -> PrometheusAPI:
+    """A real Prometheus scraping ``targets`` (job ``JOB``) every second, evaluating ``rule_files``."""
     config = tmp_path / "prometheus.yml"
     config.write_text(
         yaml.safe_dump(
             {
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                "rule_files": [str(rules)],
-                "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": [f"127.0.0.1:{demo_port}"]}]}],
+                "rule_files": [str(r) for r in rule_files],
+                "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": targets}]}],
             }
         )
     )

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
 RECORD_ENV = "TOOLCALL_EVAL_RECORD_FIXTURES"  # set to 1 to rewrite the fixtures from a real run
@@ -549,3 +551,23 @@ EXPECTED: dict[str, Expected] = {
     "haystack-content": Expected([], correct=True, errors=0, unknown_tool_requests=0, model_calls=6),
     "haystack-hidden": Expected([], correct=False, errors=0, verdict=False),
 }
+
+
+def recorded(name: str) -> list[ReadableSpan]:
+    return list(spans_from_request(request_from_json(json.loads(fixture_path(name).read_text()))))
+
+
+@dataclass
+class Run:
+    provider: TracerProvider
+    exporter: InMemorySpanExporter
+    raw: InMemorySpanExporter
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def finish(self, name: str) -> None:
+        """Record the raw spans as the fixture ``name`` and assert the scenario's verdicts on the scored ones."""
+        self.provider.force_flush()
+        record(name, self.raw.get_finished_spans())
+        check(self.spans(), EXPECTED[name])

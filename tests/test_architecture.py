@@ -189,3 +189,58 @@ def test_private_sdk_fields_are_read_only_in_the_sdk_module() -> None:
             ):
                 found.append(f"{path.relative_to(root)}:{node.lineno}: .{node.attr}")
     assert not found, "private SDK fields read outside _sdk.py:\n" + "\n".join(found)
+
+
+# --- the test tree ----------------------------------------------------------------------------------------------
+
+
+def _imported_test_modules(source: str, module: str) -> list[tuple[int, str]]:
+    """The test modules (``test_*``) that ``source``, the module named ``module`` (``tests.guard.test_x``), imports,
+    at any level (function-level imports too), relative imports resolved: (line, imported module)."""
+    import ast
+
+    package = module.rsplit(".", 1)[0].split(".")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            stem = ".".join([*base, *([node.module] if node.module else [])])
+            targets = [stem, *(f"{stem}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found += [(node.lineno, t) for t in targets if t.rsplit(".", 1)[-1].startswith("test_")]
+    return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from .test_serve import wait_until",
+        "from tests.test_offline_eval import GOOD",
+        "from ..test_engine_parity import CONFIG",
+        "from . import test_serve",
+        "import tests.integration.test_serve",
+        "def f():\n    from .test_serve import DEMO_CONFIG",
+    ],
+)
+def test_an_import_of_a_test_module_is_found(source: str) -> None:
+    assert _imported_test_modules(source, "tests.integration.test_other"), source
+
+
+def test_test_modules_do_not_import_each_other() -> None:
+    """Shared test code lives in ``tests/helpers.py`` (and the fakes and receivers beside the tests that use them:
+    ``tests/framework_scenario.py``, ``tests/integration/otlp_receiver.py``, ...), never in a test module another
+    imports: importing a test module runs its module-level code and collects its tests twice under another name."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted((root / "tests").rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        for line, imported in _imported_test_modules(path.read_text(encoding="utf-8"), module):
+            found.append(f"{path.relative_to(root)}:{line}: imports {imported}")
+    assert not found, "test modules importing test modules (move the shared part to tests/helpers.py):\n" + "\n".join(
+        found
+    )

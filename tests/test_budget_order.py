@@ -18,8 +18,7 @@ from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.records import NO_ERROR, CallHistory, new_tool_call_record
 
-from .helpers import make_pipeline, scores
-from .test_harvest_parity import _harvested, _offline, _online
+from .helpers import harvested, harvested_offline, harvested_online, make_pipeline, scores
 
 BUDGET = EvalConfig.from_dict({"policies": {"step_budget": 3}})
 
@@ -90,15 +89,15 @@ def _reversed_batch_trace() -> Any:
 
 def test_online_and_offline_mark_the_same_calls_of_a_batch_over_budget(tmp_path: Path) -> None:
     pipe = _reversed_batch_trace()
-    online_rows, _ = _online(pipe)
+    online_rows, _ = harvested_online(pipe)
     tool_spans = sorted(
         (s for s in pipe.spans() if (s.attributes or {}).get("gen_ai.operation.name") == "execute_tool"),
         key=lambda s: s.end_time or 0,
     )
     online = {s.attributes["gen_ai.tool.name"]: scores(s).get("over_budget") for s in tool_spans}
-    cases, lines = _harvested(tmp_path, [pipe])
+    cases, lines = harvested(tmp_path, [pipe])
     (key,) = lines
-    rows, _ = _offline(cases[key], lines[key])
+    rows, _ = harvested_offline(cases[key], lines[key])
     offline = {call["name"]: row["over_budget"] for call, row in zip(lines[key]["tool_calls"], rows, strict=True)}
     assert [c["name"] for c in lines[key]["tool_calls"]][2:] == ["a", "b", "c"]  # listed by start order
     assert [s.attributes["gen_ai.tool.name"] for s in tool_spans][2:] == ["c", "b", "a"]  # ended in reverse

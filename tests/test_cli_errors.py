@@ -18,8 +18,7 @@ from otel_toolcall_eval.errors import ExitCode, ToolcallEvalError, UsageError
 from otel_toolcall_eval.offline.runs import RunFileError
 from otel_toolcall_eval.replay import ReplayInputError
 
-from .test_harvest import _record
-from .test_offline_eval import GOOD, _run
+from .helpers import GOOD, record_demo_traces, write_run
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +55,7 @@ def test_commands_import_the_error_base_from_errors_not_from_cli() -> None:
 def test_unwritable_report_exits_2_not_1(
     tmp_path: Path, dataset: Path, flag: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _run(tmp_path, GOOD)
+    run = write_run(tmp_path, GOOD)
     target = tmp_path / "missing-dir" / "report.out"
     assert main(["eval", "--dataset", str(dataset), "--runs", str(run), flag, str(target)]) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
@@ -66,7 +65,7 @@ def test_unwritable_report_exits_2_not_1(
 def test_unwritable_replay_out_and_dataset_outputs_exit_2(
     tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    traces = _record(tmp_path / "traces.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=2)
+    traces = record_demo_traces(tmp_path / "traces.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=2)
     nowhere = tmp_path / "missing-dir"
     assert main(["replay", str(traces), "--out", str(nowhere / "scored.jsonl")]) == 2
     assert "scored.jsonl: cannot write" in capsys.readouterr().err
@@ -92,7 +91,7 @@ def test_a_failed_write_keeps_the_previous_file_and_leaves_no_temporary(tmp_path
 
 
 def test_a_directory_as_report_path_exits_2(tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run = _run(tmp_path, GOOD)
+    run = write_run(tmp_path, GOOD)
     target = tmp_path / "a-directory"
     target.mkdir()
     assert main(["eval", "--dataset", str(dataset), "--runs", str(run), "--junit", str(target)]) == 2
@@ -106,7 +105,7 @@ def test_dataset_with_deep_json_exits_2_naming_the_line(
     rows[2]["expected_tool_calls"][0]["args"] = {"a": json.loads("[" * 300 + "]" * 300)}
     deep = tmp_path / "deep.jsonl"
     deep.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    run = _run(tmp_path, GOOD)
+    run = write_run(tmp_path, GOOD)
     assert main(["eval", "--dataset", str(deep), "--runs", str(run)]) == 2
     err = capsys.readouterr().err
     assert "deep.jsonl:3: expected_tool_calls" in err and "deeper than" in err and "Traceback" not in err
@@ -119,7 +118,7 @@ def test_dataset_with_deep_json_exits_2_naming_the_line(
 def test_run_file_with_deep_arguments_is_a_parse_failure_not_a_crash(
     tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _run(tmp_path, {k: v for k, v in GOOD.items() if k != "order-status"})
+    run = write_run(tmp_path, {k: v for k, v in GOOD.items() if k != "order-status"})
     deep = '{"order_id": ' + "[" * 1000 + "]" * 1000 + "}"  # orjson reads 1,024 levels; Python's json does not
     call = '{"id": "order-status", "tool_calls": [{"name": "get_order", "arguments": ' + deep + "}]}"
     run.write_text(run.read_text() + call + "\n")
@@ -135,7 +134,7 @@ def test_harvest_to_an_unknown_format_exits_2_before_writing(
 ) -> None:
     failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
     failures["must_not_call"] = 1.0
-    traces = _record(tmp_path / "traces.jsonl", failures, traces=2)
+    traces = record_demo_traces(tmp_path / "traces.jsonl", failures, traces=2)
     out = tmp_path / "cases.txt"
     assert main(["harvest", str(traces), "--where", "violation = must_not_call", "--out", str(out)]) == 2
     assert "cases.txt: cannot tell the format" in capsys.readouterr().err and not out.exists()
@@ -144,7 +143,7 @@ def test_harvest_to_an_unknown_format_exits_2_before_writing(
 def test_harvest_writes_both_outputs_or_neither(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
     failures["must_not_call"] = 1.0
-    traces = _record(tmp_path / "traces.jsonl", failures, traces=2)
+    traces = record_demo_traces(tmp_path / "traces.jsonl", failures, traces=2)
     out = tmp_path / "cases.jsonl"
     args = ["harvest", str(traces), "--where", "violation = must_not_call", "--out", str(out)]
     args += ["--config", str(default_config_path())]
@@ -166,7 +165,7 @@ def test_harvest_on_a_malformed_trace_file_exits_2_and_lenient_goes_on(
 ) -> None:
     failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
     failures["must_not_call"] = 1.0
-    traces = _record(tmp_path / "traces.jsonl", failures, traces=2)
+    traces = record_demo_traces(tmp_path / "traces.jsonl", failures, traces=2)
     traces.write_text(traces.read_text() + '{"data": [{"traceID": "ab", "spans": 5}]}\n')
     out = tmp_path / "cases.jsonl"
     args = ["harvest", str(traces), "--where", "violation = must_not_call", "--out", str(out)]

@@ -32,6 +32,7 @@ from otel_toolcall_eval.cli import build_parser, main
 from otel_toolcall_eval.guard.record import GUARD_METRICS
 from otel_toolcall_eval.judge.emit import JUDGE_METRICS
 from otel_toolcall_eval.online.metrics import METRICS
+from tests.helpers import check_pipelines
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -436,33 +437,6 @@ def explore_panes(url: str) -> dict[str, Any]:
 
 
 # --- the collector -----------------------------------------------------------------------------------
-
-
-def check_pipelines(config: Mapping[str, Any], name: str) -> None:
-    """Pipelines reference only defined components, and every defined component is used."""
-    defined = {kind: set(config.get(kind) or {}) for kind in ("receivers", "processors", "exporters", "connectors")}
-    used: dict[str, set[str]] = {kind: set() for kind in defined}
-    connector_in: set[str] = set()
-    connector_out: set[str] = set()
-    for pipeline_id, pipeline in config["service"]["pipelines"].items():
-        signal = pipeline_id.split("/")[0]
-        assert signal in {"traces", "metrics", "logs"}, f"{name}: pipeline {pipeline_id}: unknown signal"
-        assert pipeline.get("receivers") and pipeline.get("exporters"), f"{name}: pipeline {pipeline_id} is incomplete"
-        for kind in ("receivers", "processors", "exporters"):
-            for component in pipeline.get(kind, []):
-                where = f"{name}: pipeline {pipeline_id} {kind[:-1]} {component}"
-                if kind != "processors" and component in defined["connectors"]:
-                    (connector_in if kind == "exporters" else connector_out).add(component)
-                    used["connectors"].add(component)
-                    continue
-                assert component in defined[kind], f"{where} is not defined"
-                used[kind].add(component)
-    for kind in defined:
-        assert defined[kind] == used[kind], f"{name}: {kind} defined but unused: {sorted(defined[kind] - used[kind])}"
-    assert connector_in == connector_out == defined["connectors"], f"{name}: a connector needs both ends"
-    for extension in config["service"].get("extensions", []):
-        assert extension in (config.get("extensions") or {}), f"{name}: extension {extension} is not defined"
-    assert set(config["service"].get("extensions", [])) == set(config.get("extensions") or {})
 
 
 def test_collector_pipelines_reference_defined_components(collector: dict[str, Any]) -> None:

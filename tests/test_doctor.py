@@ -174,8 +174,7 @@ def test_the_named_fix_for_missing_schemas_works(tmp_path: Path, capsys: pytest.
     assert group["with_schema"] == 4 and group["with_tool_list"] == 5 and group["fixes"] == []
     from otel_toolcall_eval import EvalConfig
     from otel_toolcall_eval.replay import replay_spans
-    from tests.framework_scenario import scored
-    from tests.test_framework_fixtures import recorded
+    from tests.framework_scenario import recorded, scored
 
     spans = scored(replay_spans(recorded("openai_v2-capture"), EvalConfig.from_dict({"tools": tools})).spans)
     assert [(s.attributes or {}).get("toolcall_eval.schema_valid") for s in spans] == [True, True, False, None, True]

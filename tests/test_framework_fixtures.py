@@ -8,22 +8,14 @@ to a convention that breaks a framework fails here, in the unit suite, too.
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval.replay import replay_spans
 from otel_toolcall_eval.replay.engine import end_order
-from otel_toolcall_eval.replay.otlp import request_from_json, spans_from_request
-from tests.framework_scenario import EXPECTED, check, fixture_path
-
-
-def recorded(name: str) -> list[ReadableSpan]:
-    return list(spans_from_request(request_from_json(json.loads(fixture_path(name).read_text()))))
+from tests.framework_scenario import EXPECTED, check, fixture_path, recorded
 
 
 def test_every_expectation_has_its_fixture() -> None:

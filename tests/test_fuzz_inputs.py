@@ -25,8 +25,7 @@ from otel_toolcall_eval.replay import read_file, replay_spans
 from otel_toolcall_eval.replay.formats import ReadLimits
 from otel_toolcall_eval.replay.otlp import encode_json
 
-from .test_replay import JAEGER_TRACE
-from .test_replay_inputs import OTLP_SPAN, _otlp
+from .helpers import JAEGER_TRACE, OTLP_SPAN, otlp_document
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
 FUZZ = settings(
@@ -85,7 +84,12 @@ def _mutations(document: Any) -> st.SearchStrategy[Any]:
     return st.tuples(st.sampled_from(paths), JSON, st.booleans()).map(apply)
 
 
-SEEDS = [_otlp(), {"data": [JAEGER_TRACE]}, {"batches": _otlp()["resourceSpans"]}, {"trace": _otlp(OTLP_SPAN)}]
+SEEDS = [
+    otlp_document(),
+    {"data": [JAEGER_TRACE]},
+    {"batches": otlp_document()["resourceSpans"]},
+    {"trace": otlp_document(OTLP_SPAN)},
+]
 DOCUMENTS = st.one_of(*(_mutations(seed) for seed in SEEDS))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.test_deploy_config import check_pipelines
+from tests.helpers import check_pipelines
 
 GATEWAY = Path(__file__).resolve().parents[1] / "collector-config" / "gateway.yaml"
 

@@ -13,22 +13,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.dataset.io import read_cases
 from otel_toolcall_eval.demo import default_config_path
-from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
+from otel_toolcall_eval.demo.agent import FAILURE_CLASSES
 from otel_toolcall_eval.harvest import WhereError, parse_where
 from otel_toolcall_eval.replay.otlp import encode_json
-
-
-def _record(path: Path, failures: dict[str, float], traces: int = 12, seed: int = 5) -> Path:
-    """The demo's raw spans (no processor: as recorded before it was deployed) in the Collector's JSON lines."""
-    raw = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(raw))
-    agent = ScriptedAgent(provider.get_tracer("demo"), seed=seed)
-    for _ in range(traces):
-        agent.run(failures)
-    provider.shutdown()
-    path.write_text(json.dumps(encode_json(list(raw.get_finished_spans()))) + "\n")
-    return path
+from tests.helpers import record_demo_traces
 
 
 def test_where_parsing() -> None:
@@ -48,7 +36,7 @@ def test_where_parsing() -> None:
 def test_harvest_must_not_call_traces_into_valid_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
     failures["must_not_call"] = 0.5
-    source = _record(tmp_path / "traces.jsonl", failures)
+    source = record_demo_traces(tmp_path / "traces.jsonl", failures)
     out = tmp_path / "cases.jsonl"
     args = [
         "harvest",
@@ -83,7 +71,7 @@ def test_harvest_must_not_call_traces_into_valid_rows(tmp_path: Path, capsys: py
 
 
 def test_harvest_keeps_draft_calls_batches_and_arguments(tmp_path: Path) -> None:
-    source = _record(tmp_path / "traces.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=30, seed=9)
+    source = record_demo_traces(tmp_path / "traces.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=30, seed=9)
     out = tmp_path / "clean.jsonl"
     assert main(["harvest", str(source), "--where", "composite_ok = true", "--out", str(out)]) == 0
     cases = read_cases(out)
@@ -101,7 +89,7 @@ def test_harvest_keeps_draft_calls_batches_and_arguments(tmp_path: Path) -> None
 
 
 def test_harvest_bad_where_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    source = _record(tmp_path / "t.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=1)
+    source = record_demo_traces(tmp_path / "t.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=1)
     assert main(["harvest", str(source), "--where", "composite_ok", "--out", str(tmp_path / "o.jsonl")]) == 2
     assert "FIELD OP VALUE" in capsys.readouterr().err
 
@@ -110,7 +98,7 @@ def test_from_failing_trace_to_red_gate(tmp_path: Path, capsys: pytest.CaptureFi
     """The README walk-through: harvest a must-not-call trace, and the agent's recorded run fails the gate."""
     failures = dict.fromkeys(FAILURE_CLASSES, 0.0)
     failures["must_not_call"] = 1.0
-    source = _record(tmp_path / "traces.jsonl", failures, traces=3, seed=2)
+    source = record_demo_traces(tmp_path / "traces.jsonl", failures, traces=3, seed=2)
     cases, runs = tmp_path / "cases.jsonl", tmp_path / "prod-run.jsonl"
     assert (
         main(
@@ -183,7 +171,7 @@ def test_harvest_drafts_only_successful_schema_valid_calls(tmp_path: Path, capsy
     sources = []
     for kind in ("invalid_args", "tool_error", "unparseable_args"):
         failures = {**dict.fromkeys(FAILURE_CLASSES, 0.0), kind: 1.0}
-        sources.append(str(_record(tmp_path / f"{kind}.jsonl", failures, traces=4, seed=3)))
+        sources.append(str(record_demo_traces(tmp_path / f"{kind}.jsonl", failures, traces=4, seed=3)))
     out, runs = tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
     config = str(default_config_path())
     command = ["harvest", *sources, "--where", "composite_ok = false", "--config", config, "--out", str(out)]
@@ -213,7 +201,7 @@ def test_harvest_drafts_only_successful_schema_valid_calls(tmp_path: Path, capsy
 
 def test_an_unknown_where_field_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A typo gave "0 traces matched", exit 0 and an empty file."""
-    source = _record(tmp_path / "t.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=2)
+    source = record_demo_traces(tmp_path / "t.jsonl", dict.fromkeys(FAILURE_CLASSES, 0.0), traces=2)
     out = tmp_path / "o.jsonl"
     command = ["harvest", str(source), "--out", str(out), "--where"]
     assert main([*command, "composit_ok = false and tool = authenticate"]) == 2

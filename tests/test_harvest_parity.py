@@ -13,22 +13,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import Status, StatusCode
 
-from otel_toolcall_eval.cli import main
-from otel_toolcall_eval.dataset.io import read_cases
-from otel_toolcall_eval.offline.prepare import Preparer
-from otel_toolcall_eval.offline.runs import parse_run_line
-from otel_toolcall_eval.offline.score import score_case
-from otel_toolcall_eval.replay.otlp import encode_json
-
-from .helpers import make_pipeline, scores
-from .test_engine_parity import ARGUMENTS, CONFIG, OFFERED, _definitions, _encoded, _online_rows, offline_rows
+from .helpers import (
+    PARITY_ARGUMENTS,
+    PARITY_CONFIG,
+    PARITY_OFFERED,
+    encoded_arguments,
+    harvested,
+    harvested_offline,
+    harvested_online,
+    make_pipeline,
+    tool_definitions,
+)
 
 # what happened when a call ran: its result, or how it failed (status, exception event, error.type)
 EXECUTIONS: dict[str, dict[str, Any]] = {
@@ -48,18 +48,18 @@ def _trace(turns: list[Turn], offered: list[str], answer: bool) -> Any:
     """The trace an instrumented agent emits, through the processor: per turn a chat span that offers the tools and
     requests the turn's calls, then one execute_tool span per call, executed as ``EXECUTIONS`` says; then, with
     ``answer``, a last chat span that answers without a tool."""
-    pipe = make_pipeline(CONFIG)
+    pipe = make_pipeline(PARITY_CONFIG)
     tracer = pipe.tracer
     with tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
         for t, calls in enumerate(turns):
             parts = [
                 {"type": "tool_call", "id": f"c{t}.{i}", "name": name}
-                | ({} if arguments is None else {"arguments": _encoded(arguments)})
+                | ({} if arguments is None else {"arguments": encoded_arguments(arguments)})
                 for i, (name, arguments, _) in enumerate(calls)
             ]
             attrs = {
                 "gen_ai.operation.name": "chat",
-                "gen_ai.tool.definitions": json.dumps(_definitions(offered)),
+                "gen_ai.tool.definitions": json.dumps(tool_definitions(offered)),
                 "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
                 "gen_ai.usage.input_tokens": 100 + t,
                 "gen_ai.usage.output_tokens": 10,
@@ -73,7 +73,7 @@ def _trace(turns: list[Turn], offered: list[str], answer: bool) -> Any:
                     "gen_ai.tool.name": name,
                     "gen_ai.tool.call.id": f"c{t}.{i}",
                 }
-                encoded = _encoded(arguments)
+                encoded = encoded_arguments(arguments)
                 if encoded is not None:
                     attrs["gen_ai.tool.call.arguments"] = encoded
                 if "error_type" in execution:
@@ -95,46 +95,15 @@ def _trace(turns: list[Turn], offered: list[str], answer: bool) -> Any:
     return pipe
 
 
-def _harvested(tmp_path: Path, pipes: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``harvest`` over the traces written as one OTLP JSON file: the rows and the run lines, by case id."""
-    source, config = tmp_path / "traces.json", tmp_path / "config.yaml"
-    spans = [s for pipe in pipes for s in pipe.spans()]
-    source.write_text(json.dumps(encode_json(spans)))
-    config.write_text(yaml.safe_dump(CONFIG.model_dump(mode="json", exclude_none=True)))
-    cases, runs = tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
-    for target in (cases, runs):
-        target.unlink(missing_ok=True)
-    command = ["harvest", str(source), "--where", "tool =~ .", "--config", str(config), "--out", str(cases)]
-    assert main([*command, "--runs-out", str(runs)]) == 0
-    lines = [orjson.loads(line) for line in runs.read_bytes().splitlines()]
-    return {c.id: c for c in read_cases(cases)}, {line["id"]: line for line in lines}
-
-
-def _offline(case: Any, line: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str | None]]:
-    prep = Preparer(CONFIG)
-    result = score_case(prep.prepare(case), parse_run_line("runs.jsonl", 1, orjson.dumps(line)), prep)
-    rows = offline_rows(result.checks)
-    return rows, list(result.call_recovery) if result.call_recovery else [None] * len(rows)
-
-
-def _online(pipe: Any) -> tuple[list[dict[str, Any]], list[str | None]]:
-    spans = pipe.spans()
-    tools = sorted(
-        (s for s in spans if (s.attributes or {}).get("gen_ai.operation.name") == "execute_tool"),
-        key=lambda s: s.end_time or 0,
-    )
-    return _online_rows(spans), [scores(s).get("recovery.class") for s in tools]
-
-
 def _assert_same(tmp_path: Path, traces: list[tuple[list[Turn], list[str], bool]]) -> None:
     pipes = [_trace(turns, offered, answer) for turns, offered, answer in traces]
-    cases, lines = _harvested(tmp_path, pipes)
+    cases, lines = harvested(tmp_path, pipes)
     assert len(lines) == len(pipes)
     for pipe in pipes:
         trace_id = next(s.context.trace_id for s in pipe.spans())
         key = f"trace-{trace_id:032x}"
-        online = _online(pipe)
-        offline = _offline(cases[key], lines[key])
+        online = harvested_online(pipe)
+        offline = harvested_offline(cases[key], lines[key])
         assert offline[0] == online[0], (lines[key], online[0])
         assert offline[1] == online[1], (lines[key], online[1])
 
@@ -142,14 +111,14 @@ def _assert_same(tmp_path: Path, traces: list[tuple[list[Turn], list[str], bool]
 def test_two_identical_failed_calls_are_a_repeated_failure_and_a_repeat_offline_too(tmp_path: Path) -> None:
     turns: list[Turn] = [[("search", {"q": "paris"}, "timeout")], [("search", {"q": "paris"}, "timeout")]]
     _assert_same(tmp_path, [(turns, ["search"], True)])
-    cases, lines = _harvested(tmp_path, [_trace(turns, ["search"], True)])
+    cases, lines = harvested(tmp_path, [_trace(turns, ["search"], True)])
     (line,) = lines.values()
     assert line["tool_calls"][0]["error"] == {
         "type": "TimeoutError",
         "message": "read timed out after 30 s",
         "status": "timed out",
     }
-    rows, recovery = _offline(next(iter(cases.values())), line)
+    rows, recovery = harvested_offline(next(iter(cases.values())), line)
     assert [r["repeated_failure"] for r in rows] == [False, True]
     assert recovery == ["repeated", "handed_back"]
 
@@ -158,14 +127,14 @@ def test_a_prerequisite_that_failed_online_is_not_done_offline(tmp_path: Path) -
     """``required_steps``: authenticate before send_email; authenticate ran and failed."""
     turns: list[Turn] = [[("authenticate", {}, "status")], [("send_email", {"to": "a@b.c"}, "ok")]]
     _assert_same(tmp_path, [(turns, ["authenticate", "send_email"], True)])
-    cases, lines = _harvested(tmp_path, [_trace(turns, ["authenticate", "send_email"], True)])
-    rows, _ = _offline(next(iter(cases.values())), next(iter(lines.values())))
+    cases, lines = harvested(tmp_path, [_trace(turns, ["authenticate", "send_email"], True)])
+    rows, _ = harvested_offline(next(iter(cases.values())), next(iter(lines.values())))
     assert "missing_required_step:authenticate" in (rows[1]["violations"] or [])
 
 
 def test_run_lines_carry_results_latency_tokens_and_redacted_errors(tmp_path: Path) -> None:
     turns: list[Turn] = [[("search", {"q": "x"}, "secret"), ("ping", {}, "ok")]]
-    _, lines = _harvested(tmp_path, [_trace(turns, ["search", "ping"], False)])
+    _, lines = harvested(tmp_path, [_trace(turns, ["search", "ping"], False)])
     (line,) = lines.values()
     failed, ok = line["tool_calls"]
     assert failed["error"]["message"] == "token [REDACTED] refused"  # the judge's default redaction
@@ -175,7 +144,7 @@ def test_run_lines_carry_results_latency_tokens_and_redacted_errors(tmp_path: Pa
     assert line["latency_ms"] >= max(c["latency_ms"] for c in line["tool_calls"])
 
 
-NAMES = st.sampled_from(sorted(ARGUMENTS))
+NAMES = st.sampled_from(sorted(PARITY_ARGUMENTS))
 
 
 @st.composite
@@ -184,9 +153,13 @@ def traces(draw: st.DrawFn) -> tuple[list[Turn], list[str], bool]:
     for _ in range(draw(st.integers(1, 4))):
         calls = []
         for name in draw(st.lists(NAMES, min_size=1, max_size=3)):
-            calls.append((name, draw(st.sampled_from(ARGUMENTS[name])), draw(st.sampled_from(sorted(EXECUTIONS)))))
+            calls.append(
+                (name, draw(st.sampled_from(PARITY_ARGUMENTS[name])), draw(st.sampled_from(sorted(EXECUTIONS))))
+            )
         turns.append(calls)
-    offered = draw(st.lists(st.sampled_from(sorted(OFFERED)), unique=True, min_size=1, max_size=len(OFFERED)))
+    offered = draw(
+        st.lists(st.sampled_from(sorted(PARITY_OFFERED)), unique=True, min_size=1, max_size=len(PARITY_OFFERED))
+    )
     return turns, offered, draw(st.booleans())
 
 

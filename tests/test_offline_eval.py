@@ -15,36 +15,8 @@ from otel_toolcall_eval.dataset import template_cases, write_cases
 from otel_toolcall_eval.offline.pipeline import run_pipeline
 from otel_toolcall_eval.offline.prepare import Preparer
 from otel_toolcall_eval.offline.runner import evaluate
+from tests.helpers import BAD, GOOD, write_run
 
-# What an agent did on the template's five cases: every case right (in the shapes of three providers).
-_EVENT = '{"title": "Dentist", "start": "2025-03-05T15:00"}'
-_REMINDER = '{"text": "Dentist", "at": "2025-03-04 09:00:00"}'
-GOOD: dict[str, list[dict[str, Any]]] = {
-    "order-status": [{"name": "get_order", "arguments": '{"order_id": "12345", "include_history": false}'}],
-    "dentist-and-reminder": [
-        {"id": "c1", "type": "function", "function": {"name": "create_event", "arguments": _EVENT}, "batch": 1},
-        {"id": "c2", "type": "function", "function": {"name": "create_reminder", "arguments": _REMINDER}, "batch": 1},
-    ],
-    "move-standup": [
-        {"type": "tool_use", "id": "t1", "name": "list_events", "input": {"date": "2025-03-06"}},
-        {
-            "type": "tool_use",
-            "id": "t2",
-            "name": "update_event",
-            "input": {"event_id": "e1", "start": "2025-03-06T14:00:00"},
-        },
-    ],
-    "thanks": [],
-    "clear-calendar": [{"name": "confirm_action", "arguments": {"summary": "Delete every event?"}}],
-}
-# The same agent after a bad change: a parse failure, a missed call, a swapped order, an unnecessary call.
-BAD: dict[str, list[dict[str, Any]]] = {
-    **GOOD,
-    "order-status": [{"name": "get_order", "arguments": '{"order_id": 12345'}],
-    "dentist-and-reminder": [{"name": "create_event", "arguments": {"title": "Dentist", "start": "2025-03-05T15:00"}}],
-    "move-standup": list(reversed(GOOD["move-standup"])),
-    "thanks": [{"name": "get_order", "arguments": {"order_id": "12345"}}],
-}
 FORBIDDEN = {**GOOD, "clear-calendar": [{"name": "delete_all_events", "arguments": {}}]}
 
 
@@ -57,19 +29,6 @@ def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
 def dataset(tmp_path: Path) -> Path:
     path = tmp_path / "dataset.jsonl"
     write_cases(path, template_cases())
-    return path
-
-
-def _run(
-    tmp_path: Path,
-    calls: dict[str, list[dict[str, Any]]],
-    name: str = "run.jsonl",
-    extra: dict[str, dict[str, Any]] | None = None,
-) -> Path:
-    path = tmp_path / name
-    more = extra or {}
-    lines = [json.dumps({"id": case_id, "tool_calls": c, **more.get(case_id, {})}) for case_id, c in calls.items()]
-    path.write_text("\n".join(lines) + "\n")
     return path
 
 
@@ -93,7 +52,7 @@ gate:
 def test_a_correct_run_passes_and_writes_every_report(
     tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _run(tmp_path, GOOD, extra={"order-status": {"latency_ms": 800, "tokens": 340}})
+    run = write_run(tmp_path, GOOD, extra={"order-status": {"latency_ms": 800, "tokens": 340}})
     out = {k: tmp_path / f"report.{k}" for k in ("json", "md", "xml", "html")}
     code = main(
         ["eval", "--dataset", str(dataset), "--runs", str(run), "--config", str(_config(tmp_path, GATE)),
@@ -128,9 +87,12 @@ def test_a_regression_fails_the_gate_and_the_markdown_shows_the_diff(
 ) -> None:
     config = str(_config(tmp_path, GATE))
     baseline = tmp_path / "main.json"
-    assert main(["eval", "--dataset", str(dataset), "--runs", str(_run(tmp_path, GOOD)), "--json", str(baseline)]) == 0
+    assert (
+        main(["eval", "--dataset", str(dataset), "--runs", str(write_run(tmp_path, GOOD)), "--json", str(baseline)])
+        == 0
+    )
     md, js, xml = tmp_path / "pr.md", tmp_path / "pr.json", tmp_path / "pr.xml"
-    bad = _run(tmp_path, BAD, "bad.jsonl")
+    bad = write_run(tmp_path, BAD, "bad.jsonl")
     code = main(
         ["eval", "--dataset", str(dataset), "--runs", str(bad), "--config", config, "--baseline", str(baseline),
          "--markdown", str(md), "--json", str(js), "--junit", str(xml)]
@@ -162,7 +124,9 @@ def test_must_not_call_fails_the_run_without_any_threshold(
     tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     js = tmp_path / "r.json"
-    assert main(["eval", "--dataset", str(dataset), "--runs", str(_run(tmp_path, FORBIDDEN)), "--json", str(js)]) == 1
+    assert (
+        main(["eval", "--dataset", str(dataset), "--runs", str(write_run(tmp_path, FORBIDDEN)), "--json", str(js)]) == 1
+    )
     gate = json.loads(js.read_text())["gate"]
     assert gate["failures"] == ["must-not-call: 1 call(s) of forbidden tools (cases: clear-calendar)"]
     out = capsys.readouterr().out
@@ -170,7 +134,7 @@ def test_must_not_call_fails_the_run_without_any_threshold(
 
 
 def test_n_samples_gate_on_the_mean_and_guard_the_spread(tmp_path: Path, dataset: Path) -> None:
-    good, bad = _run(tmp_path, GOOD, "a.jsonl"), _run(tmp_path, BAD, "b.jsonl")
+    good, bad = write_run(tmp_path, GOOD, "a.jsonl"), write_run(tmp_path, BAD, "b.jsonl")
     steady = _config(tmp_path, "gate:\n  min: {pass_rate: 0.5}\n  max_spread: 0.2\n")
     js = tmp_path / "n.json"
     assert main(["eval", "--dataset", str(dataset), "--runs", str(good), str(good), "--config", str(steady)]) == 0
@@ -217,9 +181,12 @@ def test_bad_run_files_exit_2_naming_file_line_and_field(
 
 def test_the_html_report_shows_the_baseline_diff_like_the_markdown(tmp_path: Path, dataset: Path) -> None:
     baseline = tmp_path / "main.json"
-    assert main(["eval", "--dataset", str(dataset), "--runs", str(_run(tmp_path, GOOD)), "--json", str(baseline)]) == 0
+    assert (
+        main(["eval", "--dataset", str(dataset), "--runs", str(write_run(tmp_path, GOOD)), "--json", str(baseline)])
+        == 0
+    )
     page = tmp_path / "pr.html"
-    bad = _run(tmp_path, BAD, "bad.jsonl")
+    bad = write_run(tmp_path, BAD, "bad.jsonl")
     assert main(
         ["eval", "--dataset", str(dataset), "--runs", str(bad), "--baseline", str(baseline), "--html", str(page)]
     ) in (0, 1)
@@ -237,7 +204,7 @@ def test_the_html_report_shows_the_baseline_diff_like_the_markdown(tmp_path: Pat
 def test_bad_dataset_config_and_baseline_exit_2(
     tmp_path: Path, dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _run(tmp_path, GOOD)
+    run = write_run(tmp_path, GOOD)
     broken = tmp_path / "broken.jsonl"
     broken.write_text(dataset.read_text() + '{"id": "x", "user_input": "hi"}\n')
     assert main(["eval", "--dataset", str(broken), "--runs", str(run)]) == 2
@@ -260,7 +227,7 @@ def test_bad_dataset_config_and_baseline_exit_2(
 
 def test_missing_run_lines_fail_the_case_and_the_gate(tmp_path: Path, dataset: Path) -> None:
     partial = {k: v for k, v in GOOD.items() if k != "thanks"}
-    result = evaluate(dataset, [_run(tmp_path, partial)])
+    result = evaluate(dataset, [write_run(tmp_path, partial)])
     try:
         rows = {r["id"]: r for r in result.cases}
         assert rows["thanks"]["passed"] is False and rows["thanks"]["reasons"] == [
@@ -289,9 +256,9 @@ def _summary(dataset: Path, runs: list[Path], **kwargs: Any) -> tuple[dict[str, 
 
 
 def test_run_order_does_not_matter(tmp_path: Path, dataset: Path) -> None:
-    in_order = _summary(dataset, [_run(tmp_path, BAD)])
+    in_order = _summary(dataset, [write_run(tmp_path, BAD)])
     shuffled = dict(reversed(list(BAD.items())))
-    assert _close(_summary(dataset, [_run(tmp_path, shuffled, "shuffled.jsonl")]), in_order)
+    assert _close(_summary(dataset, [write_run(tmp_path, shuffled, "shuffled.jsonl")]), in_order)
 
 
 def test_chunks_pair_across_boundaries_and_workers_agree(tmp_path: Path) -> None:
@@ -301,7 +268,7 @@ def test_chunks_pair_across_boundaries_and_workers_agree(tmp_path: Path) -> None
     dataset = tmp_path / "big.jsonl"
     write_cases(dataset, big)
     calls = {f"{case_id}-{i}": (BAD if i % 3 else GOOD)[case_id] for i in range(40) for case_id in GOOD}
-    run = _run(tmp_path, dict(sorted(calls.items(), key=lambda kv: hash(kv[0]) % 97)), "mixed.jsonl")
+    run = write_run(tmp_path, dict(sorted(calls.items(), key=lambda kv: hash(kv[0]) % 97)), "mixed.jsonl")
     config = EvalConfig()
     expected_report, expected_rows = _summary(dataset, [run])
     outcome = run_pipeline(dataset, [str(run), str(run)], config, Preparer(config), chunk_size=7)
@@ -320,12 +287,12 @@ def test_csv_dataset_and_progress(tmp_path: Path) -> None:
     dataset = tmp_path / "dataset.csv"
     write_cases(dataset, template_cases())
     seen: list[int] = []
-    report, rows = _summary(dataset, [_run(tmp_path, GOOD)], progress=seen.append)
+    report, rows = _summary(dataset, [write_run(tmp_path, GOOD)], progress=seen.append)
     assert report["summary"]["pass_rate"] == 1.0 and len(rows) == 5 and seen[-1] == 5
 
 
 def test_confusion_matrix_and_per_slice(tmp_path: Path, dataset: Path) -> None:
-    report, _ = _summary(dataset, [_run(tmp_path, FORBIDDEN)])
+    report, _ = _summary(dataset, [write_run(tmp_path, FORBIDDEN)])
     matrix = report["confusion_matrix"]
     labels = matrix["labels"]
     cell = {(e, c): matrix["counts"][i][j] for i, e in enumerate(labels) for j, c in enumerate(labels)}
@@ -338,7 +305,7 @@ def test_confusion_matrix_and_per_slice(tmp_path: Path, dataset: Path) -> None:
 def test_junit_rendered_while_scoring_equals_junit_rendered_after(tmp_path: Path, dataset: Path) -> None:
     from otel_toolcall_eval.offline.reports.junit import write_junit
 
-    run = _run(tmp_path, BAD)
+    run = write_run(tmp_path, BAD)
     texts = []
     for during in (True, False):
         result = evaluate(dataset, [run], junit=during)
@@ -362,7 +329,7 @@ def test_duplicates_across_chunks_are_caught(tmp_path: Path, dataset: Path) -> N
     lines = dataset.read_text().splitlines()
     twice = tmp_path / "twice.jsonl"
     twice.write_text("\n".join([*lines, lines[0]]) + "\n")  # order-status again, 5 lines later
-    run = _run(tmp_path, GOOD)
+    run = write_run(tmp_path, GOOD)
     with pytest.raises(DatasetError) as info:  # chunks of 2 lines: the two rows meet only in the id hashes
         run_pipeline(twice, [str(run)], config, Preparer(config), chunk_size=2)
     assert (info.value.line, info.value.field) == (6, "id")

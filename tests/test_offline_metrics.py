@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,10 +18,9 @@ from otel_toolcall_eval.checks.necessity import made_unnecessary_call, missed_al
 from otel_toolcall_eval.checks.order import arrange_batches, order_score
 from otel_toolcall_eval.checks.selection import NONE, confusion_label, counts, per_tool_correct, selection
 from otel_toolcall_eval.config import ConfigError, EvalConfig
-from otel_toolcall_eval.dataset.models import DatasetCase
 from otel_toolcall_eval.offline.prepare import Preparer
-from otel_toolcall_eval.offline.runs import parse_run_line
-from otel_toolcall_eval.offline.score import CaseResult, score_case
+from otel_toolcall_eval.offline.score import score_case
+from tests.helpers import ORDER_TOOLS, dataset_case, score_run_calls
 
 NORM = Normalizer()
 NAMES = st.lists(st.sampled_from(["search", "book", "notify", "cancel", "calendar"]), max_size=7)
@@ -219,9 +217,9 @@ def test_embedding_similarity_is_pluggable_from_the_config() -> None:
     )
     prep = Preparer(config)
     assert isinstance(prep.similarity, WordOverlap)
-    case = _case([{"name": "send_email", "args": {"body": "lunch is at noon"}}])
+    case = dataset_case([{"name": "send_email", "args": {"body": "lunch is at noon"}}])
     # rapidfuzz would accept this reordering; word overlap (1/7) does not
-    result = _score(case, [{"name": "send_email", "arguments": {"body": "noon at lunch? no, never is"}}], prep)
+    result = score_run_calls(case, [{"name": "send_email", "arguments": {"body": "noon at lunch? no, never is"}}], prep)
     assert not result.passed and result.free_text_similarity == pytest.approx(3 / 7)
     with pytest.raises(ConfigError, match="embedding"):
         from otel_toolcall_eval.offline.runner import evaluate
@@ -324,83 +322,66 @@ def test_necessity_pair() -> None:
 # --- one case, all metrics (the offline scorer over the same records as online) ---------------------------
 
 
-def _case(expected: list[dict[str, Any]], **extra: Any) -> DatasetCase:
-    data: dict[str, Any] = {"id": "c1", "user_input": "u", "expected_tool_calls": expected, **extra}
-    if not expected:
-        data["expected_no_tool"] = True
-    return DatasetCase.model_validate(data)
-
-
-def _score(case: DatasetCase, calls: list[dict[str, Any]], prep: Preparer | None = None, **run: Any) -> CaseResult:
-    prep = prep or Preparer(EvalConfig())
-    entry = parse_run_line("run.jsonl", 1, orjson.dumps({"id": case.id, "tool_calls": calls, **run}))
-    return score_case(prep.prepare(case, 1), entry, prep)
-
-
-ORDER_TOOLS = [
-    {"name": "get_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
-    {"name": "delete_all", "parameters": {"type": "object", "properties": {}}},
-]
-
-
 def test_case_with_the_worked_argument_example_passes() -> None:
-    case = _case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
-    result = _score(case, [{"name": "get_order", "arguments": '{"order_id":"12345","include_history":false}'}])
+    case = dataset_case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
+    result = score_run_calls(case, [{"name": "get_order", "arguments": '{"order_id":"12345","include_history":false}'}])
     assert result.passed and result.required_args_match and result.schema_valid
     assert (result.precision, result.recall, result.f1) == (1.0, 1.0, 1.0)
 
 
 def test_parse_failure_is_scored_apart_from_selection() -> None:
-    case = _case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
-    result = _score(case, [{"name": "get_order", "arguments": '{"order_id": "123'}])
+    case = dataset_case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
+    result = score_run_calls(case, [{"name": "get_order", "arguments": '{"order_id": "123'}])
     assert result.parse_failures == 1 and result.f1 == 1.0  # the right tool, arguments broken
     assert not result.passed and result.argument_accuracy == 0.0 and result.required_args_match is None
     assert result.reasons == ["get_order arguments did not parse"]
 
 
 def test_schema_failure_short_circuits_the_value_check() -> None:
-    case = _case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
-    result = _score(case, [{"name": "get_order", "arguments": {"order_id": 12345}}])
+    case = dataset_case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
+    result = score_run_calls(case, [{"name": "get_order", "arguments": {"order_id": 12345}}])
     assert result.schema_valid is False and result.required_args_match is None
     assert "fail the schema" in result.reasons[0] and "/order_id" in result.reasons[0]
 
 
 def test_must_not_call_fails_the_case_whatever_else() -> None:
-    case = _case([{"name": "get_order"}], available_tools=ORDER_TOOLS, must_not_call=["delete_all"])
-    result = _score(case, [{"name": "get_order", "arguments": {}}, {"name": "delete_all", "arguments": {}}])
+    case = dataset_case([{"name": "get_order"}], available_tools=ORDER_TOOLS, must_not_call=["delete_all"])
+    result = score_run_calls(case, [{"name": "get_order", "arguments": {}}, {"name": "delete_all", "arguments": {}}])
     assert not result.passed and result.must_not_call_violations == ["delete_all"]
     assert EvalConfig.from_dict({"policies": {"must_not_call": ["get_order"]}}).policies.must_not_call
     prep = Preparer(EvalConfig.from_dict({"policies": {"must_not_call": ["delete_all"]}}))
-    global_rule = _score(_case([{"name": "get_order"}]), [{"name": "delete_all", "arguments": {}}], prep)
+    global_rule = score_run_calls(
+        dataset_case([{"name": "get_order"}]), [{"name": "delete_all", "arguments": {}}], prep
+    )
     assert global_rule.must_not_call_violations == ["delete_all"]  # the config's list applies to every case
 
 
 def test_acceptable_alternative_passes_and_is_named() -> None:
-    case = _case(
+    case = dataset_case(
         [{"name": "search_web", "args": {"q": "weather paris"}}],
         acceptable_alternatives=[[{"name": "get_weather", "args": {"city": "Paris"}}]],
     )
-    result = _score(case, [{"name": "get_weather", "arguments": {"city": "paris"}}])
+    result = score_run_calls(case, [{"name": "get_weather", "arguments": {"city": "paris"}}])
     assert result.passed and result.reference == 1 and result.expected == ("get_weather",)
 
 
 def test_order_counts_for_passing_only_in_the_ordered_slice() -> None:
     calls = [{"name": "update_event", "arguments": {}}, {"name": "list_events", "arguments": {}}]
     expected = [{"name": "list_events"}, {"name": "update_event"}]
-    unordered = _score(_case(expected), calls)
-    ordered = _score(_case(expected, slice="ordered-dependency"), calls)
+    unordered = score_run_calls(dataset_case(expected), calls)
+    ordered = score_run_calls(dataset_case(expected, slice="ordered-dependency"), calls)
     assert unordered.passed and unordered.order is not None and not unordered.order.exact
     assert not ordered.passed and ordered.reasons[0].startswith("order:")
 
 
 def test_unknown_tools_duplicates_and_run_metadata() -> None:
-    case = _case([{"name": "get_order", "args": {"order_id": "1"}}], available_tools=ORDER_TOOLS)
+    case = dataset_case([{"name": "get_order", "args": {"order_id": "1"}}], available_tools=ORDER_TOOLS)
     calls = [
         {"name": "get_order", "arguments": {"order_id": "1"}},
         {"name": "get_order", "arguments": {"order_id": " 1 "}},  # the same call after normalisation
         {"name": "lookup_order", "arguments": {}},
     ]
-    result = _score(case, calls, latency_ms=120, tokens={"input": 10, "output": 5}, error="timeout")
+    result = score_run_calls(case, calls, latency_ms=120, tokens={"input": 10, "output": 5}, error="timeout")
     assert result.unknown_tools == 1 and result.duplicate_calls == 1 and result.unnecessary_calls == 2
     assert (result.latency_ms, result.tokens, result.error) == (120.0, 15.0, "timeout")
     assert not result.passed and result.reasons[0] == "run error: timeout"
@@ -408,7 +389,7 @@ def test_unknown_tools_duplicates_and_run_metadata() -> None:
 
 def test_missing_run_line_fails_the_case() -> None:
     prep = Preparer(EvalConfig())
-    result = score_case(prep.prepare(_case([{"name": "a"}]), 1), None, prep)
+    result = score_case(prep.prepare(dataset_case([{"name": "a"}]), 1), None, prep)
     assert result.missing_run and not result.passed and result.recall == 0.0 and result.f1 == 0.0
     assert result.precision == 0.0
 
@@ -416,27 +397,29 @@ def test_missing_run_line_fails_the_case() -> None:
 def test_a_case_that_expected_calls_and_got_none_has_precision_zero_in_the_case_and_the_summary() -> None:
     from otel_toolcall_eval.offline.aggregate import Totals
 
-    silent = _score(_case([{"name": "search"}, {"name": "book"}]), [])
+    silent = score_run_calls(dataset_case([{"name": "search"}, {"name": "book"}]), [])
     assert (silent.precision, silent.recall, silent.f1) == (0.0, 0.0, 0.0)
     totals = Totals()
     totals.add(silent)
     assert totals.summary()["tool_selection"]["precision"] == 0.0  # no call anywhere: nothing was right
-    totals.add(_score(_case([{"name": "search"}]), [{"name": "search", "arguments": {}}]))
+    totals.add(score_run_calls(dataset_case([{"name": "search"}]), [{"name": "search", "arguments": {}}]))
     # micro-averaged over the calls made: a case without calls adds none, so precision stays that of the calls
     assert totals.summary()["tool_selection"]["precision"] == 1.0
     assert totals.summary()["tool_selection"]["mean_case_f1"] == 0.5
 
 
 def test_no_tool_case_passes_only_without_calls() -> None:
-    assert _score(_case([]), []).passed
-    chatty = _score(_case([]), [{"name": "search", "arguments": {}}])
+    assert score_run_calls(dataset_case([]), []).passed
+    chatty = score_run_calls(dataset_case([]), [{"name": "search", "arguments": {}}])
     assert not chatty.passed and chatty.unnecessary_calls == 1 and chatty.order is None
 
 
 @settings(max_examples=60)
 @given(NAMES.filter(bool), NAMES)
 def test_case_metrics_agree_with_the_metric_functions(expected: list[str], actual: list[str]) -> None:
-    result = _score(_case([{"name": n} for n in expected]), [{"name": n, "arguments": {}} for n in actual])
+    result = score_run_calls(
+        dataset_case([{"name": n} for n in expected]), [{"name": n, "arguments": {}} for n in actual]
+    )
     s = selection(expected, actual)
     assert (result.precision, result.recall, result.f1) == (s.precision, s.recall, s.f1)
     assert result.order is not None and result.order.score == order_score(expected, actual).score
@@ -468,7 +451,7 @@ def test_an_unconstrained_optional_key_does_not_take_the_call_another_expected_c
         {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}, "batch": 1},
         {"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}, "batch": 1},
     ]
-    result = _score(_case(expected, available_tools=WEATHER), calls[::-1] if reverse else calls)
+    result = score_run_calls(dataset_case(expected, available_tools=WEATHER), calls[::-1] if reverse else calls)
     assert result.passed and result.args_correct == 2 == result.pairs
     assert sorted(j for _, _, j in result.pair_verdicts) == [0, 1]  # each call answers one expected call
 
@@ -479,7 +462,7 @@ def test_pairing_prefers_the_closest_call_when_none_passes() -> None:
         {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "kelvin"}},
         {"name": "get_weather", "arguments": {"city": "Rome", "unit": "kelvin"}},
     ]
-    result = _score(_case(expected, available_tools=WEATHER), calls)
+    result = score_run_calls(dataset_case(expected, available_tools=WEATHER), calls)
     assert not result.passed and result.reasons[-1] == "get_weather arguments differ: unit"
 
 
@@ -491,8 +474,8 @@ def test_the_verdict_does_not_depend_on_the_order_of_the_calls(specs: list[tuple
 
     expected = [{"name": "get_weather", "args": args(c, u)} for c, u in specs]
     made = [{"name": "get_weather", "arguments": args(c, u or "celsius")} for c, u in specs]
-    first = _score(_case(expected, available_tools=WEATHER), made)
-    shuffled = _score(_case(expected, available_tools=WEATHER), data.draw(st.permutations(made)))
+    first = score_run_calls(dataset_case(expected, available_tools=WEATHER), made)
+    shuffled = score_run_calls(dataset_case(expected, available_tools=WEATHER), data.draw(st.permutations(made)))
     assert first.passed and shuffled.passed
     assert (shuffled.args_correct, shuffled.pairs) == (first.args_correct, first.pairs) == (4, 4)
 
@@ -506,7 +489,7 @@ def test_when_no_pairing_passes_the_assignment_keeps_each_call_with_its_closest_
         {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius", "days": 5}},
         {"name": "get_weather", "arguments": {"city": "Rome", "unit": "kelvin", "days": 3}},
     ]
-    result = _score(_case(expected, available_tools=WEATHER), calls)
+    result = score_run_calls(dataset_case(expected, available_tools=WEATHER), calls)
     assert [j for _, _, j in result.pair_verdicts] == [1, 0]  # first-fit would pair Rome with Oslo
     assert result.reasons == ["get_weather arguments differ: unit"] * 2
 
@@ -540,12 +523,14 @@ SIZES = [
 def test_case_folds_only_where_the_schema_does_not_declare_both_spellings(
     expected: dict[str, Any], made: dict[str, Any], passed: bool
 ) -> None:
-    case = _case([{"name": "set_size", "args": expected}], available_tools=SIZES)
-    result = _score(case, [{"name": "set_size", "arguments": made}])
+    case = dataset_case([{"name": "set_size", "args": expected}], available_tools=SIZES)
+    result = score_run_calls(case, [{"name": "set_size", "arguments": made}])
     assert result.passed is passed, result.reasons
     config = EvalConfig.from_dict({"tools": [{**SIZES[0]}]})  # the config's schema counts too
-    from_config = _score(
-        _case([{"name": "set_size", "args": expected}]), [{"name": "set_size", "arguments": made}], Preparer(config)
+    from_config = score_run_calls(
+        dataset_case([{"name": "set_size", "args": expected}]),
+        [{"name": "set_size", "arguments": made}],
+        Preparer(config),
     )
     assert from_config.passed is passed
 
@@ -554,15 +539,15 @@ def test_case_folds_only_where_the_schema_does_not_declare_both_spellings(
 
 
 def test_undeclared_arguments_are_counted_and_fail_the_case_only_when_configured() -> None:
-    case = _case([{"name": "get_order", "args": {"order_id": "1"}}], available_tools=ORDER_TOOLS)
+    case = dataset_case([{"name": "get_order", "args": {"order_id": "1"}}], available_tools=ORDER_TOOLS)
     calls = [{"name": "get_order", "arguments": {"order_id": "1", "include_history": True}}]
-    reported = _score(case, calls)
+    reported = score_run_calls(case, calls)
     assert reported.passed and reported.undeclared_arguments == 1
     prep = Preparer(EvalConfig.from_dict({"policies": {"undeclared_arguments": "fail"}}))
-    failed = _score(case, calls, prep)
+    failed = score_run_calls(case, calls, prep)
     assert not failed.passed and failed.undeclared_arguments == 1
     assert failed.reasons == ["policy: undeclared_argument (get_order, call 1)"]
-    assert _score(case, [{"name": "get_order", "arguments": {"order_id": "1"}}], prep).passed
+    assert score_run_calls(case, [{"name": "get_order", "arguments": {"order_id": "1"}}], prep).passed
 
 
 # --- per-argument alternatives and optional arguments in the expected call --------------------------------
@@ -597,13 +582,17 @@ def test_per_argument_alternatives_with_an_optional_marker(made: dict[str, Any],
         "optional_args": ["unit"],
         "required_args_only": False,
     }
-    result = _score(_case([expected], available_tools=UNIT_TOOLS), [{"name": "convert", "arguments": made}])
+    result = score_run_calls(
+        dataset_case([expected], available_tools=UNIT_TOOLS), [{"name": "convert", "arguments": made}]
+    )
     assert result.passed is passed, result.reasons
 
 
 def test_a_missing_required_option_is_named_in_the_reasons() -> None:
     expected = {"name": "convert", "args": {"amount": 5}, "arg_options": {"unit": ["kg", "lb"]}}
-    result = _score(_case([expected], available_tools=UNIT_TOOLS), [{"name": "convert", "arguments": {"amount": 6}}])
+    result = score_run_calls(
+        dataset_case([expected], available_tools=UNIT_TOOLS), [{"name": "convert", "arguments": {"amount": 6}}]
+    )
     assert result.reasons == ["convert arguments differ: unit, amount"]
 
 
@@ -627,10 +616,12 @@ def test_exact_args_are_compared_without_normalisation(made: dict[str, Any], pas
         "optional_args": ["items", "unit"],
         "exact_args": ["items"],
     }
-    result = _score(_case([expected], available_tools=tools), [{"name": "sort", "arguments": made}])
+    result = score_run_calls(dataset_case([expected], available_tools=tools), [{"name": "sort", "arguments": made}])
     assert result.passed is passed, result.reasons
     plain = {"name": "sort", "args": {"items": "myItemList"}, "exact_args": ["items"]}
-    result = _score(_case([plain], available_tools=tools), [{"name": "sort", "arguments": {"items": "MYITEMLIST"}}])
+    result = score_run_calls(
+        dataset_case([plain], available_tools=tools), [{"name": "sort", "arguments": {"items": "MYITEMLIST"}}]
+    )
     assert not result.passed and result.reasons == ["sort arguments differ: items"]
 
 
@@ -638,8 +629,8 @@ def test_an_exact_argument_is_never_compared_as_free_text() -> None:
     prep = Preparer(EvalConfig.model_validate({"arguments": {"free_text": {"sort": ["items"]}}}))
     plain = {"name": "sort", "args": {"items": "myItemList"}}
     close = [{"name": "sort", "arguments": {"items": "myItemLists"}}]
-    assert _score(_case([plain]), close, prep).passed  # similar enough as free text
-    assert not _score(_case([{**plain, "exact_args": ["items"]}]), close, prep).passed
+    assert score_run_calls(dataset_case([plain]), close, prep).passed  # similar enough as free text
+    assert not score_run_calls(dataset_case([{**plain, "exact_args": ["items"]}]), close, prep).passed
 
 
 @pytest.mark.parametrize(

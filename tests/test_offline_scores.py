@@ -15,7 +15,7 @@ from otel_toolcall_eval.dataset import template_cases, write_cases
 from otel_toolcall_eval.offline.gate import compile_gate
 from otel_toolcall_eval.offline.runner import evaluate
 from otel_toolcall_eval.offline.scores import RunReport, compile_metric
-from tests.test_offline_eval import BAD, GOOD, _run
+from tests.helpers import BAD, GOOD, write_run
 
 
 def _every_key() -> list[str]:
@@ -31,7 +31,7 @@ def _every_key() -> list[str]:
 def test_every_catalog_key_names_a_typed_field(tmp_path: Path) -> None:
     dataset = tmp_path / "d.jsonl"
     write_cases(dataset, template_cases())
-    with evaluate(dataset, [_run(tmp_path, GOOD)], EvalConfig()) as result:
+    with evaluate(dataset, [write_run(tmp_path, GOOD)], EvalConfig()) as result:
         report = result.scores
         summary = result.report["summary"]  # the JSON form, written from the typed one
     for key in _every_key():
@@ -59,7 +59,7 @@ def test_a_key_without_a_typed_field_fails_at_start_up_naming_the_field(tmp_path
 def test_json_form_round_trips_and_the_gate_reads_the_typed_mean_and_spread(tmp_path: Path) -> None:
     dataset = tmp_path / "d.jsonl"
     write_cases(dataset, template_cases())
-    good, bad = _run(tmp_path, GOOD, "a.jsonl"), _run(tmp_path, BAD, "b.jsonl")
+    good, bad = write_run(tmp_path, GOOD, "a.jsonl"), write_run(tmp_path, BAD, "b.jsonl")
     config = EvalConfig.model_validate(
         {
             "gate": {"min": {"pass_rate": 0.5, "difficulty.easy.pass_rate": 0.1}, "max_spread": 0.2},

@@ -13,7 +13,7 @@ from otel_toolcall_eval.dataset import template_cases, write_cases
 from otel_toolcall_eval.offline.pipeline import run_pipeline
 from otel_toolcall_eval.offline.prepare import Preparer
 from otel_toolcall_eval.offline.runner import evaluate
-from tests.test_offline_eval import GOOD
+from tests.helpers import GOOD
 
 # the template's cases as two conversations; "clear-calendar" belongs to none
 SESSIONS = {

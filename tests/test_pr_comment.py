@@ -25,7 +25,7 @@ import yaml
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.commands.pr_comment import MARKER, MAX_COMMENT
 from otel_toolcall_eval.dataset import template_cases, write_cases
-from tests.test_offline_eval import BAD, GOOD
+from tests.helpers import BAD, GOOD
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "acme/agent"

@@ -21,7 +21,7 @@ from otel_toolcall_eval.replay import ReplayInputError, read_file, replay_spans
 from otel_toolcall_eval.replay.jaeger import spans_from_jaeger
 from otel_toolcall_eval.replay.otlp import encode_json
 
-from .helpers import assert_replay_matches, scores
+from .helpers import JAEGER_TRACE, assert_replay_matches, scores
 
 CONFIG = EvalConfig.load(default_config_path())
 
@@ -108,75 +108,6 @@ def test_unreadable_inputs(tmp_path: Path) -> None:
     junk.write_bytes(b"\x00\x00\x10\x00abc")
     with pytest.raises(ReplayInputError, match="length-prefixed"):
         read_file(junk)
-
-
-JAEGER_TRACE = {
-    "traceID": "00000000000000000000000000abcdef",
-    "spans": [
-        {
-            "traceID": "00000000000000000000000000abcdef",
-            "spanID": "0000000000000001",
-            "operationName": "invoke_agent",
-            "references": [],
-            "startTime": 1_700_000_000_000_000,
-            "duration": 5000,
-            "tags": [{"key": "gen_ai.operation.name", "type": "string", "value": "invoke_agent"}],
-            "logs": [],
-            "processID": "p1",
-        },
-        {
-            "traceID": "00000000000000000000000000abcdef",
-            "spanID": "0000000000000002",
-            "operationName": "chat",
-            "references": [
-                {"refType": "CHILD_OF", "traceID": "00000000000000000000000000abcdef", "spanID": "0000000000000001"}
-            ],
-            "startTime": 1_700_000_000_000_100,
-            "duration": 1000,
-            "tags": [
-                {"key": "gen_ai.operation.name", "type": "string", "value": "chat"},
-                {
-                    "key": "gen_ai.tool.definitions",
-                    "type": "string",
-                    "value": json.dumps([{"name": "lookup", "parameters": {"type": "object", "required": ["q"]}}]),
-                },
-                {"key": "span.kind", "type": "string", "value": "client"},
-            ],
-            "logs": [],
-            "processID": "p1",
-        },
-        {
-            "traceID": "00000000000000000000000000abcdef",
-            "spanID": "0000000000000003",
-            "operationName": "execute_tool lookup",
-            "references": [
-                {"refType": "CHILD_OF", "traceID": "00000000000000000000000000abcdef", "spanID": "0000000000000001"}
-            ],
-            "startTime": 1_700_000_000_001_200,
-            "duration": 800,
-            "tags": [
-                {"key": "gen_ai.operation.name", "type": "string", "value": "execute_tool"},
-                {"key": "gen_ai.tool.name", "type": "string", "value": "lookup"},
-                {"key": "gen_ai.tool.call.arguments", "type": "string", "value": '{"q": "x"}'},
-                {"key": "retries", "type": "int64", "value": 2},
-                {"key": "otel.status_code", "type": "string", "value": "ERROR"},
-                {"key": "otel.status_description", "type": "string", "value": "backend down"},
-                {"key": "error", "type": "bool", "value": True},
-            ],
-            "logs": [
-                {
-                    "timestamp": 1_700_000_000_001_900,
-                    "fields": [
-                        {"key": "event", "type": "string", "value": "exception"},
-                        {"key": "exception.type", "type": "string", "value": "ConnectionError"},
-                    ],
-                }
-            ],
-            "processID": "p1",
-        },
-    ],
-    "processes": {"p1": {"serviceName": "agent-svc", "tags": [{"key": "host.name", "type": "string", "value": "h1"}]}},
-}
 
 
 def test_jaeger_json_maps_every_field() -> None:

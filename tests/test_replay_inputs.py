@@ -14,28 +14,11 @@ from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.replay import ReplayInputError, read_file
 from otel_toolcall_eval.replay.formats import ReadLimits
 
-from .test_replay import JAEGER_TRACE
-
-TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
-OTLP_SPAN: dict[str, Any] = {
-    "traceId": TRACE_ID,
-    "spanId": "b7ad6b7169203331",
-    "name": "execute_tool lookup",
-    "startTimeUnixNano": "1700000000000000000",
-    "endTimeUnixNano": "1700000000100000000",
-    "attributes": [
-        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-        {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup"}},
-    ],
-}
-
-
-def _otlp(span: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"resourceSpans": [{"scopeSpans": [{"spans": [span or OTLP_SPAN]}]}]}
+from .helpers import JAEGER_TRACE, OTLP_SPAN, OTLP_TRACE_ID, otlp_document
 
 
 def _otlp_with(**fields: Any) -> dict[str, Any]:
-    return _otlp({**OTLP_SPAN, **fields})
+    return otlp_document({**OTLP_SPAN, **fields})
 
 
 def _jaeger_with(path: str, value: Any) -> dict[str, Any]:
@@ -69,7 +52,7 @@ MALFORMED: dict[str, tuple[Any, str]] = {
     "spans not a list": ({"resourceSpans": [{"scopeSpans": [{"spans": {"a": 1}}]}]}, "spans"),
     "span id an int": (_otlp_with(spanId=123), "spanId"),
     "span id too short": (_otlp_with(spanId="abcd"), "spanId"),
-    "trace id too long": (_otlp_with(traceId=TRACE_ID + "00"), "traceId"),
+    "trace id too long": (_otlp_with(traceId=OTLP_TRACE_ID + "00"), "traceId"),
     "trace id not hex, wrong length": (_otlp_with(traceId="zz"), "traceId"),
     "trace id all zeros": (_otlp_with(traceId="0" * 32), "traceId"),
     "parent id wrong length": (_otlp_with(parentSpanId="abcdef"), "parentSpanId"),
@@ -78,7 +61,7 @@ MALFORMED: dict[str, tuple[Any, str]] = {
     "int value not a number": (_otlp_with(attributes=[{"key": "k", "value": {"intValue": "x"}}]), "intValue"),
     "time negative": (_otlp_with(startTimeUnixNano="-5"), "startTimeUnixNano"),
     "time a list": (_otlp_with(endTimeUnixNano=[1]), "endTimeUnixNano"),
-    "link id wrong length": (_otlp_with(links=[{"traceId": TRACE_ID, "spanId": "01"}]), "links"),
+    "link id wrong length": (_otlp_with(links=[{"traceId": OTLP_TRACE_ID, "spanId": "01"}]), "links"),
     "events a dict": (_otlp_with(events={"name": "x"}), "events"),
     "attribute nested 600 deep": (_otlp_with(attributes=[{"key": "k", "value": "DEEP"}]), "deeper than"),
     "Tempo trace an int": ({"trace": 5}, "trace"),
@@ -125,7 +108,7 @@ def test_malformed_documents_name_the_file_and_the_field(
 def test_lenient_skips_the_malformed_line_and_keeps_the_others(tmp_path: Path, name: str) -> None:
     document, where = MALFORMED[name]
     path = tmp_path / "traces.jsonl"
-    path.write_text(json.dumps(_otlp()) + "\n" + _text(document) + "\n" + json.dumps(_otlp()) + "\n")
+    path.write_text(json.dumps(otlp_document()) + "\n" + _text(document) + "\n" + json.dumps(otlp_document()) + "\n")
     with pytest.raises(ReplayInputError, match=rf"traces\.jsonl:2: .*{where.replace('[', '.').replace(']', '.')}"):
         read_file(path)
     report = read_file(path, strict=False)
@@ -135,7 +118,7 @@ def test_lenient_skips_the_malformed_line_and_keeps_the_others(tmp_path: Path, n
 def test_protobuf_span_ids_of_the_wrong_length(tmp_path: Path) -> None:
     from otel_toolcall_eval.replay.otlp import request_from_json
 
-    message = request_from_json(_otlp())
+    message = request_from_json(otlp_document())
     message.resource_spans[0].scope_spans[0].spans[0].span_id = b"\x01\x02\x03"
     bad = message.SerializeToString()
     good = _proto_message()
@@ -157,7 +140,7 @@ def test_protobuf_span_ids_of_the_wrong_length(tmp_path: Path) -> None:
 
 def test_a_whole_file_document_over_the_limit_is_refused_naming_the_limit(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
-    path.write_text(json.dumps(_otlp(), indent=2))
+    path.write_text(json.dumps(otlp_document(), indent=2))
     size = path.stat().st_size
     with pytest.raises(ReplayInputError, match=r"big\.json: .*larger than the .*--max-record-size"):
         read_file(path, limits=ReadLimits(max_record_bytes=size // 2))
@@ -167,7 +150,7 @@ def test_a_whole_file_document_over_the_limit_is_refused_naming_the_limit(tmp_pa
 def test_line_formats_stream_past_the_record_limit(tmp_path: Path) -> None:
     """JSON lines and length-prefixed protobuf are read a record at a time: a file many times the limit is
     fine, one record over it is not."""
-    line = json.dumps(_otlp()).encode() + b"\n"
+    line = json.dumps(otlp_document()).encode() + b"\n"
     path = tmp_path / "many.jsonl"
     path.write_bytes(line * 200)
     limits = ReadLimits(max_record_bytes=len(line) + 10)
@@ -187,12 +170,12 @@ def test_line_formats_stream_past_the_record_limit(tmp_path: Path) -> None:
 def _proto_message() -> bytes:
     from otel_toolcall_eval.replay.otlp import request_from_json
 
-    return request_from_json(_otlp()).SerializeToString()
+    return request_from_json(otlp_document()).SerializeToString()
 
 
 def test_zstd_bomb_stops_at_the_decompression_limit(tmp_path: Path) -> None:
     zstandard = pytest.importorskip("zstandard")
-    line = (json.dumps(_otlp()) + "\n").encode()
+    line = (json.dumps(otlp_document()) + "\n").encode()
     bomb = zstandard.ZstdCompressor(level=19).compress(line * ((64 << 20) // len(line)))  # 64 MiB of spans
     assert len(bomb) < 64 << 10
     native = tmp_path / "bomb.zst"
@@ -212,7 +195,7 @@ def test_zstd_bomb_stops_at_the_decompression_limit(tmp_path: Path) -> None:
 
 def test_truncated_zstd_is_an_error_not_an_empty_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     zstandard = pytest.importorskip("zstandard")
-    text = (json.dumps(_otlp()) + "\n").encode() * 50
+    text = (json.dumps(otlp_document()) + "\n").encode() * 50
     whole = zstandard.ZstdCompressor().compress(text)
     path = tmp_path / "cut.zst"
     path.write_bytes(whole)
@@ -233,7 +216,7 @@ def test_truncated_zstd_is_an_error_not_an_empty_replay(tmp_path: Path, capsys: 
 def test_cli_decompression_limit_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     zstandard = pytest.importorskip("zstandard")
     path = tmp_path / "big.zst"
-    path.write_bytes(zstandard.ZstdCompressor().compress((json.dumps(_otlp()) + "\n").encode() * 20_000))
+    path.write_bytes(zstandard.ZstdCompressor().compress((json.dumps(otlp_document()) + "\n").encode() * 20_000))
     assert main(["replay", str(path), "--max-decompressed", "1M"]) == 2
     assert "inflates past the 1 MiB limit (--max-decompressed)" in capsys.readouterr().err
     assert main(["replay", str(path), "--max-decompressed", "1G"]) == 0
@@ -311,7 +294,7 @@ def test_empty_records_count_against_the_limits(tmp_path: Path) -> None:
         read_file(zeros, limits=limits)
     assert len(read_file(zeros).spans) == 1  # under the default, the span after them is read
     blank = tmp_path / "blank.jsonl"
-    blank.write_bytes(b"\n" * 2000 + json.dumps(_otlp()).encode() + b"\n")
+    blank.write_bytes(b"\n" * 2000 + json.dumps(otlp_document()).encode() + b"\n")
     with pytest.raises(ReplayInputError, match=r"1,000 records in a row \(to line 1001\) hold no span"):
         read_file(blank, limits=limits)
     lenient = tmp_path / "bad.jsonl"

@@ -16,7 +16,7 @@ from otel_toolcall_eval._text import markdown_code, markdown_text, terminal_safe
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.dataset import template_cases, write_cases
 
-from .test_offline_eval import GOOD
+from .helpers import GOOD
 
 HOSTILE = [
     "</details><!-- everything below is hidden",

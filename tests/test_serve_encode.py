@@ -22,8 +22,7 @@ from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
 from otel_toolcall_eval.online.enrich import with_attributes
 from otel_toolcall_eval.serve import encode as E
 from otel_toolcall_eval.serve.decode import spans_from_message
-
-from .integration.test_serve import DEMO_CONFIG
+from tests.helpers import DEMO_CONFIG
 
 
 def by_span(request: ExportTraceServiceRequest) -> dict[bytes, tuple[Any, Any, Any]]:

@@ -85,8 +85,7 @@ def test_a_tool_span_that_ends_before_its_request_is_not_unexecuted() -> None:
 
     from otel_toolcall_eval.replay import replay_spans
     from otel_toolcall_eval.replay.engine import end_order
-    from tests.framework_scenario import EXPECTED, check
-    from tests.test_framework_fixtures import recorded
+    from tests.framework_scenario import EXPECTED, check, recorded
 
     spans = recorded("vercel_ai-otel")
     ordered = [span for group in end_order(spans) for span in group]

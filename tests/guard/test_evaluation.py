@@ -24,14 +24,12 @@ from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval.guard import Guard, ToolCallBlocked
 from otel_toolcall_eval.guard.functions import guarded
 from otel_toolcall_eval.guard.pydantic_ai import GuardCapability
+from tests.helpers import REFUND_POLICIES, REFUND_SCRIPT
 from tests.integration.scripted_openai import scripted_openai
-
-from .test_pydantic_ai import CONFIG as POLICIES
-from .test_pydantic_ai import SCRIPT
 
 pytestmark = pytest.mark.integration
 
-CONFIG = EvalConfig.from_dict(POLICIES)  # test_pydantic_ai's: must-not-call delete_all, refund confirmed first
+CONFIG = EvalConfig.from_dict(REFUND_POLICIES)  # test_pydantic_ai's: must-not-call delete_all, refund confirmed first
 
 
 def _pipeline() -> tuple[TracerProvider, InMemorySpanExporter]:
@@ -44,7 +42,7 @@ def _pipeline() -> tuple[TracerProvider, InMemorySpanExporter]:
 def _pydantic_ai_run(mode: str) -> list[Any]:
     provider, exporter = _pipeline()
     guard = Guard(CONFIG, mode=mode, tracer_provider=provider)
-    with scripted_openai(script=SCRIPT) as fake:
+    with scripted_openai(script=REFUND_SCRIPT) as fake:
         client = OpenAIProvider(base_url=fake.base_url, api_key="test-key",
                                 http_client=httpx.AsyncClient(trust_env=False))  # fmt: skip
         agent = Agent(OpenAIChatModel("fake-model", provider=client), capabilities=[GuardCapability(guard)])

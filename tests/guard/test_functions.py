@@ -10,8 +10,7 @@ import pytest
 from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval.guard import Guard, ToolCallBlocked
 from otel_toolcall_eval.guard.functions import guarded
-
-from .test_guard import Recorded
+from tests.helpers import Recorded
 
 CONFIG = {
     "policies": {

@@ -5,63 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval.config import ConfigError
-from otel_toolcall_eval.guard import Action, Guard, ToolCallBlocked
-
-CONFIG: dict[str, Any] = {
-    "tools": [
-        {
-            "name": "search",
-            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
-        },
-        {"name": "login", "parameters": {"type": "object", "properties": {}}},
-        {"name": "confirm", "parameters": {"type": "object", "properties": {}}},
-        {"name": "send_email", "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}},
-        {"name": "delete_records", "parameters": {"type": "object", "properties": {"filter": {}}}},
-        {"name": "wipe", "parameters": {"type": "object"}},
-    ],
-    "policies": {
-        "must_not_call": ["wipe"],
-        "required_steps": [{"tool": "login", "before": ["send_email"]}],
-        "destructive_tools": [{"tool": "delete_records", "confirm_with": ["confirm"]}],
-        "argument_rules": [{"tool": "delete_records", "name": "unscoped_delete", "schema": {"required": ["filter"]}}],
-        "undeclared_arguments": "fail",
-        "step_budget": 5,
-    },
-}
-
-
-class Recorded:
-    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        self.exporter = InMemorySpanExporter()
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.reader = InMemoryMetricReader()
-        self.tracer_provider = provider
-        self.tracer = provider.get_tracer("test")
-        self.guard = Guard(EvalConfig.from_dict(config or CONFIG), tracer_provider=provider,
-                           meter_provider=MeterProvider(metric_readers=[self.reader]), **kwargs)  # fmt: skip
-
-    def spans(self) -> list[Any]:
-        return list(self.exporter.get_finished_spans())
-
-    def metric(self, name: str) -> dict[tuple[tuple[str, Any], ...], int]:
-        data = self.reader.get_metrics_data()
-        out = {}
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        for p in m.data.data_points:
-                            out[tuple(sorted(p.attributes.items()))] = p.value
-        return out
+from otel_toolcall_eval.guard import Action, ToolCallBlocked
+from tests.helpers import GUARD_CONFIG, Recorded
 
 
 def test_each_policy_stops_its_call_with_a_message_the_agent_can_act_on() -> None:
@@ -200,13 +148,13 @@ def test_allowed_calls_are_counted_and_get_a_span_only_with_record_all() -> None
     assert decisions[(("decision", "block"), ("mode", "enforce"), ("prevented", "true"), ("tool", "_unknown"))] == 1
     findings = r.metric("toolcall_eval.guard.findings")
     assert findings[(("action", "block"), ("mode", "enforce"), ("policy", "must_not_call"), ("tool", "wipe"))] == 1
-    every = Recorded({**CONFIG, "guard": {"record": "all"}})
+    every = Recorded({**GUARD_CONFIG, "guard": {"record": "all"}})
     every.guard.check("search", {"q": "a"})
     assert len(every.spans()) == 1
 
 
 def test_actions_are_configured_per_policy_and_checked_at_start_up() -> None:
-    r = Recorded({**CONFIG, "guard": {"actions": {"must_not_call": "warn", "destructive_tools": "block"}}})
+    r = Recorded({**GUARD_CONFIG, "guard": {"actions": {"must_not_call": "warn", "destructive_tools": "block"}}})
     assert r.guard.check("wipe", {}).action is Action.WARN and not r.guard.check("wipe", {}).stops
     assert r.guard.check("delete_records", {"filter": {}}).action is Action.BLOCK
     with pytest.raises(ConfigError, match=r"guard\.actions: Value error, unknown policies"):

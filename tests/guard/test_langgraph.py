@@ -12,9 +12,8 @@ from langchain_core.tools import tool
 from langgraph.prebuilt import create_react_agent
 
 from otel_toolcall_eval.guard.langgraph import guarded_tool_node
-from tests.integration.test_frameworks import LANGGRAPH_DEPRECATION, ScriptedChatModel, calls
-
-from .test_guard import Recorded
+from tests.helpers import Recorded
+from tests.integration.scripted_langchain import LANGGRAPH_DEPRECATION, ScriptedChatModel, calls
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings(LANGGRAPH_DEPRECATION)]
 

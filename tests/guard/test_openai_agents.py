@@ -10,9 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.helpers import Recorded
 from tests.integration.scripted_openai import scripted_openai
-
-from .test_guard import Recorded
 
 pytest.importorskip("agents", reason="the frameworks extra is not installed")
 pytestmark = pytest.mark.integration

@@ -19,8 +19,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolcall_eval.engine.guard import _RANK, DEFAULT_ACTIONS, Action
 from otel_toolcall_eval.guard import Guard, definitions
-
-from ..test_engine_parity import CONFIG, OFFERED, _encoded, _online_rows, _record_trace, traces
+from tests.helpers import (
+    PARITY_CONFIG,
+    PARITY_OFFERED,
+    encoded_arguments,
+    online_rows,
+    parity_traces,
+    record_parity_trace,
+)
 
 VIOLATION_POLICY = {
     "must_not_call": "must_not_call",
@@ -52,14 +58,14 @@ def _guarded(turns: list[list[tuple[str, Any]]], offered: list[str], chat: list[
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    guard = Guard(CONFIG, mode="shadow", tracer_provider=provider, meter_provider=MeterProvider())
-    tools = definitions({n: OFFERED[n] for n in offered}) if any(chat) else None
+    guard = Guard(PARITY_CONFIG, mode="shadow", tracer_provider=provider, meter_provider=MeterProvider())
+    tools = definitions({n: PARITY_OFFERED[n] for n in offered}) if any(chat) else None
     out = []
     with guard.scope("trace"):
         for t, calls in enumerate(turns):
             batch = t if chat[t] else None
             for name, arguments in calls:
-                encoded = _encoded(arguments)  # what the model produced, as the span records it
+                encoded = encoded_arguments(arguments)  # what the model produced, as the span records it
                 pre = guard.precheck(name, encoded, tools=tools, batch=batch)
                 decision = guard.check(name, encoded, tools=tools, batch=batch)
                 assert not decision.stops  # shadow: decided and recorded, never stopped
@@ -72,7 +78,7 @@ def _guarded(turns: list[list[tuple[str, Any]]], offered: list[str], chat: list[
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(trace=traces())
+@given(trace=parity_traces())
 def test_the_guard_finds_exactly_what_the_processor_flags(
     trace: tuple[list[list[tuple[str, Any]]], list[str], list[bool], bool],
 ) -> None:
@@ -80,7 +86,7 @@ def test_the_guard_finds_exactly_what_the_processor_flags(
     # a guard always has the model's arguments (it sits where the call is made); "not recorded" is the telemetry's
     # blind spot, which the processor fills from elsewhere (the requesting turn): recorded as an empty object here
     turns = [[(name, {} if arguments is None else arguments) for name, arguments in turn] for turn in turns]
-    online = _online_rows(_record_trace(turns, offered, chat, failed).spans())
+    online = online_rows(record_parity_trace(turns, offered, chat, failed).spans())
     guarded = _guarded(turns, offered, chat, failed)
     assert len(guarded) == len(online)
     for row, (pre, decision) in zip(online, guarded, strict=True):

@@ -14,30 +14,16 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from otel_toolcall_eval.guard.pydantic_ai import GuardCapability
+from tests.helpers import REFUND_POLICIES, REFUND_SCRIPT, Recorded
 from tests.integration.scripted_openai import scripted_openai
-
-from .test_guard import Recorded
 
 pytestmark = pytest.mark.integration
 
-CONFIG = {
-    "policies": {
-        "must_not_call": ["delete_all"],
-        "destructive_tools": [{"tool": "refund", "confirm_with": ["confirm"]}],
-    }
-}
-SCRIPT = [
-    ("call_1", "delete_all", {}),
-    ("call_2", "refund", {"order": 7}),
-    ("call_3", "confirm", {}),
-    ("call_4", "refund", {"order": 7}),
-]
-
 
 def _run(mode: str) -> tuple[Recorded, list[str], Any]:
-    r = Recorded(CONFIG, mode=mode)
+    r = Recorded(REFUND_POLICIES, mode=mode)
     ran: list[str] = []
-    with scripted_openai(script=SCRIPT) as fake:
+    with scripted_openai(script=REFUND_SCRIPT) as fake:
         provider = OpenAIProvider(base_url=fake.base_url, api_key="test-key",
                                   http_client=httpx.AsyncClient(trust_env=False))  # fmt: skip
         agent = Agent(OpenAIChatModel("fake-model", provider=provider), capabilities=[GuardCapability(r.guard)])

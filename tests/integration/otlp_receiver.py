@@ -15,14 +15,15 @@ import ssl
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import (
     LogsServiceServicer,
@@ -47,6 +48,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk.trace import ReadableSpan
+
+from .tls_certs import Pki
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from .tls_certs import Pki
 
 
 @dataclass(frozen=True)
@@ -311,3 +320,52 @@ class HttpTraceReceiver(_Collector):
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+# --- what the tests compare the receiver's spans with --------------------------------------------------------------
+
+
+def wire(spans: Sequence[ReadableSpan]) -> list[WireSpan]:
+
+    message = encode_spans(spans)
+    return [
+        WireSpan(rs.resource, ss.scope, s) for rs in message.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ]
+
+
+def by_id(spans: Sequence[WireSpan]) -> dict[bytes, WireSpan]:
+    out = {s.span.span_id: s for s in spans}
+    assert len(out) == len(spans), "a span arrived twice"
+    return out
+
+
+def assert_same(received: Sequence[WireSpan], expected: Sequence[WireSpan]) -> None:
+    """Every span as the in-process processor left it: attributes (scores included), ids, parents, events, links,
+    status, times, resource and scope."""
+    got, want = by_id(received), by_id(expected)
+    assert got.keys() == want.keys()
+    for span_id, w in want.items():
+        g = got[span_id]
+        assert g.span == w.span, g.span.name
+        assert g.resource == w.resource
+        assert g.scope == w.scope
+
+
+Sink = GrpcTraceReceiver | HttpTraceReceiver
+
+
+def tls_sink(protocol: str, pki: Pki, *, require_client_cert: bool = False) -> Sink:
+    """A next hop that speaks TLS only, presenting the test CA's server certificate (127.0.0.1, localhost)."""
+    if protocol == "grpc":
+        credentials = grpc.ssl_server_credentials(
+            [(pki.key.read_bytes(), pki.cert.read_bytes())],
+            root_certificates=pki.ca.read_bytes() if require_client_cert else None,
+            require_client_auth=require_client_cert,
+        )
+        return GrpcTraceReceiver(credentials)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.cert, pki.key)
+    if require_client_cert:
+        context.load_verify_locations(cafile=str(pki.ca))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return HttpTraceReceiver(context)

@@ -11,38 +11,21 @@ it produced as a fixture the unit suite replays (``TOOLCALL_EVAL_RECORD_FIXTURES
 # no ``from __future__ import annotations``: LlamaIndex builds a tool's schema from its live annotations
 import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcall_eval import ToolCallEvalProcessor
-from tests.framework_scenario import CALL_IDS, CALLS, EXPECTED, FINAL_TEXT, check, get_population, record
+from tests.framework_scenario import CALL_IDS, CALLS, FINAL_TEXT, Run, get_population
 from tests.integration.scripted_openai import scripted_openai
 
 pytestmark = pytest.mark.integration
 
 MODES = ["content", "hidden"]
-
-
-@dataclass
-class Run:
-    provider: TracerProvider
-    exporter: InMemorySpanExporter
-    raw: InMemorySpanExporter
-
-    def spans(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
-
-    def finish(self, name: str) -> None:
-        """Record the raw spans as the fixture ``name`` and assert the scenario's verdicts on the scored ones."""
-        self.provider.force_flush()
-        record(name, self.raw.get_finished_spans())
-        check(self.spans(), EXPECTED[name])
 
 
 @pytest.fixture

@@ -29,9 +29,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcall_eval import ToolCallEvalProcessor
-from tests.framework_scenario import FINAL_TEXT, get_population
+from tests.framework_scenario import FINAL_TEXT, Run, get_population
 from tests.integration.scripted_openai import scripted_openai, tool_loop
-from tests.integration.test_agent_frameworks import Run
 
 pytestmark = pytest.mark.integration
 

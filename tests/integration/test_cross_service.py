@@ -27,10 +27,10 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.serve import Service
 from tests.framework_scenario import Expected, _content, check, roots_with_verdict, scored
+from tests.helpers import node_ready, scored_spans, wait_for_root_verdict
 
 from .otlp_receiver import GrpcTraceReceiver
 from .scripted_openai import scripted_openai
-from .test_serve_node import _node_ready, scored_spans, wait_for_root_verdict
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def _serve_config(receiver: GrpcTraceReceiver, **serve: Any) -> EvalConfig:
 def run(remote_parents: str) -> list[ReadableSpan]:
     """The agent process (which spawns the server) against a service with that ``serve.remote_parents``; every
     span the next hop received once the service drained."""
-    _node_ready()
+    node_ready()
     receiver = GrpcTraceReceiver()
     service = Service(_serve_config(receiver, remote_parents=remote_parents))
     service.start()
@@ -142,9 +142,7 @@ def _late_segment(root_grace_seconds: float) -> tuple[list[ReadableSpan], Servic
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     from otel_toolcall_eval.serve.metrics import SCORED
-    from tests.helpers import WEATHER_TOOL, chat_span
-
-    from .test_serve import wait_until
+    from tests.helpers import WEATHER_TOOL, chat_span, wait_until
 
     receiver = GrpcTraceReceiver()
     reader = InMemoryMetricReader()

@@ -22,11 +22,11 @@ from otel_toolcall_eval.config import ConfigError, EvalConfig
 from otel_toolcall_eval.config.judge import Budget
 from otel_toolcall_eval.judge.redis_ledger import RedisLedger, make_ledger
 from otel_toolcall_eval.serve import Service
+from tests.helpers import agent_traces, config_for, wait_until
 
 from .judge_server import OPENAI_KEY, FakeJudgeServer, fake_judge_server
 from .otlp_receiver import GrpcTraceReceiver
 from .redis_server import RedisServer
-from .test_serve import agent_traces, config_for, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -25,11 +25,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolNode, create_react_agent
 from openinference.instrumentation import OITracer, TraceConfig
 from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -47,6 +44,7 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from otel_toolcall_eval import ToolCallEvalProcessor
 from otel_toolcall_eval import attributes as A
 from tests.helpers import assert_replay_matches
+from tests.integration.scripted_langchain import LANGGRAPH_DEPRECATION, ScriptedChatModel, calls
 
 pytestmark = pytest.mark.integration
 
@@ -551,32 +549,6 @@ def test_openai_truncated_json_arguments_are_a_parse_failure(
 
 
 # --- 3. LangChain / LangGraph + openinference-instrumentation-langchain --------------------------------
-
-LANGGRAPH_DEPRECATION = "ignore:create_react_agent has been moved"
-
-
-class ScriptedChatModel(BaseChatModel):
-    """Returns the scripted AI messages in order; accepts tools (unlike ``FakeMessagesListChatModel``)."""
-
-    responses: list[AIMessage]
-    index: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
-        # the tools become invocation parameters, which OpenInference records as llm.tools.N.tool.json_schema
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any) -> ChatResult:
-        message = self.responses[self.index]
-        self.index += 1
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def calls(*items: tuple[str, str, dict[str, Any]]) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for i, n, a in items])
 
 
 @tool("get_weather")

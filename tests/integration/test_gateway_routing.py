@@ -25,9 +25,9 @@ from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.demo.agent import ScriptedAgent
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve.metrics import RECEIVED
+from tests.helpers import FAILURES, config_for, wait_until
 
-from .otlp_receiver import GrpcTraceReceiver, WireSpan, attributes
-from .test_serve import FAILURES, assert_same, config_for, wait_until, wire
+from .otlp_receiver import GrpcTraceReceiver, WireSpan, assert_same, attributes, wire
 from .trace_router import HashRing, RoutingExporter
 
 pytestmark = pytest.mark.integration

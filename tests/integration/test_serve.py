@@ -16,10 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import httpx
 import orjson
@@ -31,48 +28,26 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
     SimpleSpanProcessor,
     SpanExporter,
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_toolcall_eval import ToolCallEvalProcessor
 from otel_toolcall_eval.config import EvalConfig
-from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
 from otel_toolcall_eval.replay.otlp import encode_json
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS, REJECTED_SPANS, SCORED
+from tests.helpers import DEMO_CONFIG, GatedExporter, agent_traces, config_for, free_port, plain_spans, wait_until
 
-from .otlp_receiver import GrpcTraceReceiver, WireSpan
+from .otlp_receiver import GrpcTraceReceiver, assert_same, by_id, wire
 
 pytestmark = pytest.mark.integration
 
 PROTOBUF = "application/x-protobuf"
 JSON_TYPE = {"Content-Type": "application/json"}
-
-DEMO_CONFIG = Path(__file__).parents[2] / "src" / "otel_toolcall_eval" / "demo" / "toolcall-eval.yaml"
-FAILURES = dict.fromkeys(FAILURE_CLASSES, 0.3)
-
-
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
-def config_for(receiver: GrpcTraceReceiver, **serve: Any) -> EvalConfig:
-    base = EvalConfig.load(DEMO_CONFIG)
-    export = {"endpoint": receiver.endpoint, "protocol": "grpc", "schedule_delay_millis": 20, **serve.pop("export", {})}
-    # no root grace window: these tests wait for roots at the next hop (the window's: test_cross_service.py)
-    data = {"http_port": 0, "grpc_port": 0, "root_grace_seconds": 0, "export": export, **serve}
-    return base.model_copy(update={"serve": type(base.serve).model_validate(data)})
 
 
 @pytest.fixture
@@ -88,47 +63,6 @@ def service(receiver: GrpcTraceReceiver) -> Iterator[Service]:
     svc.start()
     yield svc
     svc.stop(timeout=10)
-
-
-def agent_traces(exporter: SpanExporter | None, config: EvalConfig, traces: int, seed: int) -> list[ReadableSpan]:
-    """Run the scripted agent; its raw spans go to ``exporter``, and the spans the in-process processor scores
-    (the reference) are returned."""
-    reference = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource({"service.name": "agent-under-test", "deployment.environment": "t"}))
-    if exporter is not None:
-        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=20))
-    provider.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(reference), config))
-    agent = ScriptedAgent(provider.get_tracer("agent.scripted", "1.2.3"), seed=seed)
-    for _ in range(traces):
-        agent.run(FAILURES)
-    provider.force_flush()
-    provider.shutdown()
-    return list(reference.get_finished_spans())
-
-
-def wire(spans: Sequence[ReadableSpan]) -> list[WireSpan]:
-    message = encode_spans(spans)
-    return [
-        WireSpan(rs.resource, ss.scope, s) for rs in message.resource_spans for ss in rs.scope_spans for s in ss.spans
-    ]
-
-
-def by_id(spans: Sequence[WireSpan]) -> dict[bytes, WireSpan]:
-    out = {s.span.span_id: s for s in spans}
-    assert len(out) == len(spans), "a span arrived twice"
-    return out
-
-
-def assert_same(received: Sequence[WireSpan], expected: Sequence[WireSpan]) -> None:
-    """Every span as the in-process processor left it: attributes (scores included), ids, parents, events, links,
-    status, times, resource and scope."""
-    got, want = by_id(received), by_id(expected)
-    assert got.keys() == want.keys()
-    for span_id, w in want.items():
-        g = got[span_id]
-        assert g.span == w.span, g.span.name
-        assert g.resource == w.resource
-        assert g.scope == w.scope
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
@@ -261,23 +195,6 @@ def _without_scores_all(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
     return [_without_scores(s) for s in spans]
 
 
-class GatedExporter(SpanExporter):
-    """The real exporter to the receiver, held until the test opens the gate: a next hop that is slow."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.gate = threading.Event()
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if not self.gate.wait(30):
-            return SpanExportResult.FAILURE
-        return self.inner.export(spans)
-
-    def shutdown(self) -> None:
-        self.gate.set()
-        self.inner.shutdown()
-
-
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiver: GrpcTraceReceiver) -> None:
     gated = GatedExporter(GrpcSpanExporter(endpoint=receiver.endpoint, insecure=True))
@@ -289,7 +206,7 @@ def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiv
         # Wait for 12 admitted, not just for the first refusal: a sender can be refused while the scoring thread
         # has yet to take a batch from the queue (the queue then empties again for a moment). Once 12 are in and
         # the exporter is held, nothing moves, so the probe below is refused whatever the threads' timing.
-        batches = [_plain_spans(4, seed) for seed in range(4)]
+        batches = [plain_spans(4, seed) for seed in range(4)]
         results: queue.Queue[SpanExportResult] = queue.Queue()
 
         def send(spans: list[ReadableSpan]) -> None:
@@ -310,7 +227,7 @@ def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiv
         base = f"http://127.0.0.1:{svc.http_port}"
         answer = httpx.post(
             base + "/v1/traces",
-            content=encode_spans(_plain_spans(2, 9)).SerializeToString(),
+            content=encode_spans(plain_spans(2, 9)).SerializeToString(),
             headers={"Content-Type": "application/x-protobuf"},
             timeout=10,
         )
@@ -329,47 +246,28 @@ def test_overload_answers_retryable_and_the_retry_delivers(protocol: str, receiv
         svc.stop(timeout=10)
 
 
-def _plain_spans(count: int, seed: int) -> list[ReadableSpan]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("burst")
-    with tracer.start_as_current_span(f"root {seed}"):
-        for i in range(count - 1):
-            with tracer.start_as_current_span(f"child {i}"):
-                pass
-    return list(exporter.get_finished_spans())
-
-
 def test_bearer_token(receiver: GrpcTraceReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERVE_TEST_TOKEN", "s3cret")
     svc = Service(config_for(receiver, bearer_token_env="SERVE_TEST_TOKEN"))
     svc.start()
     try:
-        body = encode_spans(_plain_spans(2, 0)).SerializeToString()
+        body = encode_spans(plain_spans(2, 0)).SerializeToString()
         url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
         pb = {"Content-Type": "application/x-protobuf"}
         assert httpx.post(url, content=body, headers=pb, timeout=10).status_code == 401
         wrong = {**pb, "Authorization": "Bearer nope"}
         assert httpx.post(url, content=body, headers=wrong, timeout=10).status_code == 401
         grpc_bad = GrpcSpanExporter(endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, timeout=5)
-        assert grpc_bad.export(_plain_spans(2, 1)) is SpanExportResult.FAILURE
+        assert grpc_bad.export(plain_spans(2, 1)) is SpanExportResult.FAILURE
         grpc_ok = GrpcSpanExporter(
             endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, headers={"authorization": "Bearer s3cret"}
         )
-        assert grpc_ok.export(_plain_spans(2, 2)) is SpanExportResult.SUCCESS
+        assert grpc_ok.export(plain_spans(2, 2)) is SpanExportResult.SUCCESS
         good = {**pb, "Authorization": "Bearer s3cret"}
         assert httpx.post(url, content=body, headers=good, timeout=10).status_code == 200
         assert len(receiver.wait_for_spans(4)) == 4
     finally:
         svc.stop(timeout=10)
-
-
-def _free_port() -> int:
-    """A port free a moment ago (the Prometheus client takes no port 0 it could report back)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_sigterm_exports_everything_accepted(receiver: GrpcTraceReceiver) -> None:
@@ -389,7 +287,7 @@ def test_sigterm_exports_everything_accepted(receiver: GrpcTraceReceiver) -> Non
         "--shutdown-timeout",
         "20",
         "--prometheus-port",
-        str(prometheus_port := _free_port()),
+        str(prometheus_port := free_port()),
     ]
     env = {**os.environ, "COLUMNS": "400"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -444,7 +342,7 @@ def test_grpc_message_over_the_limit_is_resource_exhausted(receiver: GrpcTraceRe
     svc = Service(config_for(receiver, max_message_bytes=4096))
     svc.start()
     try:
-        spans = [_without_scores(s) for s in _plain_spans(2, 0)]
+        spans = [_without_scores(s) for s in plain_spans(2, 0)]
         big = encode_spans([_with_attribute(spans[0], "x" * 10_000), spans[1]])
         with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
             stub = TraceServiceStub(channel)
@@ -471,7 +369,7 @@ def test_service_metrics_go_through_the_meter_provider(receiver: GrpcTraceReceiv
     svc = Service(config_for(receiver), meter_provider=MeterProvider(metric_readers=[reader]))
     svc.start()
     try:
-        spans = _plain_spans(3, 0)
+        spans = plain_spans(3, 0)
         url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
         pb = {"Content-Type": "application/x-protobuf"}
         assert (
@@ -505,7 +403,7 @@ def test_a_request_the_queue_can_never_take_is_refused_not_retried(receiver: Grp
     svc = Service(config_for(receiver, max_queue_spans=4, export={"max_queue_spans": 4, "max_batch_spans": 4}))
     svc.start()
     try:
-        six = encode_spans(_plain_spans(6, 0))
+        six = encode_spans(plain_spans(6, 0))
         url = f"http://127.0.0.1:{svc.http_port}/v1/traces"
         pb = {"Content-Type": "application/x-protobuf"}
         assert httpx.post(url, content=six.SerializeToString(), headers=pb, timeout=10).status_code == 413
@@ -514,7 +412,7 @@ def test_a_request_the_queue_can_never_take_is_refused_not_retried(receiver: Grp
                 TraceServiceStub(channel).Export(six, timeout=10)
             assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert svc.metrics.total(REJECTED_REQUESTS, "too_large") == 2 and svc.metrics.total(SCORED) == 0
-        four = encode_spans(_plain_spans(4, 1))
+        four = encode_spans(plain_spans(4, 1))
         assert httpx.post(url, content=four.SerializeToString(), headers=pb, timeout=10).status_code == 200
         assert len(receiver.wait_for_spans(4)) == 4
     finally:
@@ -556,7 +454,7 @@ def test_added_latency_is_recorded_per_exported_span(receiver: GrpcTraceReceiver
 
 def _with_invalid(seed: int) -> ExportTraceServiceRequest:
     """Three valid spans and two invalid ones: a trace id of 8 bytes, an all-zero span id."""
-    message = encode_spans(_plain_spans(3, seed))
+    message = encode_spans(plain_spans(3, seed))
     spans = message.resource_spans[0].scope_spans[0].spans
     bad = spans.add()
     bad.CopyFrom(spans[0])
@@ -584,7 +482,7 @@ def test_invalid_spans_are_refused_by_partial_success_and_the_rest_scored(receiv
         response = ExportTraceServiceResponse.FromString(answer.content)
         assert response.partial_success.rejected_spans == 2
         assert "spans[3].traceId: 8 bytes" in response.partial_success.error_message  # the first, located
-        document = encode_json(_plain_spans(3, 2))
+        document = encode_json(plain_spans(3, 2))
         json_spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
         json_spans.append({**json_spans[0], "traceId": "0102"})
         as_json = httpx.post(url, content=orjson.dumps(document), headers=JSON_TYPE, timeout=10)

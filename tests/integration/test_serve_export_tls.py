@@ -11,11 +11,9 @@ Only 127.0.0.1 is contacted.
 
 from __future__ import annotations
 
-import ssl
 from pathlib import Path
 from typing import Any
 
-import grpc
 import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
@@ -27,14 +25,12 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve import encode as E
 from otel_toolcall_eval.serve.metrics import EXPORTED, SCORED
+from tests.helpers import agent_exporter, agent_traces, config_for, plain_spans, wait_until
 
-from .otlp_receiver import GrpcTraceReceiver, HttpTraceReceiver, _Collector
-from .test_serve import _plain_spans, agent_traces, assert_same, config_for, wait_until, wire
+from .otlp_receiver import GrpcTraceReceiver, HttpTraceReceiver, Sink, _Collector, assert_same, tls_sink, wire
 from .tls_certs import Pki, make_pki
 
 pytestmark = pytest.mark.integration
-
-Sink = GrpcTraceReceiver | HttpTraceReceiver
 
 
 @pytest.fixture(scope="module")
@@ -48,23 +44,6 @@ def _an_unrelated_ca_bundle_in_the_environment(pki: Pki, monkeypatch: pytest.Mon
     Pointing it at a CA that signed nothing here shows that ``serve.export.tls.ca_file`` is what is trusted."""
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(pki.other_ca))
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-
-
-def tls_sink(protocol: str, pki: Pki, *, require_client_cert: bool = False) -> Sink:
-    """A next hop that speaks TLS only, presenting the test CA's server certificate (127.0.0.1, localhost)."""
-    if protocol == "grpc":
-        credentials = grpc.ssl_server_credentials(
-            [(pki.key.read_bytes(), pki.cert.read_bytes())],
-            root_certificates=pki.ca.read_bytes() if require_client_cert else None,
-            require_client_auth=require_client_cert,
-        )
-        return GrpcTraceReceiver(credentials)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(pki.cert, pki.key)
-    if require_client_cert:
-        context.load_verify_locations(cafile=str(pki.ca))
-        context.verify_mode = ssl.CERT_REQUIRED
-    return HttpTraceReceiver(context)
 
 
 @pytest.fixture(params=["grpc", "http"])
@@ -85,10 +64,6 @@ def exporting_to(sink: Sink, protocol: str, *, endpoint: str | None = None, **ex
     )
     svc.start()
     return svc
-
-
-def agent_exporter(svc: Service) -> GrpcSpanExporter:
-    return GrpcSpanExporter(endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True)
 
 
 @pytest.fixture
@@ -195,7 +170,7 @@ def conversation_turn() -> list[ReadableSpan]:
 def assert_refused(svc: Service, sink: _Collector) -> None:
     """The service stays up and counts what it could not deliver; the next hop received nothing."""
     try:
-        spans = _plain_spans(3, 7)
+        spans = plain_spans(3, 7)
         exporter = agent_exporter(svc)
         assert exporter.export(spans).name == "SUCCESS"  # accepted by the service: its problem from here on
         exporter.shutdown()
@@ -225,7 +200,7 @@ def test_headers_and_headers_from_the_environment_reach_the_next_hop(
     )
     try:
         exporter = agent_exporter(svc)
-        exporter.export(_plain_spans(2, 8))
+        exporter.export(plain_spans(2, 8))
         exporter.shutdown()
         sink.wait_for_spans(2)
     finally:
@@ -268,7 +243,7 @@ def test_the_cli_exports_over_mutual_tls_from_flags(pki: Pki, tmp_path: Path) ->
         assert "export_tls=mtls" in line, line + (process.stderr.read() if process.poll() is not None else "")
         grpc_port = int(line.split("grpc=")[1].split()[0])
         exporter = GrpcSpanExporter(endpoint=f"http://127.0.0.1:{grpc_port}", insecure=True)
-        assert exporter.export(_plain_spans(2, 9)).name == "SUCCESS"
+        assert exporter.export(plain_spans(2, 9)).name == "SUCCESS"
         exporter.shutdown()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0

@@ -33,10 +33,11 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_toolcall_eval.replay.otlp import encode_json
 from otel_toolcall_eval.serve import Service
+from otel_toolcall_eval.serve.decode import PROTOBUF
 from otel_toolcall_eval.serve.metrics import RECEIVED, REJECTED_REQUESTS
+from tests.helpers import GatedExporter, config_for, plain_spans, wait_until
 
 from .otlp_receiver import GrpcTraceReceiver
-from .test_serve import PROTOBUF, GatedExporter, _plain_spans, config_for, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +82,7 @@ def _nested(depth: int) -> AnyValue:
 
 def _oversized(shape: str) -> ExportTraceServiceRequest:
     """Two spans, the first over one structural limit of the service below (16 attributes, 16 values, depth 3)."""
-    message = encode_spans(_plain_spans(2, 7))
+    message = encode_spans(plain_spans(2, 7))
     span = message.resource_spans[0].scope_spans[0].spans[0]
     if shape == "attributes":
         span.attributes.extend(_kv(f"a{i}", AnyValue(string_value="x")) for i in range(200))
@@ -193,7 +194,7 @@ def test_requests_in_flight_are_bounded_in_bytes(receiver: GrpcTraceReceiver, mo
     limit = 1024 * 1024
     svc = _guarded(receiver, monkeypatch, max_inflight_bytes=limit)
     try:
-        document = encode_json(_plain_spans(3, 1))
+        document = encode_json(plain_spans(3, 1))
         body = orjson.dumps(document)
         stalled = _stalled_body(svc.http_port or 0, limit - 1000)  # holds all but 1000 bytes of the budget
         try:
@@ -208,7 +209,7 @@ def test_requests_in_flight_are_bounded_in_bytes(receiver: GrpcTraceReceiver, mo
             with grpc.insecure_channel(f"127.0.0.1:{svc.grpc_port}") as channel:
                 with pytest.raises(grpc.RpcError) as err:
                     TraceServiceStub(channel).Export(  # type: ignore[no-untyped-call]
-                        encode_spans(_plain_spans(2, 2)), metadata=(("authorization", f"Bearer {TOKEN}"),), timeout=10
+                        encode_spans(plain_spans(2, 2)), metadata=(("authorization", f"Bearer {TOKEN}"),), timeout=10
                     )
             assert err.value.code() is grpc.StatusCode.UNAVAILABLE
             assert any(key == "google.rpc.retryinfo-bin" for key, _ in err.value.trailing_metadata() or ())
@@ -219,7 +220,7 @@ def test_requests_in_flight_are_bounded_in_bytes(receiver: GrpcTraceReceiver, mo
                 headers={"Authorization": f"Bearer {TOKEN}"},
                 timeout=30,
             )
-            spans = _plain_spans(4, 3)
+            spans = plain_spans(4, 3)
             result: list[SpanExportResult] = []
             thread = threading.Thread(target=lambda: result.append(sender.export(spans)))
             thread.start()
@@ -251,7 +252,7 @@ def test_requests_in_flight_are_bounded_in_bytes(receiver: GrpcTraceReceiver, mo
 
 
 def _one_big_span(seed: int, size: int) -> bytes:
-    message = encode_spans(_plain_spans(1, seed))
+    message = encode_spans(plain_spans(1, seed))
     message.resource_spans[0].scope_spans[0].spans[0].attributes.append(
         _kv("payload", AnyValue(string_value="x" * size))
     )
@@ -340,7 +341,7 @@ def test_slowloris_does_not_hold_the_request_slots(
                 headers={"Authorization": f"Bearer {TOKEN}"},
                 timeout=5,
             )
-            spans = _plain_spans(3, 5)
+            spans = plain_spans(3, 5)
             assert sender.export(spans) is SpanExportResult.SUCCESS
             sender.shutdown()
             receiver.wait_for_spans(3)
@@ -419,7 +420,7 @@ def test_grpc_calls_without_a_message_do_not_block_an_authorised_sender(
         sender = GrpcSpanExporter(
             endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, headers={"authorization": f"Bearer {TOKEN}"}
         )
-        assert sender.export(_plain_spans(3, 6)) is SpanExportResult.SUCCESS
+        assert sender.export(plain_spans(3, 6)) is SpanExportResult.SUCCESS
         sender.shutdown()
         receiver.wait_for_spans(3)
         (channel2, never2), authorised = _silent_calls(
@@ -468,7 +469,7 @@ def test_sigterm_ends_within_the_shutdown_timeout_with_the_summary(tmp_path: Any
     import subprocess
     import sys
 
-    from .test_serve import DEMO_CONFIG
+    from tests.helpers import DEMO_CONFIG
 
     hole = _BlackHole()
     cmd = [sys.executable, "-m", "otel_toolcall_eval.cli", "serve", "--config", str(DEMO_CONFIG)]
@@ -481,7 +482,7 @@ def test_sigterm_ends_within_the_shutdown_timeout_with_the_summary(tmp_path: Any
         first = proc.stdout.readline()
         ports = dict(part.split("=", 1) for part in first.split() if "=" in part)
         sender = HttpSpanExporter(endpoint=f"http://127.0.0.1:{ports['http']}/v1/traces", timeout=10)
-        spans = _plain_spans(6, 8)
+        spans = plain_spans(6, 8)
         assert sender.export(spans) is SpanExportResult.SUCCESS  # accepted: the service's to deliver
         sender.shutdown()
         time.sleep(0.5)  # the export to the black hole is under way
@@ -512,7 +513,7 @@ def test_a_next_hop_answering_after_the_export_timeout_is_not_counted_as_loss(re
     svc = _started(receiver, export={"timeout_seconds": 1.0})
     try:
         sender = HttpSpanExporter(endpoint=f"http://127.0.0.1:{svc.http_port}/v1/traces", timeout=10)
-        assert sender.export(_plain_spans(3, 9)) is SpanExportResult.SUCCESS
+        assert sender.export(plain_spans(3, 9)) is SpanExportResult.SUCCESS
         sender.shutdown()
         receiver.wait_for_spans(3)  # the next hop has them, whatever it answers
     finally:
@@ -605,7 +606,7 @@ def test_fuzzed_request_heads_get_a_4xx_or_an_answer_and_change_nothing(
         sender = HttpSpanExporter(
             endpoint=f"http://127.0.0.1:{port}/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
         )
-        assert sender.export(_plain_spans(2, 11)) is SpanExportResult.SUCCESS
+        assert sender.export(plain_spans(2, 11)) is SpanExportResult.SUCCESS
         sender.shutdown()
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
     finally:
@@ -639,7 +640,7 @@ def test_an_authorised_sender_is_served_under_every_attack_at_once(
     auth = {"Authorization": f"Bearer {TOKEN}"}
 
     def careless() -> None:
-        bomb = encode_json(_plain_spans(2, 20))
+        bomb = encode_json(plain_spans(2, 20))
         bomb["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = [
             {"key": f"a{i}", "value": {"stringValue": "x"}} for i in range(2_000)
         ]
@@ -668,7 +669,7 @@ def test_an_authorised_sender_is_served_under_every_attack_at_once(
         sent = []
         for n in range(4):
             for sender in (grpc_sender, http_sender):
-                spans = _plain_spans(3, 200 + 2 * n + (sender is http_sender))
+                spans = plain_spans(3, 200 + 2 * n + (sender is http_sender))
                 assert sender.export(spans) is SpanExportResult.SUCCESS
                 sent.extend(span.context.span_id.to_bytes(8, "big") for span in spans)
         grpc_sender.shutdown()

@@ -17,10 +17,10 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.judge.emit import SCOPE, SPAN_PREFIX
 from otel_toolcall_eval.serve import Service
+from tests.helpers import agent_traces, config_for, wait_until
 
 from .judge_server import OPENAI_KEY, FakeJudgeServer, fake_judge_server
 from .otlp_receiver import GrpcTraceReceiver, attributes
-from .test_serve import agent_traces, config_for, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -19,11 +19,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_toolcall_eval.online import metrics as M
 from otel_toolcall_eval.serve import Service
-from tests.helpers import tool_span
+from tests.helpers import agent_exporter, config_for, tool_span
 
 from .otlp_receiver import GrpcTraceReceiver
-from .test_serve import config_for
-from .test_serve_export_tls import agent_exporter
 
 pytestmark = pytest.mark.integration
 

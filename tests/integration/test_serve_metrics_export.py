@@ -32,10 +32,9 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.online import metrics as M
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve.metrics import ADDED_LATENCY, EXPORTED, QUEUE_SIZE, RECEIVED, SCORED
+from tests.helpers import agent_exporter, agent_traces, config_for, free_port, plain_spans
 
-from .otlp_receiver import GrpcTraceReceiver, HttpTraceReceiver, _Collector, attributes
-from .test_serve import _free_port, _plain_spans, agent_traces, config_for
-from .test_serve_export_tls import agent_exporter, tls_sink
+from .otlp_receiver import GrpcTraceReceiver, HttpTraceReceiver, _Collector, attributes, tls_sink
 from .tls_certs import Pki, make_pki
 
 pytestmark = pytest.mark.integration
@@ -181,7 +180,7 @@ def test_metrics_reach_a_mutual_tls_receiver_with_the_headers(
     try:
         assert svc.metrics_hop is not None and svc.metrics_hop.mode == "mtls"
         exporter = agent_exporter(svc)
-        assert exporter.export(_plain_spans(3, 11)).name == "SUCCESS"
+        assert exporter.export(plain_spans(3, 11)).name == "SUCCESS"
         exporter.shutdown()
         rx.wait_for(lambda: total(latest(rx), EXPORTED, result="ok") == 3, 20, "the metrics over mTLS")
     finally:
@@ -222,7 +221,7 @@ def test_a_hung_metrics_receiver_does_not_delay_the_shutdown_past_its_deadline(p
         svc.start()
         try:
             exporter = agent_exporter(svc)
-            assert exporter.export(_plain_spans(4, 12)).name == "SUCCESS"
+            assert exporter.export(plain_spans(4, 12)).name == "SUCCESS"
             exporter.shutdown()
             sink.wait_for_spans(4)
             readable, _, _ = select.select([hole], [], [], 30)
@@ -242,7 +241,7 @@ def test_the_cli_pushes_the_metrics_beside_the_prometheus_endpoint_and_flushes_t
     MeterProvider. The default 10 s interval has not come round when SIGTERM arrives: the totals reach the
     receiver (here also the next hop, as a Collector would be) by the shutdown's export."""
     rx = GrpcTraceReceiver()
-    prometheus_port = _free_port()
+    prometheus_port = free_port()
     command = [
         sys.executable,
         "-m",
@@ -270,7 +269,7 @@ def test_the_cli_pushes_the_metrics_beside_the_prometheus_endpoint_and_flushes_t
         assert f"metrics_export={rx.endpoint} (grpc, tls=off)" in line, line
         ports = dict(part.split("=", 1) for part in line.split() if "=" in part)
         exporter = agent_exporter_at(int(ports["grpc"]))
-        assert exporter.export(_plain_spans(2, 13)).name == "SUCCESS"
+        assert exporter.export(plain_spans(2, 13)).name == "SUCCESS"
         exporter.shutdown()
         scrape = httpx.get(f"http://127.0.0.1:{prometheus_port}/metrics", timeout=10).text
         assert "toolcall_eval_serve_spans_received_total" in scrape

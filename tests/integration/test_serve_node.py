@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -22,7 +20,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.serve import Service
-from otel_toolcall_eval.serve.decode import PROTOBUF, decode_spans
 from tests.framework_scenario import (
     CALLS,
     EXPECTED,
@@ -34,22 +31,12 @@ from tests.framework_scenario import (
     roots_with_verdict,
     scored,
 )
+from tests.helpers import NODE_PROJECT, node_ready, scored_spans, wait_for_root_verdict, wait_until
 
 from .otlp_receiver import GrpcTraceReceiver
 from .scripted_openai import scripted_openai
-from .test_serve import wait_until
 
 pytestmark = pytest.mark.integration
-
-NODE_PROJECT = Path(__file__).parent / "node"
-
-
-def _node_ready() -> None:
-    missing = shutil.which("node") is None or not (NODE_PROJECT / "node_modules" / "ai").is_dir()
-    if missing:
-        if os.environ.get("CI"):
-            raise AssertionError("node or tests/integration/node/node_modules is missing (.ci/run runs make node-deps)")
-        pytest.skip("node and `make node-deps` (npm ci in tests/integration/node) are needed")
 
 
 @pytest.fixture
@@ -61,7 +48,7 @@ def receiver() -> Iterator[GrpcTraceReceiver]:
 
 @pytest.fixture
 def service(receiver: GrpcTraceReceiver) -> Iterator[Service]:
-    _node_ready()
+    node_ready()
     serve = {"http_port": 0, "grpc_port": 0, "export": {"endpoint": receiver.endpoint, "schedule_delay_millis": 20}}
     base = EvalConfig()
     svc = Service(base.model_copy(update={"serve": type(base.serve).model_validate(serve)}))
@@ -82,20 +69,6 @@ def run_node(script: str, service: Service, model_url: str, **env: str) -> dict[
     )
     assert done.returncode == 0, done.stderr[-4000:]
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
-def scored_spans(receiver: GrpcTraceReceiver) -> list[ReadableSpan]:
-    """What the next hop received, decoded back into spans (the service's own decoder)."""
-    return [
-        span for request in receiver.requests for span in decode_spans(request.SerializeToString(), PROTOBUF, 1_000_000)
-    ]
-
-
-def wait_for_root_verdict(receiver: GrpcTraceReceiver) -> list[ReadableSpan]:
-    wait_until(
-        lambda: any(A.TRACE_CORRECT in (s.attributes or {}) for s in scored_spans(receiver)), "the root's verdict"
-    )
-    return scored_spans(receiver)
 
 
 # Every call kind gets its verdict: valid calls pass; the Vercel AI SDK runs the bad enum unchecked (a JSON Schema

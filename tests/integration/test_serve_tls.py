@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_toolcall_eval.serve import Service
 from otel_toolcall_eval.serve.metrics import REJECTED_REQUESTS, SCORED
+from tests.helpers import agent_traces, config_for, plain_spans, wait_until
 
-from .otlp_receiver import GrpcTraceReceiver
-from .test_serve import _plain_spans, agent_traces, assert_same, config_for, wait_until, wire
+from .otlp_receiver import GrpcTraceReceiver, assert_same, wire
 from .tls_certs import Pki, make_pki
 
 pytestmark = pytest.mark.integration
@@ -98,7 +98,7 @@ def test_the_sdk_exporters_send_over_tls_and_the_scores_arrive(
 def test_plaintext_and_untrusted_clients_are_refused(receiver: GrpcTraceReceiver, pki: Pki) -> None:
     svc = tls_service(receiver, pki)
     try:
-        body = encode_spans(_plain_spans(2, 0)).SerializeToString()
+        body = encode_spans(plain_spans(2, 0)).SerializeToString()
         with pytest.raises(httpx.TransportError):  # the server reads no HTTP: the "ClientHello" is not one
             httpx.post(f"http://127.0.0.1:{svc.http_port}/v1/traces", content=body, headers=PB, timeout=5)
         with pytest.raises(httpx.ConnectError):  # TLS, but the certificate is not one this client trusts
@@ -110,7 +110,7 @@ def test_plaintext_and_untrusted_clients_are_refused(receiver: GrpcTraceReceiver
                 verify=trusting(pki.other_ca),
             )
         plain = GrpcSpanExporter(endpoint=f"http://127.0.0.1:{svc.grpc_port}", insecure=True, timeout=2)
-        assert plain.export(_plain_spans(2, 1)) is SpanExportResult.FAILURE
+        assert plain.export(plain_spans(2, 1)) is SpanExportResult.FAILURE
         plain.shutdown()
         wait_until(lambda: svc.metrics.total(REJECTED_REQUESTS, "tls_handshake") >= 2, "the HTTP handshakes counted")
         assert (
@@ -129,14 +129,14 @@ def test_a_bearer_token_is_checked_inside_tls(
     svc = tls_service(receiver, pki, bearer_token_env="SERVE_TLS_TOKEN")
     try:
         url = f"https://127.0.0.1:{svc.http_port}/v1/traces"
-        body = encode_spans(_plain_spans(2, 0)).SerializeToString()
+        body = encode_spans(plain_spans(2, 0)).SerializeToString()
         assert httpx.post(url, content=body, headers=PB, verify=trusting(pki.ca), timeout=5).status_code == 401
         no_token = grpc_exporter(svc, pki, timeout=5)
-        assert no_token.export(_plain_spans(2, 1)) is SpanExportResult.FAILURE  # UNAUTHENTICATED, not retried
+        assert no_token.export(plain_spans(2, 1)) is SpanExportResult.FAILURE  # UNAUTHENTICATED, not retried
         no_token.shutdown()
         token = {"authorization": "Bearer t0ken"}
         for exporter in (grpc_exporter(svc, pki, headers=token), http_exporter(svc, pki, headers=token)):
-            assert exporter.export(_plain_spans(2, 2)) is SpanExportResult.SUCCESS
+            assert exporter.export(plain_spans(2, 2)) is SpanExportResult.SUCCESS
             exporter.shutdown()
         assert len(receiver.wait_for_spans(4)) == 4
         assert svc.metrics.total(REJECTED_REQUESTS, "unauthenticated") == 2
@@ -148,15 +148,15 @@ def test_mutual_tls_requires_a_client_certificate_from_the_ca(receiver: GrpcTrac
     svc = tls_service(receiver, pki, mtls=True)
     try:
         url = f"https://127.0.0.1:{svc.http_port}/v1/traces"
-        body = encode_spans(_plain_spans(2, 0)).SerializeToString()
+        body = encode_spans(plain_spans(2, 0)).SerializeToString()
         with pytest.raises(httpx.TransportError):  # trusts the server, but shows no certificate of its own
             httpx.post(url, content=body, headers=PB, verify=trusting(pki.ca), timeout=5)
         anonymous = grpc_exporter(svc, pki, timeout=2)
-        assert anonymous.export(_plain_spans(2, 1)) is SpanExportResult.FAILURE
+        assert anonymous.export(plain_spans(2, 1)) is SpanExportResult.FAILURE
         anonymous.shutdown()
         assert svc.metrics.total(SCORED) == 0
         for exporter in (grpc_exporter(svc, pki, client_cert=True), http_exporter(svc, pki, client_cert=True)):
-            assert exporter.export(_plain_spans(2, 2)) is SpanExportResult.SUCCESS
+            assert exporter.export(plain_spans(2, 2)) is SpanExportResult.SUCCESS
             exporter.shutdown()
         assert len(receiver.wait_for_spans(4)) == 4
     finally:

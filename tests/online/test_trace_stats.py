@@ -296,8 +296,7 @@ FRAMEWORK_STATS = {
 @pytest.mark.parametrize("name", sorted(FRAMEWORK_STATS))
 def test_recorded_frameworks_get_their_numbers(name: str) -> None:
     from otel_toolcall_eval.replay import replay_spans
-    from tests.framework_scenario import roots_with_verdict
-    from tests.test_framework_fixtures import recorded
+    from tests.framework_scenario import recorded, roots_with_verdict
 
     (root,) = roots_with_verdict(replay_spans(recorded(name)).spans)
     got = scores(root)
@@ -309,22 +308,24 @@ def test_recorded_frameworks_get_their_numbers(name: str) -> None:
 
 # --- offline: run files ------------------------------------------------------------------------------------
 def test_offline_recovery_per_case() -> None:
-    from tests.test_offline_metrics import ORDER_TOOLS, _case, _score
+    from tests.helpers import ORDER_TOOLS, dataset_case, score_run_calls
 
-    case = _case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
+    case = dataset_case([{"name": "get_order", "args": {"order_id": "12345"}}], available_tools=ORDER_TOOLS)
     broken = {"name": "get_order", "arguments": '{"order_id": 12345'}  # does not parse: malformed
     fixed = {"name": "get_order", "arguments": {"order_id": "12345"}}
-    assert list(_score(case, [broken, fixed]).recovery) == [CORRECTED_RETRY]
-    assert list(_score(case, [broken, broken, fixed]).recovery) == [REPEATED, CORRECTED_RETRY]
-    assert list(_score(case, [broken]).recovery) == [HANDED_BACK]  # the run ended with the agent's answer
-    assert list(_score(case, [broken], error="timeout").recovery) == [CARRIED_ON]  # every call counts as failed
-    assert list(_score(case, [fixed]).recovery) == []
+    assert list(score_run_calls(case, [broken, fixed]).recovery) == [CORRECTED_RETRY]
+    assert list(score_run_calls(case, [broken, broken, fixed]).recovery) == [REPEATED, CORRECTED_RETRY]
+    assert list(score_run_calls(case, [broken]).recovery) == [HANDED_BACK]  # the run ended with the agent's answer
+    assert list(score_run_calls(case, [broken], error="timeout").recovery) == [
+        CARRIED_ON
+    ]  # every call counts as failed
+    assert list(score_run_calls(case, [fixed]).recovery) == []
 
 
 def test_offline_recovery_in_the_report(tmp_path: Any) -> None:
     from otel_toolcall_eval.cli import main
     from otel_toolcall_eval.dataset import template_cases, write_cases
-    from tests.test_offline_eval import GOOD, _run
+    from tests.helpers import GOOD, write_run
 
     dataset = tmp_path / "dataset.jsonl"
     write_cases(dataset, template_cases())
@@ -336,7 +337,7 @@ def test_offline_recovery_in_the_report(tmp_path: Any) -> None:
         ],
     }
     out = tmp_path / "report.json"
-    main(["eval", "--dataset", str(dataset), "--runs", str(_run(tmp_path, runs)), "--json", str(out)])
+    main(["eval", "--dataset", str(dataset), "--runs", str(write_run(tmp_path, runs)), "--json", str(out)])
     report = json.loads(out.read_text())
     cases = {c["id"]: c for c in report["cases"]}
     assert cases["order-status"]["recovery"] == {CORRECTED_RETRY: 1}

@@ -280,6 +280,16 @@ def test_a_trace_with_tool_activity_only_in_model_requests_gets_its_line(
     assert "carry tool activity only in model requests" in capsys.readouterr().out
 
 
+def test_the_requests_only_line_counts_the_calls_scored_from_the_requests(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Anthropic tool runner under OpenInference's instrumentation: its tools run on no span; the five calls are
+    scored from the requests, and doctor says so (still a gap: no span of a call, no latency)."""
+    path = str(fixture_path("anthropic_openinference-content"))
+    _, report = _doctor_json(capsys, path)
+    assert (report["traces_with_requests_only"], report["calls_scored_from_requests"]) == (1, 5)
+    assert main(["doctor", path, "--fail-on-gaps"]) == ExitCode.GATE_FAILED
+    assert "(5 call(s) scored from the requests)" in capsys.readouterr().out
+
+
 def test_the_content_switch_comes_from_the_scopes_row(capsys: pytest.CaptureFixture[str]) -> None:
     _, report = _doctor_json(capsys, str(fixture_path("langgraph_openllmetry-hidden")))
     fixes = " ".join(_only_group(report)["fixes"])

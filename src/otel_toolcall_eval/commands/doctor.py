@@ -104,8 +104,8 @@ def _print(diagnosis: Diagnosis, console: Console) -> None:
             console.print(f"[yellow]fix[/] {_safe(s.name)}: {_safe(s.fix)}", highlight=False, soft_wrap=True)
     if diagnosis.requests_only:
         console.print(
-            f"[yellow]{diagnosis.requests_only} trace(s) carry tool activity only in model requests:[/] "
-            f"{_safe(REQUESTS_ONLY_FIX)}",
+            f"[yellow]{diagnosis.requests_only} trace(s) carry tool activity only in model requests "
+            f"({diagnosis.request_scored} call(s) scored from the requests):[/] {_safe(REQUESTS_ONLY_FIX)}",
             highlight=False,
             soft_wrap=True,
         )

@@ -169,6 +169,7 @@ class Diagnosis:
     # traces with model spans but no recognised tool span, per the model spans' scope (those with a row in the shape
     # table): what that instrumentation cannot record and its content switch, from its row
     model_only: list[str] = field(default_factory=list)
+    request_scored: int = 0  # of their calls, those scored from the requests (a reply carried their result back)
 
     @property
     def healthy(self) -> bool:
@@ -189,6 +190,7 @@ class Diagnosis:
             "healthy": self.healthy,
             "truncated": self.truncated,
             "traces_with_requests_only": self.requests_only,
+            "calls_scored_from_requests": self.request_scored,
             "requests_only_fix": REQUESTS_ONLY_FIX if self.requests_only else None,
             "model_spans_only": self.model_only,
             "coverage": [c.as_json() for c in self.coverage],
@@ -259,6 +261,8 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
         trace_id = span.context.trace_id if span.context is not None else 0
         if A.TRACE_CORRECT in attrs:
             out.verdicts += 1
+            scored = attrs.get(A.TRACE_REQUEST_SCORED_CALLS)
+            out.request_scored += scored if isinstance(scored, int) else 0
         convention = attrs.get(A.CONVENTION)
         if convention is None:
             _note_suspect(span, attrs, registry, suspects, out, name_hints=trace_id not in with_tools)

@@ -20,12 +20,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import test_alert_e2e
-from .test_alert_e2e import JOB, Processes, PrometheusAPI, free_port, run_prometheus, wait_for
+import pytest
 
-processes = test_alert_e2e.processes  # the fixture: every process started is stopped at teardown
+from tests.helpers import free_port
 
-pytestmark = test_alert_e2e.pytestmark  # integration; needs the prometheus binary
+from . import prometheus_server
+from .prometheus_server import JOB, NEEDS_PROMETHEUS, Processes, PrometheusAPI, run_prometheus, wait_for
+
+processes = prometheus_server.processes  # the fixture: every process started is stopped at teardown
+
+pytestmark = [pytest.mark.integration, NEEDS_PROMETHEUS]
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "toolcall-eval.json"

@@ -9,6 +9,7 @@ call, marked as coming from the request, on the model span whose input carried t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from otel_toolcall_eval.conventions.llm_spans import tool_replies
@@ -165,3 +166,44 @@ def test_the_calls_scored_from_requests_are_counted_under_their_own_convention()
         _chat(p, "turn 2", [], [("c1", "sunny")])
     conventions = {labels.get("convention") for labels, _ in p.metric_points("toolcall_eval.coverage.calls")}
     assert conventions == {REQUEST_CONVENTION}
+
+
+# --- offline: harvest's run lines carry them, eval gives the same verdicts -------------------------------------
+
+
+def test_harvest_and_eval_give_the_calls_scored_from_requests_their_online_verdicts(tmp_path: Path) -> None:
+    """The Anthropic tool runner under OpenInference's instrumentation (its tools run on no span), scored by the
+    processor, written as OTLP JSON, harvested (``--runs-out``) and evaluated by ``eval``'s scorer: every call is
+    in the run line with the arguments the model sent and the reply's error, and gets the verdicts it got online."""
+    from otel_toolcall_eval.cli import main
+    from otel_toolcall_eval.dataset import read_cases
+    from otel_toolcall_eval.replay import replay_spans
+    from otel_toolcall_eval.replay.otlp import encode_json
+    from tests.framework_scenario import KEYS, recorded, requested_scores
+
+    from .helpers import harvested_offline
+
+    spans = replay_spans(recorded("anthropic_openinference-content")).spans
+    online = requested_scores(spans)
+    assert len(online) == 5
+    source, cases, runs = tmp_path / "traces.json", tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
+    source.write_text(json.dumps(encode_json(list(spans))))
+    command = [
+        "harvest",
+        str(source),
+        "--where",
+        "toolcall_eval.trace.correct = false",
+        "--out",
+        str(cases),
+        "--runs-out",
+        str(runs),
+    ]
+    assert main(command) == 0
+    (case,) = read_cases(cases)
+    (line,) = [json.loads(text) for text in runs.read_text().splitlines()]
+    assert [c["name"] for c in line["tool_calls"]] == [name for name, _ in online]
+    assert json.loads(line["tool_calls"][2]["arguments"]) == {"city": "Oslo", "unit": "kelvin"}
+    assert line["tool_calls"][4]["error"] == {"error_type": "tool_error"}
+    rows, _ = harvested_offline(case, line)
+    offline = [{key: row[key.removeprefix("toolcall_eval.")] for key in KEYS} for row in rows]
+    assert offline == [scores for _, scores in online]

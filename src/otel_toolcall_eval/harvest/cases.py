@@ -30,9 +30,12 @@ from otel_toolcall_eval.conventions.llm_spans import (
     is_llm_span,
     requested_calls,
     tool_definitions,
+    tool_replies,
 )
+from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
+from otel_toolcall_eval.engine.requested import requested_call_record
 from otel_toolcall_eval.judge.questions import MAX_ERROR_MESSAGE_CHARS, Redactor
 from otel_toolcall_eval.online.trace_stats import records_output
 from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
@@ -224,7 +227,11 @@ def _recorded_calls(
     spans: Sequence[ReadableSpan], conventions: ConventionRegistry
 ) -> Iterator[tuple[Mapping[str, Any], ToolCallRecord]]:
     """Each tool call of the trace once, with its span's attributes: a span that only wraps a call its child span
-    records (``toolcall_eval.same_call_as``, a second instrumentation) is skipped."""
+    records (``toolcall_eval.same_call_as``, a second instrumentation) is skipped. A call that ran on no tool span
+    and was scored from the requests (``toolcall_eval.requested.<N>.*`` on the model span whose input answered it)
+    comes as the record ``engine.requested`` built online (the arguments the model sent, the reply it got back) with
+    its scores under their tool-span names."""
+    sent: dict[str, Any] = {}  # call id -> the arguments the model sent, from the model spans so far
     for span in spans:
         attrs = span.attributes or {}
         if A.SAME_CALL_AS in attrs:
@@ -233,6 +240,29 @@ def _recorded_calls(
         record = convention.extract(span, attrs) if convention is not None else None
         if record is not None:
             yield attrs, record
+        elif is_llm_span(attrs):
+            yield from _requested(span, attrs, sent)
+            requested_calls(attrs, sent)
+
+
+def _requested(
+    span: ReadableSpan, attrs: Mapping[str, Any], sent: dict[str, Any]
+) -> Iterator[tuple[Mapping[str, Any], ToolCallRecord]]:
+    """The calls scored from the requests that this model span's input answered, in their order."""
+    calls: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith(A.REQUESTED_PREFIX):
+            index, _, field = key.removeprefix(A.REQUESTED_PREFIX).partition(".")
+            if index.isdigit():
+                calls.setdefault(int(index), {})[A.PREFIX + field] = value
+    if not calls:
+        return
+    shape = shape_for(span.instrumentation_scope)
+    replies = {r.call_id: r for r in tool_replies(attrs, shape is not None and shape.anthropic_request_body)}
+    for _, scored in sorted(calls.items()):
+        call_id, tool = scored.get(A.PREFIX + "call_id"), scored.get(A.PREFIX + "tool")
+        if isinstance(call_id, str) and isinstance(tool, str):
+            yield scored, requested_call_record(call_id, tool, sent.get(call_id), replies.get(call_id))
 
 
 def _findings(spans: Sequence[ReadableSpan]) -> list[str]:

@@ -176,3 +176,20 @@ def test_tool_names_past_the_bound_are_counted_as_overflow() -> None:
         metrics.record_call(CallScore(name=f"tool{i}", step=1, outcome=Outcome.SUCCESS))
     assert total(reader, "toolcall_eval.tool_calls", tool=OTHER) == 2
     assert points(reader, LABEL_OVERFLOW) == [({"label": "tool"}, 2)]
+
+
+def test_a_call_scored_into_a_state_made_after_the_verdict_is_counted_at_once() -> None:
+    """``TraceStore`` gives a span of a trace finished long ago a state of its own, already finished and kept
+    nowhere: no verdict will come to count its call."""
+    from otel_toolcall_eval.online.trace_state import TraceState
+
+    reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[reader]))
+    provider = TracerProvider(resource=Resource.create({"service.name": "travel", "service.version": "1.0"}))
+    with provider.get_tracer("t").start_as_current_span("late") as span:
+        pass
+    counts = TraceState(last_seen=0.0, finished=True).trace_counts(metrics, span)
+    metrics.record_call(CallScore(name="search", step=1, outcome=Outcome.SUCCESS), "genai", True, counts)
+    assert points(reader, "toolcall_eval.tool_calls") == [
+        ({"service.name": "travel", "service.version": "1.0", "tool": "search", "outcome": "success"}, 1)
+    ]

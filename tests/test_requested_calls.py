@@ -207,3 +207,20 @@ def test_harvest_and_eval_give_the_calls_scored_from_requests_their_online_verdi
     rows, _ = harvested_offline(case, line)
     offline = [{key: row[key.removeprefix("toolcall_eval.")] for key in KEYS} for row in rows]
     assert offline == [scores for _, scores in online]
+
+
+def test_a_tool_span_arriving_after_its_call_was_scored_from_the_requests_is_not_counted_twice() -> None:
+    """Another service's tool span, exported after the agent's next model span: the call was scored from the
+    requests already; the tool span points at the model span that carries its scores (``same_call_as``)."""
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        _chat(p, "turn 1", [("c1", "get_weather", {"city": "Oslo"}), ("c2", "get_weather", {"city": "Rome"})])
+        _chat(p, "turn 2", [], [("c1", "sunny"), ("c2", "rain")])
+        tool_span(p.tracer, "get_weather", {"city": "Oslo"}, call_id="c1", result="sunny")  # by its call id
+        tool_span(p.tracer, "get_weather", {"city": "Rome"}, call_id="rpc-9")  # a server's id: by name
+    answered = f"{p.one('turn 2').context.span_id:016x}"
+    late = [scores(s) for s in p.spans() if s.name == "execute_tool get_weather"]
+    assert [s.get("same_call_as") for s in late] == [answered, answered]
+    assert not any("outcome" in s for s in late)
+    root = scores(p.one("agent"))
+    assert (root["trace.tool_calls"], root["trace.request_scored_calls"]) == (2, 2)

@@ -116,6 +116,8 @@ class CallStage:
                 and (inner := _scored_client(state.client_spans, parent, record)) is not None
             ):
                 score = None  # the client's span of this call came first (the agent's export) and carries its scores
+            elif state.request_scored and (inner := state.request_scored_span(record.call_id, record.name, remote)):
+                score = None  # scored from the requests before this span arrived: that model span carries it
             else:
                 if state.call_arguments:
                     _borrow_requested(state, record)

@@ -139,6 +139,10 @@ class TraceState:
     # calls scored from the requests (``engine.requested``): while every call of the trace is one of these, no tool
     # span ran, and a request's reply is the only evidence of its call's outcome
     request_scored: int = 0
+    # those calls by call id, and by tool name, each -> the model span carrying their scores: a tool span of one that
+    # arrives after all (another service's, exported later) points there instead of being counted a second time
+    request_scored_ids: dict[str, int] | None = None
+    request_scored_names: dict[str, list[int]] | None = None
     # tool name -> calls scored while the trace listed no tools (``tool_known`` absent): checked against a list
     # that arrives on a span ending later (Strands' root ``invoke_agent``); bounded like the call history
     unlisted: dict[str, int] | None = None
@@ -275,6 +279,35 @@ class TraceState:
         self.note_tool_child(parent_span_id, child, max_entries)
         if client:
             self.note_client_span(span_id, child, max_entries)
+
+    def note_request_scored(self, call_id: str, name: str, span_id: int, max_entries: int) -> None:
+        """A call scored from the requests, its scores on the model span ``span_id`` (``engine.requested``)."""
+        self.request_scored += 1
+        ids, names = self.request_scored_ids, self.request_scored_names
+        if ids is None or names is None:
+            ids, names = self.request_scored_ids, self.request_scored_names = {}, {}
+        if len(ids) < max_entries:
+            ids[call_id] = span_id
+            names.setdefault(name, []).append(span_id)
+
+    def request_scored_span(self, call_id: str | None, name: str, remote: bool) -> ScoredChild | None:
+        """The model span carrying the scores of this tool span's call, when it was scored from the requests before
+        the span arrived: by its call id, or (no id, or one no request named: a server's JSON-RPC id) by its tool's
+        name, once each, unless a request of that name still waits for its span (a remote span: either way)."""
+        ids, names = self.request_scored_ids, self.request_scored_names
+        if not ids or names is None:
+            return None
+        span_id = ids.pop(call_id, None) if call_id is not None else None
+        if (
+            span_id is None
+            and call_id not in self.call_names  # no id a waiting request named (none, or a server's JSON-RPC id)
+            and names.get(name)
+            and (remote or not self.pending_names.get(name))  # a request of its name waits: that one is its own
+        ):
+            span_id = names[name].pop(0)
+        elif span_id is not None and span_id in names.get(name, ()):
+            names[name].remove(span_id)
+        return None if span_id is None else new_scored_child(name, span_id, None, None, None)
 
     @property
     def requests_only(self) -> bool:
@@ -438,6 +471,8 @@ def new_trace_state(now: float) -> TraceState:
     state.offered = False
     state.requested = False
     state.request_scored = 0
+    state.request_scored_ids = None
+    state.request_scored_names = None
     state.unlisted = None
     state.listed_late = False
     state.waiting = None

@@ -142,7 +142,8 @@ class TurnStage:
             batch = state.batch_for(reply.call_id, name)
             record = requested_call_record(reply.call_id, name, sent, reply)
             score = score_requested_call(self.scorer, state.history, record, trace_tools=state.tools, batch=batch)
-            state.request_scored += 1
+            context = getattr(span, "context", None)
+            state.note_request_scored(reply.call_id, name, context.span_id if context else 0, self._max_calls)
             decided.extend(stats.on_call(score, None, self._max_calls) or ())
             out.append((reply.call_id, score, record.result_recorded))
         return decided or None

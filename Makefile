@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp-installed
 
-.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-owners test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit docs pictures bench bench-smoke bfcl-agreement clean
+.PHONY: debian-deps node-deps demo test test-compiled test-frameworks test-owners test-strands test-autogen test-adk test-crewai test-pairs test-semantic lint typecheck unit docs pictures bench bench-pure bench-smoke bfcl-agreement clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -131,6 +131,13 @@ $(BENCH_STAMP): $(WHEEL_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks
+
+# The same suite on the pure-Python build, what `pip install` gives where no compiled wheel is installed (the sdist,
+# an editable install): the source tree ahead of the installed wheel on the path, byte-compiled first (every child
+# process would otherwise compile it again under PYTHONDONTWRITEBYTECODE); the report's machine line says "pure Python".
+bench-pure: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m compileall -q src
+	PYTHONPATH=$(CURDIR)/src $(BENCH_VENV)/bin/python -m benchmarks --json bench-results-pure.json
 
 # Frameworks whose pins conflict with the dev environment run their integration tests in an environment of their
 # own (Strands pins mcp<2.2; AutoGen protobuf 5; ADK opentelemetry 1.44; CrewAI downgrades mcp, openai and pydantic

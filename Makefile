@@ -87,7 +87,8 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json $(NOD
 
 test: lint typecheck unit
 
-# The opt-in compiled build (setup.py: OTEL_TOOLCALL_EVAL_COMPILE=1 compiles the hot path with mypyc): one wheel,
+# The compiled build (setup.py: OTEL_TOOLCALL_EVAL_COMPILE=1 compiles the hot path with mypyc; the release's wheels,
+# .github/workflows/release.yml, are built with the same switch by the same `pip wheel`): one wheel,
 # built again whenever a source file changes (a few minutes of mypyc and C compiler), installed as a user gets it
 # (not editable) into .venv-compiled, where the core suites run against it (tests/test_compiled_build.py checks
 # that the modules really are extensions), and into .venv-bench for `make bench`. The venvs themselves are kept.
@@ -102,19 +103,14 @@ $(WHEEL_STAMP): $(PACKAGE_SOURCES)
 	rm -rf build $(WHEEL_DIR)  # build/: a module no longer in setup.py's COMPILED must not ship from an earlier build
 	OTEL_TOOLCALL_EVAL_COMPILE=1 $(COMPILED_VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(WHEEL_DIR) .
 	touch $@
-COMPILED_SUITES := tests/test_compiled_build.py tests/test_checks.py tests/test_processor.py tests/test_conventions.py \
-  tests/online tests/test_lifecycle.py tests/test_engine_parity.py tests/test_memory_bounds.py \
-  tests/test_replay_engine.py tests/test_fuzz_span_path.py tests/test_offline_eval.py \
-  tests/test_offline_fast_paths.py tests/test_public_api.py tests/test_sdk_fields.py \
-  tests/test_late_spans.py tests/test_serve_encode.py
-
 $(COMPILED_STAMP): $(WHEEL_STAMP)
 	$(COMPILED_VENV)/bin/pip install --quiet --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
 	$(COMPILED_VENV)/bin/pip install --quiet "$$(ls $(WHEEL_DIR)/*.whl)[all]" pytest hypothesis
 	touch $@
 
+# the core suites (tests/compiled_suites.py, which the release's cibuildwheel runs against each wheel it builds)
 test-compiled: $(COMPILED_STAMP)
-	OTEL_TOOLCALL_EVAL_EXPECT_COMPILED=1 $(COMPILED_VENV)/bin/pytest -p no:cacheprovider $(COMPILED_SUITES)
+	$(COMPILED_VENV)/bin/python tests/compiled_suites.py
 
 # The peers (Ragas, DeepEval) are an optional extra in a venv of their own: their pins (openai<2, rich<14)
 # conflict with the test extras, so installing them into .venv would break `make test`.

@@ -392,6 +392,7 @@ def test_inline_release_from_several_threads_forwards_each_span_once() -> None:
     assert len(p.processor._pipeline.held or ()) == 0
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (not on Windows)")
 def test_a_forked_child_holds_none_of_the_parents_spans() -> None:
     p, _ = _pipeline()
     t = p.tracer

@@ -5,6 +5,7 @@ nothing here sleeps on wall time or asserts a duration."""
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from typing import Any
 
@@ -136,6 +137,7 @@ def test_a_stopped_timer_never_starts_again() -> None:
     assert not ticker.running and ticker._thread is not None and not ticker._thread.is_alive()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (not on Windows)")
 def test_a_forked_child_starts_its_own_timer_on_first_use() -> None:
     p, logs, now, steps = _pipeline({"limits": {"session_idle_seconds": 60}})
     session_turn(p.tracer, "conv-1")

@@ -70,6 +70,7 @@ COMPILED = (
     "otel_toolcall_eval/conventions/spans.py",
     "otel_toolcall_eval/conventions/registry.py",
     "otel_toolcall_eval/online/trace_state.py",
+    "otel_toolcall_eval/online/matching.py",
     "otel_toolcall_eval/online/trace_stats.py",
     "otel_toolcall_eval/online/enrich.py",
     "otel_toolcall_eval/online/metrics.py",

@@ -557,4 +557,4 @@ def test_the_per_trace_factories_build_what_the_dataclasses_build() -> None:
             else:
                 assert got == expected and type(got) is type(expected), (type(want).__name__, f.name)
     a, b = new_trace_state(0.0), new_trace_state(0.0)
-    assert a.history is not b.history and a.call_batches is not b.call_batches  # nothing mutable shared
+    assert a.history is not b.history and a.lock is not b.lock  # nothing mutable shared

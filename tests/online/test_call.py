@@ -7,6 +7,7 @@ import json
 
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.online import metrics as M
+from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.records import ErrorEvidence, Outcome, ToolCallRecord
 from tests.helpers import make_stages, readable_span
 
@@ -64,11 +65,12 @@ def test_a_second_instrumentation_of_a_scored_call_points_at_it_unscored() -> No
 def test_the_arguments_a_turn_requested_are_borrowed_by_a_span_that_records_none() -> None:
     s = make_stages()
     state = s.store.get(TRACE)
-    state.add_turn([("c1", "get_weather")], 100)
-    state.add_requested_arguments({"c1": {"city": "Oslo"}}, 100, 1024)
+    state.requests = requests = Requests()
+    requests.add_turn([("c1", "get_weather")], 100)
+    requests.add_requested_arguments({"c1": {"city": "Oslo"}}, 100, 1024)
     record = _record(None)
     s.calls.score(state, readable_span(3, parent=1), record, TRACE, 3, 1, False, False, {})
-    assert json.loads(record.raw_arguments) == {"city": "Oslo"} and state.call_arguments is None
+    assert json.loads(record.raw_arguments) == {"city": "Oslo"} and requests.call_arguments is None
 
 
 def test_a_call_the_guard_stopped_is_claimed_and_not_scored() -> None:
@@ -92,3 +94,16 @@ def test_a_call_after_its_trace_finished_is_scored_and_marked_late() -> None:
     result = s.calls.score(state, readable_span(3, parent=1), _record(), TRACE, 3, 1, False, False, {})
     assert result.score is not None and result.extra[A.LATE] is True
     assert s.metric_sum(M.LATE_SPANS) == 1
+
+
+def test_a_call_before_any_request_is_remembered_as_answered_early() -> None:
+    """The trace's request matching is made by the first tool span when no turn requested a call yet: the request
+    naming it, when it comes, is answered already (no unexecuted call)."""
+    s = make_stages()
+    state = s.store.get(TRACE)
+    assert state.requests is None
+    s.calls.score(state, readable_span(3, parent=1), _record(call_id="c9"), TRACE, 3, 1, False, False, {})
+    requests = state.requests
+    assert requests is not None and requests.answered_early == {"c9"}
+    requests.add_turn([("c9", "get_weather")], 100)
+    assert requests.unexecuted_calls == 0 and requests.turns == 1

@@ -395,6 +395,8 @@ def test_answered_requests_leave_no_per_request_state() -> None:
         tool_span(t, "get_weather", {"city": "Oslo"}, call_id="c2", result="ok")
         state = p.processor._pipeline.store.get(root.get_span_context().trace_id, create=False)
         assert state is not None
-        assert state.call_arguments is None and state.pending_names == {} and state.call_batches == {}
-        assert state.call_names == {} and state.unexecuted_calls == 0
+        requests = state.requests
+        assert requests is not None and requests.call_arguments is None
+        assert requests.pending_names == {} and requests.call_batches == {}
+        assert requests.call_names == {} and requests.unexecuted_calls == 0
         assert state.stats is not None and state.stats.pending is None

@@ -35,12 +35,15 @@ def test_a_turn_offers_tools_and_requests_calls_of_its_trace() -> None:
     state = s.store.get(TRACE)
     s.turns.observe(state, TRACE, _turn([("c1", "get_weather", {"city": "Oslo"})]), False)
     assert state.tools is not None and "get_weather" in state.tools
-    assert state.turns == 1 and state.requested and state.offered and state.call_batches == {"c1": 1}
-    assert state.call_arguments is not None and json.loads(state.call_arguments["c1"]) == {"city": "Oslo"}
+    requests = state.requests
+    assert requests is not None and requests.turns == 1 and requests.call_batches == {"c1": 1}
+    assert state.requested and state.offered
+    assert requests.call_arguments is not None and json.loads(requests.call_arguments["c1"]) == {"city": "Oslo"}
     # a root (an instrumented client's own span) offered tools but decided nothing
     other = s.store.get(TRACE + 1)
     s.turns.observe(other, TRACE + 1, _turn(), True)
     assert other.tools is not None and not other.offered and not other.requested
+    assert other.requests is None  # a turn that requested nothing makes no request matching
 
 
 def test_a_second_span_of_one_model_response_is_one_turn() -> None:
@@ -48,7 +51,7 @@ def test_a_second_span_of_one_model_response_is_one_turn() -> None:
     state = s.store.get(TRACE)
     for _ in range(2):
         s.turns.observe(state, TRACE, _turn([("c1", "get_weather", {})], response_id="r1"), False)
-    assert state.turns == 1
+    assert state.requests is not None and state.requests.turns == 1
 
 
 def test_a_turn_after_a_failed_call_releases_its_held_span_with_the_class() -> None:

@@ -17,6 +17,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline",),
     ("gate", "call", "turn", "finish", "forward"),
     ("held_spans", "sessions", "judging"),
-    ("trace_state", "trace_stats", "enrich", "metrics", "background", "prevented"),
+    ("trace_state", "matching", "trace_stats", "enrich", "metrics", "background", "prevented"),
     ("contain", "hooks"),
 )

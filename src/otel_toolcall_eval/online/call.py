@@ -25,6 +25,7 @@ from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import call_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
+from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
 from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore
@@ -119,10 +120,13 @@ class CallStage:
             elif state.request_scored and (inner := state.request_scored_span(record.call_id, record.name, remote)):
                 score = None  # scored from the requests before this span arrived: that model span carries it
             else:
-                if state.call_arguments:
-                    _borrow_requested(state, record)
+                requests = state.requests
+                if requests is None:  # no turn requested a call yet: this one is remembered as answered early
+                    requests = state.requests = Requests()
+                elif requests.call_arguments:
+                    _borrow_requested(requests, record)
                 late = record.convention in LATE_REQUEST_CONVENTIONS
-                batch = state.batch_for(record.call_id, record.name, max_calls, late, remote)
+                batch = requests.batch_for(record.call_id, record.name, max_calls, late, remote)
                 score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, max_calls)
@@ -188,21 +192,21 @@ def _claim_prevented(state: TraceState, span_id: int, call_id: str | None) -> bo
         return state.prevented is not None and state.prevented.claims(span_id, call_id)
 
 
-def _borrow_requested(state: TraceState, record: ToolCallRecord) -> None:
+def _borrow_requested(requests: Requests, record: ToolCallRecord) -> None:
     """The arguments the model sent for this call id: the evidence when the tool span records none; claimed either
     way (kept, they would stay for the trace's life: ~700 bytes a trace). Under the trace's lock."""
-    requested = state.call_arguments
+    requested = requests.call_arguments
     assert requested is not None
     sent = requested.pop(record.call_id, None) if record.call_id is not None else None
-    if sent is None and record.raw_arguments is None and record.call_id not in state.call_names:
+    if sent is None and record.raw_arguments is None and record.call_id not in requests.call_names:
         # no id the requests named (none recorded, or a server's own JSON-RPC id): the one pending request of this
         # tool's name, when there is exactly one. A call id a request did name that carried no arguments borrows
         # nothing: another call's arguments are not its own.
-        sent = _only_request_of(state.call_names, requested, record.name)
+        sent = _only_request_of(requests.call_names, requested, record.name)
     if record.raw_arguments is None:
         record.raw_arguments = sent
     if not requested:
-        state.call_arguments = None
+        requests.call_arguments = None
 
 
 def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str) -> Any:

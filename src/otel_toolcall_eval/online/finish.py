@@ -102,13 +102,14 @@ class FinishStage:
         configured = self._config_tools
         unlisted = state.unlisted_calls(configured) if state.listed_late else None
         late = state.late_schema
-        if not state.turns:
+        requests = state.requests
+        if requests is None or not requests.turns:
             return trace_verdict(state.history, self._step_budget, unlisted_calls=unlisted, late_schema=late)
         return trace_verdict(
             state.history,
             self._step_budget,
-            state.unknown_tool_requests(configured),
-            state.unexecuted_calls,
+            requests.unknown_tool_requests(state.tools, configured),
+            requests.unexecuted_calls,
             unlisted,
             late,
         )

@@ -31,6 +31,7 @@ from otel_toolcall_eval.engine.requested import (
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import requested_call_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, decide
+from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.trace_state import TraceState
 from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats
@@ -93,10 +94,12 @@ class TurnStage:
                 # a model turn inside an agent's trace that was offered tools decided whether to call one; an agent's
                 # creation, or an instrumented client's own root span, decided nothing
                 state.offered = state.offered or (op != "create_agent" and not is_root)
-            if state.call_names:  # requests no tool span answered yet: did the framework reply "unknown tool"?
-                state.note_unknown_replies(unknown_tool_replies(attrs))
+            requests = state.requests
+            if requests is not None and requests.call_names:
+                # requests no tool span answered yet: did the framework reply "unknown tool"?
+                requests.note_unknown_replies(unknown_tool_replies(attrs))
                 if state.requests_only:  # no tool span in the trace: a reply is the only evidence of its call
-                    decided = self._score_answered(state, attrs, span, answered)
+                    decided = self._score_answered(state, requests, attrs, span, answered)
             response_id = None if not_turn else attrs.get(A.GEN_AI_RESPONSE_ID)
             if response_id is not None and state.seen_response(str(response_id), max_calls):
                 not_turn, calls = True, []  # a second span of a request counted already: its tools only
@@ -108,9 +111,11 @@ class TurnStage:
                 decided = turn if not decided else decided + (turn or [])
             if calls:
                 state.requested = state.requested or not is_root
-                state.add_turn(calls, max_calls)
+                if requests is None:
+                    requests = state.requests = Requests()
+                requests.add_turn(calls, max_calls)
                 if arguments:
-                    state.add_requested_arguments(arguments, max_calls, self._max_argument_bytes)
+                    requests.add_requested_arguments(arguments, max_calls, self._max_argument_bytes)
         if decided:  # the turn reacted to failed calls: their held spans go, with their class
             decide(self.held, trace_id, decided, self.contained)
         if not answered:
@@ -123,14 +128,19 @@ class TurnStage:
         return extra
 
     def _score_answered(
-        self, state: TraceState, attrs: dict[str, Any], span: Any, out: list[tuple[str, CallScore, bool]]
+        self,
+        state: TraceState,
+        requests: Requests,
+        attrs: dict[str, Any],
+        span: Any,
+        out: list[tuple[str, CallScore, bool]],
     ) -> Decisions | None:
         """The waiting requests this span's input answers, each scored from its request and reply, claimed (no
         longer unexecuted) and counted in the trace's history and stats (under the state's lock); appended to
         ``out`` as (call id, score, whether a result was recorded). Returns the recoveries they decided."""
         shape = shape_for(getattr(span, "instrumentation_scope", None))
         replies = tool_replies(attrs, shape is not None and shape.anthropic_request_body)
-        answered = answered_requests(replies, state.call_names) if replies else []
+        answered = answered_requests(replies, requests.call_names) if replies else []
         if not answered:
             return None
         decided: Decisions = []
@@ -138,8 +148,8 @@ class TurnStage:
         if stats is None:
             stats = state.stats = new_trace_stats()
         for reply, name in answered:
-            sent = state.call_arguments.pop(reply.call_id, None) if state.call_arguments else None
-            batch = state.batch_for(reply.call_id, name)
+            sent = requests.call_arguments.pop(reply.call_id, None) if requests.call_arguments else None
+            batch = requests.batch_for(reply.call_id, name)
             record = requested_call_record(reply.call_id, name, sent, reply)
             score = score_requested_call(self.scorer, state.history, record, trace_tools=state.tools, batch=batch)
             context = getattr(span, "context", None)

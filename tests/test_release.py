@@ -69,6 +69,8 @@ def test_cibuildwheel_builds_with_the_switch_and_the_frontend_of_make_test_compi
 def test_each_wheel_is_tested_with_the_suites_and_extras_of_make_test_compiled() -> None:
     config = cibuildwheel_config()
     assert config["test-command"] == "python {project}/tests/compiled_suites.py"
+    # the default encoding on Linux, where CI runs them; on Windows (cp1252) only by this setting
+    assert config["test-environment"] == {"PYTHONUTF8": "1"}
     assert make_recipe("test-compiled") == ["$(COMPILED_VENV)/bin/python tests/compiled_suites.py"]
     (extras,) = [line for line in make_recipe("$(COMPILED_STAMP)") if "[" in line]
     installed = re.search(r"\[(\w+)\]\" (.+)$", extras)
@@ -126,6 +128,23 @@ def test_every_platform_of_the_workflow_builds_cpython_3_10_to_3_14() -> None:
         ).stdout.split()
         expected = {f"{py}-{tag}" for py in COMPILED_PYTHONS for tag in EXPECTED_TAGS[(platform, archs)]}
         assert set(printed) == expected, (platform, archs)
+
+
+@pytest.mark.parametrize(("platform", "archs"), sorted(EXPECTED_TAGS))
+def test_cibuildwheel_reads_each_platforms_build_and_test_settings_as_meant(platform: str, archs: str) -> None:
+    """cibuildwheel's own effective options for a wheel of each job (its reader, its per-platform tables and
+    defaults), not only the TOML: the version pinned is the workflow's (test above)."""
+    from cibuildwheel.options import CommandLineArguments, compute_options
+
+    args = CommandLineArguments.defaults()
+    args.package_dir, args.platform, args.archs = ROOT, platform, archs
+    options = compute_options(platform=platform, command_line_arguments=args, env={})
+    build = options.build_options(f"cp312-{EXPECTED_TAGS[(platform, archs)][0]}")
+    assert build.build_frontend is not None and build.build_frontend.name == "pip"
+    assert build.environment.as_dictionary({}) == {SWITCH: "1"}
+    assert build.test_environment.as_dictionary({}) == {"PYTHONUTF8": "1"}
+    assert build.test_command == "python {project}/tests/compiled_suites.py"
+    assert build.test_extras == "[all]"
 
 
 def test_the_workflow_publishes_only_a_release_and_after_every_wheel_passed() -> None:

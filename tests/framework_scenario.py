@@ -388,6 +388,16 @@ def _semantic_kernel(parse_ok: bool | None) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _litellm_stamped() -> list[tuple[str, dict[str, Any]]]:
+    """The application's own tool spans (arguments recorded); the definitions only on the root, which ends last."""
+    ok = call("success", parse_ok=True)
+    return [
+        *[("get_weather", ok)] * 3,
+        ("book_flight", call("malformed_call", "unknown_tool", parse_ok=True, tool_known=False)),
+        ("get_population", call("execution_failed", "exception", parse_ok=True)),
+    ]
+
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -515,6 +525,36 @@ EXPECTED: dict[str, Expected] = {
     # every failure is a ``tool_error`` execution failure, so the trace reads correct
     "mcp1_openllmetry-content": Expected(_mcp1(True), correct=False, errors=3),
     "mcp1_openllmetry-hidden": Expected(_mcp1(None), correct=True, errors=3),
+    # A tool loop on ``litellm.completion`` with LiteLLM's OTel callback, whose tools run under the application's own
+    # ``execute_tool`` spans (arguments recorded, "unknown tool: X" raised for a tool it lacks), in its root span.
+    # LiteLLM writes each request's chat attributes onto that root, the last one logged over the others: the root
+    # still carries the trace's verdict, as one model call with its tokens (not six, not twice); the definitions come
+    # with the root, after every tool span, so no call gets a schema verdict (the loop runs the bad enum unchecked).
+    # Hidden (``turn_off_message_logging``): the same, the root without messages or tools. With
+    # ``USE_OTEL_LITELLM_REQUEST_SPAN=true`` each request is a ``litellm_request`` span: every verdict, six calls
+    "litellm-default": Expected(_litellm_stamped(), correct=False, errors=2, model_calls=1),
+    "litellm-hidden": Expected(_litellm_stamped(), correct=False, errors=2, model_calls=1),
+    "litellm-request_spans": Expected(_adk(True, True), correct=False, errors=3, model_calls=6),
+    # BeeAI's RequirementAgent + OpenInference: the arguments inside its ``{"input", "options"}`` start event (its
+    # row strips it); each tool error also becomes a nameless ``error`` child span, not a call (its row); BeeAI
+    # rejects the bad enum itself (``ToolInputValidationError``); its chat model rejects the unknown tool's request
+    # and asks again inside one model run, whose span keeps the second answer: six requests, five model calls, the
+    # unknown tool unseen; ``final_answer`` is a call. Hidden: the exception alone says the input was rejected
+    "beeai-content": Expected(
+        [*_content(True), FINAL_ANSWER], correct=False, errors=2, unknown_tool_requests=0, model_calls=5
+    ),
+    "beeai-hidden": Expected(
+        [*_autogen(None), ("final_answer", call("success"))], correct=False, errors=2, model_calls=5
+    ),
+    # pydantic-ai 2.68 instrumented through logfire 5.4 (``logfire.instrument_pydantic_ai()``): its own GenAI spans,
+    # read as recorded; the run ends on the raising tool. Without content (``include_content=False``) the requests
+    # and definitions keep their names: the unknown tool is still seen, its rejection of the bad enum still malformed
+    "pydantic_ai_logfire-content": Expected(
+        _content(True), correct=False, errors=2, unknown_tool_requests=1, model_calls=5
+    ),
+    "pydantic_ai_logfire-hidden": Expected(
+        _openllmetry_hidden(), correct=False, errors=2, unknown_tool_requests=1, model_calls=5
+    ),
     # The MCP Python SDK 2.x's own server spans (``tools/call <tool>``, execute_tool) under a tool loop on the OpenAI
     # client with OpenInference's instrumentation: no setting of the SDK records arguments or results, and the span's
     # id is the JSON-RPC one, so each call borrows the arguments of the one waiting request of its tool's name (the

@@ -251,6 +251,7 @@ def test_tool_list_on_a_root_that_ends_after_the_tool_spans_completes_the_verdic
         "Arg unit is invalid: 'kelvin' is not one of ['celsius', 'fahrenheit']",  # DSPy's Tool
         "Error: Invalid arguments for function get_weather: unit",  # anywhere in the text
         "Parameter unit is expected to be parsed to <enum 'Unit'> but is not.",  # Semantic Kernel
+        "Tool input validation error",  # BeeAI's ToolInputValidationError, all that is left with outputs hidden
     ],
 )
 def test_a_framework_rejection_of_the_arguments_is_a_malformed_call(message: str) -> None:
@@ -311,6 +312,52 @@ def test_the_dspy_tool_name_comes_from_its_span_name_and_its_kwargs_wrapper_is_u
     assert (record.name, record.raw_arguments) == ("get_weather", {"city": "Paris"})
     other = _extract(_span(attrs, "openinference.instrumentation.openai", name="get_weather.__call__"))
     assert (other.name, other.raw_arguments) == ("", '{"kwargs": {"city": "Paris"}}')  # no row: nothing guessed
+
+
+BEEAI = "openinference.instrumentation.beeai"
+
+
+def test_beeai_start_event_wrapper_is_unwrapped_for_its_scope_only() -> None:
+    raw = '{"input": {"city": "Paris"}, "options": null}'
+    assert _extract(_span(_oi_tool(raw), BEEAI)).raw_arguments == {"city": "Paris"}
+    assert _extract(_span(_oi_tool(raw), "x")).raw_arguments == raw  # a tool may take ``input`` and ``options``
+    taking_input = '{"input": "Paris", "verbose": true}'  # another key: not the wrapper
+    assert _extract(_span(_oi_tool(taking_input), BEEAI)).raw_arguments == taking_input
+
+
+def _beeai_error_child() -> dict[str, Any]:
+    """What the BeeAI instrumentation writes for a tool run's ``ToolErrorEvent``: a TOOL span named ``error``."""
+    return {
+        "openinference.span.kind": "TOOL",
+        "input.value": '{"error": "Tool Error", "input": {"city": "Paris"}, "options": null}',
+        "output.value": "ToolError(beeai_framework.tools.errors): Tool Error",
+    }
+
+
+@pytest.mark.parametrize(("scope", "is_call"), [(BEEAI, False), ("x", True)])
+def test_beeai_nameless_error_span_is_its_calls_event_not_a_call(scope: str, is_call: bool) -> None:
+    """Decided by the scope's row (``nameless_spans``), not by the span's name or values: another instrumentation's
+    nameless tool span stays a call (with an empty name, which ``doctor`` reports)."""
+    span = _span(_beeai_error_child(), scope, name="error", error="Tool Error")
+    convention = default_registry().recognise(span, span.attributes or {})
+    assert convention is not None
+    assert (convention.extract(span, span.attributes or {}) is not None) is is_call
+
+
+def test_beeai_failed_call_is_counted_once_with_its_error_child() -> None:
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        attrs = _oi_tool('{"input": {"city": "Paris"}, "options": null}')
+        with p.provider.get_tracer(BEEAI).start_as_current_span("get_weather", attributes=attrs) as call:
+            child = p.provider.get_tracer(BEEAI).start_span("error", attributes=_beeai_error_child())
+            child.set_status(Status(StatusCode.ERROR, "Tool Error"))
+            child.end()
+            call.set_status(Status(StatusCode.ERROR, "Tool Error"))
+    assert scores(p.one("error")) == {}  # no verdict of its own
+    s = scores(p.one("get_weather"))
+    assert (s["outcome"], s["parse_ok"]) == ("execution_failed", True)
+    root = scores(p.one("agent"))
+    assert (root["trace.tool_calls"], root["trace.errors"]) == (1, 1)
 
 
 def test_crewai_listener_tool_list_names_its_tools_but_its_repr_parameters_are_no_schema() -> None:

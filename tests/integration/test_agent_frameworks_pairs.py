@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolcall_eval import ToolCallEvalProcessor
 from tests.framework_scenario import FINAL_TEXT, Run, get_population
+from tests.framework_scenario import get_weather as plain_weather
 from tests.integration.scripted_openai import scripted_openai, tool_loop
 
 pytestmark = pytest.mark.integration
@@ -74,6 +75,12 @@ def instrumented(name: str, instrumentor: Any) -> None:
     if name not in _INSTRUMENTED:
         instrumentor.instrument(tracer_provider=PROVIDER)
         _INSTRUMENTED[name] = instrumentor
+
+
+def hide_openinference(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """OpenInference's privacy switch for ``mode`` "hidden", read by its default TraceConfig when it instruments."""
+    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true" if mode == "hidden" else "false")
+    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "true" if mode == "hidden" else "false")
 
 
 @pytest.fixture
@@ -227,9 +234,7 @@ def test_anthropic_tool_runner_openinference(run: Run, mode: str, monkeypatch: p
     pytest.importorskip("openinference.instrumentation.anthropic", reason="the pairs extra is not installed")
     from openinference.instrumentation.anthropic import AnthropicInstrumentor
 
-    # read by OpenInference's default TraceConfig when it is instrumented
-    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true" if mode == "hidden" else "false")
-    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "true" if mode == "hidden" else "false")
+    hide_openinference(monkeypatch, mode)
     _anthropic_with(run, "anthropic_openinference", AnthropicInstrumentor(), mode)
 
 
@@ -303,9 +308,7 @@ def test_agno_openinference(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch
         """Current weather in a city."""
         return f"sunny, 21 degrees {unit}, in {city}"
 
-    # read by OpenInference's default TraceConfig when it is instrumented
-    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true" if mode == "hidden" else "false")
-    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "true" if mode == "hidden" else "false")
+    hide_openinference(monkeypatch, mode)
     monkeypatch.setenv("AGNO_TELEMETRY", "false")  # Agno's own usage telemetry goes to the network
     with instrumented_for_this_run(AgnoInstrumentor()), scripted_openai() as fake:
         model = OpenAIChat(id="fake-model", base_url=fake.base_url, api_key="test-key", max_retries=0)
@@ -458,9 +461,7 @@ def test_haystack_agent_openinference(run: Run, mode: str, monkeypatch: pytest.M
         return get_population(city)
 
     tools = [create_tool_from_function(get_weather), create_tool_from_function(population, name="get_population")]
-    # read by OpenInference's default TraceConfig when it is instrumented
-    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true" if mode == "hidden" else "false")
-    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "true" if mode == "hidden" else "false")
+    hide_openinference(monkeypatch, mode)
     with instrumented_for_this_run(HaystackInstrumentor()), scripted_openai() as fake:
         model = OpenAIChatGenerator(
             model="fake-model", api_base_url=fake.base_url, api_key=Secret.from_token("test-key"), max_retries=0
@@ -468,3 +469,209 @@ def test_haystack_agent_openinference(run: Run, mode: str, monkeypatch: pytest.M
         out = Agent(chat_generator=model, tools=tools).run(messages=[ChatMessage.from_user("Weather in Paris?")])
     assert out["messages"][-1].text == FINAL_TEXT
     run.finish(f"haystack-{mode}")
+
+
+# --- LiteLLM's OTel callback, under an application's own tool spans ------------------------------------------------
+
+
+class _LoggedRequests:
+    """Counts LiteLLM's success callbacks: LiteLLM logs each request from a thread pool after ``completion`` returns,
+    and its OTel callback, earlier in ``litellm.callbacks``, has run for every request this one has seen."""
+
+    def __init__(self) -> None:
+        from litellm.integrations.custom_logger import CustomLogger
+
+        outer = self
+
+        class Logger(CustomLogger):  # type: ignore[misc]
+            def log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+                outer.count += 1
+
+        self.count = 0
+        self.logger = Logger()
+
+    def wait_for(self, n: int, timeout: float = 10.0) -> None:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while self.count < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert self.count == n, f"LiteLLM logged {self.count} of {n} requests"
+
+
+@contextmanager
+def _litellm_otel() -> Iterator[_LoggedRequests]:
+    """LiteLLM's OTel callback on this module's provider for one test. LiteLLM copies ``litellm.callbacks`` into
+    process-wide lists at its first request and keeps them: they are emptied after the test, or every later test whose
+    framework calls LiteLLM (DSPy, BeeAI) would record LiteLLM's spans too."""
+    import litellm
+    from litellm.integrations.opentelemetry import OpenTelemetry
+
+    logged = _LoggedRequests()
+    # the documented ``litellm.callbacks = ["otel"]`` builds this logger on the global provider; here on this one
+    litellm.callbacks = [OpenTelemetry(tracer_provider=PROVIDER), logged.logger]
+    try:
+        yield logged
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+
+
+# the application's tools (a hand-written loop: it checks no arguments itself, so the bad enum runs)
+LOOP_TOOLS = {"get_weather": plain_weather, "get_population": get_population}
+
+
+def _loop_offered() -> list[dict[str, Any]]:
+    from tests.framework_scenario import POPULATION_SCHEMA, WEATHER_SCHEMA
+
+    schemas = {"get_weather": WEATHER_SCHEMA, "get_population": POPULATION_SCHEMA}
+    return [
+        {"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": schemas[name]}}
+        for name, fn in LOOP_TOOLS.items()
+    ]
+
+
+def _run_loop_tool(tracer: Any, call: Any) -> str:
+    """The application's own ``execute_tool`` span (GenAI conventions, arguments and result opted in) around one
+    requested call; a tool it does not have raises ``KeyError("unknown tool: ...")``, whose text goes back."""
+    import json
+
+    from opentelemetry.trace import Status, StatusCode
+
+    name, arguments = call.function.name, call.function.arguments
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": call.id,
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.call.arguments": arguments,
+    }
+    with tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes, record_exception=False) as span:
+        try:
+            if name not in LOOP_TOOLS:
+                raise KeyError(f"unknown tool: {name}")
+            result = str(LOOP_TOOLS[name](**json.loads(arguments)))
+        except (KeyError, ConnectionError) as exc:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            span.set_attribute("error.type", type(exc).__qualname__)
+            return f"error: {exc}"
+        span.set_attribute("gen_ai.tool.call.result", result)
+        return result
+
+
+LITELLM_MODES = ["default", "hidden", "request_spans"]
+
+
+@pytest.mark.parametrize("mode", LITELLM_MODES)
+def test_litellm_otel_callback(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool loop on ``litellm.completion`` with LiteLLM's OTel callback, in the application's root span, whose own
+    ``execute_tool`` spans run the tools. Inside a current span LiteLLM writes each request's chat attributes onto that
+    span (the root), the last request's last; ``USE_OTEL_LITELLM_REQUEST_SPAN=true`` gives each request a
+    ``litellm_request`` span instead. Content is on by default (``turn_off_message_logging`` hides it)."""
+    pytest.importorskip("litellm", reason="the pairs extra is not installed")
+    import litellm
+
+    if mode == "hidden":
+        monkeypatch.setattr(litellm, "turn_off_message_logging", True)
+    if mode == "request_spans":
+        monkeypatch.setenv("USE_OTEL_LITELLM_REQUEST_SPAN", "true")
+    tracer = PROVIDER.get_tracer("weather-app")
+    with _litellm_otel() as logged, scripted_openai() as fake, tracer.start_as_current_span("agent"):
+        messages: list[Any] = [{"role": "user", "content": "Weather in Paris, Rome and Oslo?"}]
+        for _ in range(10):
+            reply = litellm.completion(
+                model="openai/fake-model",
+                api_base=fake.base_url,
+                api_key="test-key",
+                messages=messages,
+                tools=_loop_offered(),
+                num_retries=0,
+            )
+            # LiteLLM logs the request from a thread pool once ``completion`` returns: waited for here, so its span
+            # (or its stamp on the root) is written before the tools run, as in an application whose tools take
+            # longer than that; a tool span that ends first gets no definitions of its request (the root checks it)
+            logged.wait_for(len(fake.requests))
+            message = reply.choices[0].message
+            if not message.tool_calls:
+                break
+            messages.append(message.model_dump(exclude_none=True))
+            for call in message.tool_calls:
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": _run_loop_tool(tracer, call)})
+        assert message.content == FINAL_TEXT
+    run.finish(f"litellm-{mode}")
+
+
+# --- BeeAI RequirementAgent + OpenInference ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_beeai_openinference(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openinference.instrumentation.beeai", reason="the pairs extra is not installed")
+    import asyncio
+
+    from beeai_framework.adapters.openai import OpenAIChatModel
+    from beeai_framework.agents.requirement import RequirementAgent
+    from beeai_framework.tools import tool
+    from openinference.instrumentation.beeai import BeeAIInstrumentor
+
+    @tool
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+        """Current weather in a city."""
+        return f"sunny, 21 degrees {unit}, in {city}"
+
+    @tool(name="get_population")
+    def population(city: str) -> int:
+        """Population of a city."""
+        return get_population(city)
+
+    hide_openinference(monkeypatch, mode)
+    with (
+        instrumented_for_this_run(BeeAIInstrumentor()),
+        scripted_openai(final_call=("final_answer", {"response": FINAL_TEXT})) as fake,
+    ):
+        llm = OpenAIChatModel("fake-model", api_key="test-key", base_url=fake.base_url)
+        agent = RequirementAgent(llm=llm, tools=[get_weather, population])
+
+        async def main() -> Any:
+            return await agent.run("Weather in Paris, Rome and Oslo?")
+
+        out = asyncio.run(main())
+    assert out.last_message.text == FINAL_TEXT
+    run.finish(f"beeai-{mode}")
+
+
+# --- pydantic-ai through logfire ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["content", "hidden"])
+def test_pydantic_ai_logfire(run: Run, mode: str) -> None:
+    """``logfire.configure(additional_span_processors=[...])`` (the processor's one line beside Logfire, nothing sent
+    to Logfire) and ``logfire.instrument_pydantic_ai()``; hidden: its ``include_content=False``. pydantic-ai ends the
+    run on a tool that raises, so that call comes last."""
+    pytest.importorskip("logfire", reason="the pairs extra is not installed")
+    import logfire
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    logfire.configure(
+        send_to_logfire=False, console=False, additional_span_processors=[RELAY], service_name="weather-app"
+    )
+    logfire.instrument_pydantic_ai(include_content=mode == "content")
+    try:
+        with scripted_openai() as fake:
+            model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=fake.base_url, api_key="test-key"))
+            agent: Agent[None, str] = Agent(model)
+
+            @agent.tool_plain
+            def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
+                """Current weather in a city."""
+                return f"sunny, 21 degrees {unit}, in {city}"
+
+            agent.tool_plain(name="get_population")(get_population)
+            with pytest.raises(ConnectionError):
+                agent.run_sync("Weather in Paris, Rome and Oslo?")
+    finally:
+        Agent.instrument_all(False)
+        logfire.force_flush()
+    run.finish(f"pydantic_ai_logfire-{mode}")

@@ -19,10 +19,12 @@ from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, Outcome
 #   Strands: ValueError "Validation failed for input parameters: ..."; CrewAI: "Arguments validation failed: ...";
 #   pydantic (LlamaIndex, FastMCP, AutoGen, LangChain): "1 validation error for ..."; the Anthropic SDK: "Invalid
 #   arguments for function ..."; DSPy's ``Tool``: "Arg unit is invalid: ..."; Semantic Kernel, parsing an argument
-#   into its parameter's type: "Parameter unit is expected to be parsed to <enum 'Unit'> but is not."
+#   into its parameter's type: "Parameter unit is expected to be parsed to <enum 'Unit'> but is not."; BeeAI's
+#   ``ToolInputValidationError``: "Tool input validation error" (all its exception says with outputs hidden).
 _INPUT_REJECTED = re.compile(
     r"validation failed|\bvalidation errors? for\b|\binvalid (?:tool )?(?:arguments|params|parameters)\b|"
-    r"\barg [\w.-]{1,100} is invalid\b|\bparameter [\w.-]{1,100} is expected to be parsed to\b",
+    r"\barg [\w.-]{1,100} is invalid\b|\bparameter [\w.-]{1,100} is expected to be parsed to\b|"
+    r"\binput validation error\b",
     re.I,
 )
 # What frameworks write for a call of a tool the agent does not have, as an error or as the result text the model

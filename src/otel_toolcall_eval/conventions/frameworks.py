@@ -315,6 +315,43 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         ("@arizeai/openinference-instrumentation-openai-agents",),
     ),
     FrameworkSupport(
+        "LiteLLM 1.110 `completion` in a hand-written tool loop, the application's own `execute_tool` spans",
+        'LiteLLM\'s OTel callback (`litellm.callbacks = ["otel"]`)',
+        "the root's verdict though LiteLLM writes each request's chat attributes onto it (the span current at the "
+        "call): every call from the application's tool spans, the unknown tool from its own error; one model call "
+        "and its tokens (the last request logged overwrites the others); no schema or `tool_known` per call: the "
+        "definitions come with the root, after every tool span",
+        "`USE_OTEL_LITELLM_REQUEST_SPAN=true`; or `litellm.turn_off_message_logging = True` (content is on by default)",
+        "request spans: every verdict (schemas and tool list from each `litellm_request` span), every model call "
+        "and its tokens once; content off: the same as by default, the root without messages or tools",
+        "test_agent_frameworks_pairs.py::test_litellm_otel_callback (own extra: `make test-pairs`)",
+        ("litellm",),
+    ),
+    FrameworkSupport(
+        "BeeAI 0.1.85 `RequirementAgent`",
+        "openinference-instrumentation-beeai 0.1.30",
+        'everything: arguments unwrapped from its `{"input", "options"}` start event, schemas and tool list from the '
+        "LLM spans, BeeAI's own rejection of the bad enum as malformed; the nameless `error` span it adds under a "
+        "failed tool span is that call's event, not a call; `final_answer` is a call; the unknown tool unseen (its "
+        "chat model rejects the request and asks again inside one model run: one span for two requests)",
+        "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
+        "outcomes, the rejection from its exception (`ToolInputValidationError`); no parse, schema or tool-list "
+        "verdict",
+        "test_agent_frameworks_pairs.py::test_beeai_openinference (own extra: `make test-pairs`)",
+        ("openinference.instrumentation.beeai",),
+    ),
+    FrameworkSupport(
+        "pydantic-ai 2.68 through Logfire 5.4",
+        "`logfire.instrument_pydantic_ai()` (pydantic-ai's own GenAI spans on Logfire's provider)",
+        "everything, as pydantic-ai's native spans: requests of tools it does not have, its validation retry of the "
+        "bad enum as malformed; the run ends on the raising tool",
+        "`logfire.instrument_pydantic_ai(include_content=False)`",
+        "outcomes, `tool_known` and the unknown tool (names stay recorded), the bad enum's retry as malformed; no "
+        "parse or schema verdict",
+        "test_agent_frameworks_pairs.py::test_pydantic_ai_logfire (own extra: `make test-pairs`)",
+        ("pydantic-ai",),
+    ),
+    FrameworkSupport(
         "FastMCP 4 client and server",
         "MCP SDK / FastMCP spans (MCP conventions)",
         "everything, once per call though three nested spans record it",

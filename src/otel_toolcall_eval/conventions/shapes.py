@@ -73,6 +73,9 @@ class Shape:
     # its LLM spans' ``input.value`` is the Anthropic Messages request as sent: the ``is_error`` flag of each tool
     # result there (``llm_spans.tool_replies``), for calls scored from the requests (``engine.requested``)
     anthropic_request_body: bool = False
+    # what a tool span of this scope without a tool name is, when it is not a call (BeeAI: an event of the call
+    # above it); "" reads such a span as a call, whose empty name ``doctor`` reports
+    nameless_spans: str = ""
     definitions: str = ""  # where the tool definitions the model saw are recorded
     content_switch: str = ""  # the exact environment variable or SDK option that records arguments and results
     cannot_record: str = ""  # what no setting of this instrumentation records
@@ -337,6 +340,42 @@ SHAPES: tuple[Shape, ...] = (
         cannot_record="tool runs (its `Agent` invokes the tools outside any component span), definitions and call "
         "ids: the model's requested calls (names and arguments, on the LLM spans) are the only evidence",
     ),
+    Shape(
+        "openinference.instrumentation.beeai",
+        "openinference-instrumentation-beeai 0.1.30 (beeai-framework 0.1.85)",
+        # ``input.value`` is the tool run's start event: ``{"input": {...arguments}, "options": ...}``
+        arguments_wrapper=Wrapper(frozenset({"input", "options"}), ("input",)),
+        # each ``ToolErrorEvent`` / ``ToolRetryEvent`` of a run becomes a child span of the same kind (TOOL), named
+        # after the event (``error``, ``retry``), with no ``tool.name`` and the event as its input: a record of the
+        # call above it, which carries the same exception itself, so counting it would count one call twice
+        nameless_spans="a tool run's error or retry event (a child span named `error` / `retry`), not a call",
+        definitions=OI_LLM_TOOLS + "; each tool span's `tool.json_schema`",
+        content_switch=OI_SWITCH,
+        cannot_record="the request of a tool the agent does not have: its chat model rejects it and asks again "
+        "inside one model run, whose span records the second answer only (the call unseen, one model call fewer)",
+    ),
+    Shape(
+        "pydantic-ai",
+        "pydantic-ai-slim 2.68 (native; also through `logfire.instrument_pydantic_ai()`)",
+        definitions="the `invoke_agent` / chat spans' `gen_ai.tool.definitions`",
+        content_switch="`InstrumentationSettings(include_content=True)` (the default; through Logfire "
+        "`logfire.instrument_pydantic_ai(include_content=True)`)",
+        cannot_record="requests of a tool the agent does not have as spans (its request on the chat span is the "
+        "evidence)",
+    ),
+    Shape(
+        "litellm",
+        'litellm 1.110 (its OTel callback, `litellm.callbacks = ["otel"]`)',
+        definitions="`llm.request.functions.N.*` where it writes each request's chat attributes: onto the span "
+        "current at the call (an application's root: the last request logged overwrites the others, and the root "
+        "ends after every tool span), or with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per "
+        "request",
+        content_switch="recorded by default; `litellm.turn_off_message_logging = True` (or "
+        "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=NO_CONTENT`) hides messages and tools",
+        cannot_record="tool runs (model calls only: the application's own tool spans carry the calls); inside an "
+        "application span, every request but the last one logged (one model call, its tokens, and no schema per "
+        "call: set `USE_OTEL_LITELLM_REQUEST_SPAN=true`)",
+    ),
 )
 
 _BY_SCOPE: dict[str, tuple[Shape, ...]] = {}
@@ -363,8 +402,9 @@ def shape_named(scope: str) -> Shape | None:
     return rows[0] if rows else None
 
 
-def apply(shape: Shape, record: ToolCallRecord, span: ReadableSpan, attrs: Mapping[str, Any]) -> None:
-    """Read ``record`` again where ``shape`` says its instrumentation put each part."""
+def apply(shape: Shape, record: ToolCallRecord, span: ReadableSpan, attrs: Mapping[str, Any]) -> bool:
+    """Read ``record`` again where ``shape`` says its instrumentation put each part; False when the span is not a
+    call at all (a nameless span of a scope whose row says what those are)."""
     for key in shape.argument_keys:
         if key in attrs:
             record.raw_arguments = attrs[key]
@@ -381,6 +421,8 @@ def apply(shape: Shape, record: ToolCallRecord, span: ReadableSpan, attrs: Mappi
         match = shape._pattern.search(span.name or "")
         if match:
             record.name = match.group(1)
+    if not record.name and shape.nameless_spans:
+        return False
     if shape.content_in_events and record.raw_arguments is None:
         _content_from_events(span, record)
     wrapper = shape.arguments_wrapper
@@ -397,6 +439,7 @@ def apply(shape: Shape, record: ToolCallRecord, span: ReadableSpan, attrs: Mappi
             record.result = value
     if not shape.schema_on_span:
         record.span_schema = None
+    return True
 
 
 _KEPT: Any = object()

@@ -178,8 +178,9 @@ def tool_name(convention: AttributeFields, span: ReadableSpan, attrs: Attrs) -> 
     return span_name if not name_keys else name
 
 
-def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord:
-    """``AttributeConvention.extract``: every field read from where ``convention`` says, in one record."""
+def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Attrs) -> ToolCallRecord | None:
+    """``AttributeConvention.extract``: every field read from where ``convention`` says, in one record (None: the
+    shape table says the span is no call)."""
     attrs = plain_attributes(attrs)
     raw = result = call_id = None
     recorded = False
@@ -222,6 +223,6 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
     )
     # where the instrumentation that wrote the span keeps each part, whichever convention claimed it (shapes.py)
     shape = shape_for(span.instrumentation_scope)
-    if shape is not None:
-        apply_shape(shape, record, span, attrs)
+    if shape is not None and not apply_shape(shape, record, span, attrs):
+        return None
     return record

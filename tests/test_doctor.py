@@ -321,3 +321,30 @@ def test_semantic_kernel_plain_mode_asks_for_its_own_sensitive_switch(capsys: py
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" not in json.dumps(report)
     _, report = _doctor_json(capsys, str(fixture_path("semantic_kernel-sensitive")))
     assert report["healthy"] is True  # its schemas validated the calls on the root (trace.late_schema.*)
+
+
+def test_beeai_hidden_names_its_switch_and_its_error_event_spans_are_no_nameless_calls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, report = _doctor_json(capsys, str(fixture_path("beeai-hidden")))
+    group = _only_group(report)
+    assert group["framework"].startswith("BeeAI")
+    assert (group["tool_spans"], group["without_name"]) == (5, 0)  # the two ``error`` children are not calls
+    assert any("no arguments" in f and "OPENINFERENCE_HIDE_INPUTS" in f for f in group["fixes"])
+
+
+def test_pydantic_ai_through_logfire_names_its_own_content_switch(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = _doctor_json(capsys, str(fixture_path("pydantic_ai_logfire-hidden")))
+    group = _only_group(report)
+    fixes = [f for f in group["fixes"] if "no arguments" in f]
+    assert fixes and all("logfire.instrument_pydantic_ai(include_content=True)" in f for f in fixes)
+    assert not any("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in f for f in group["fixes"])
+
+
+def test_litellm_raw_request_spans_listing_the_tools_are_not_unrecognised_calls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, report = _doctor_json(capsys, str(fixture_path("litellm-default")))
+    assert report["unrecognised"] == []
+    group = _only_group(report)  # the application's own tool spans, under the root LiteLLM stamped
+    assert (group["tool_spans"], group["with_arguments"]) == (5, 5)

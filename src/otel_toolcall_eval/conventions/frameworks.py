@@ -320,10 +320,11 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "the root's verdict though LiteLLM writes each request's chat attributes onto it (the span current at the "
         "call): every call from the application's tool spans, the unknown tool from its own error; one model call "
         "and its tokens (the last request logged overwrites the others); no schema or `tool_known` per call: the "
-        "definitions come with the root, after every tool span",
+        "definitions come with the root, after every tool span, which validates the calls then "
+        "(`trace.late_schema.*`: the bad enum)",
         "`USE_OTEL_LITELLM_REQUEST_SPAN=true`; or `litellm.turn_off_message_logging = True` (content is on by default)",
         "request spans: every verdict (schemas and tool list from each `litellm_request` span), every model call "
-        "and its tokens once; content off: the same as by default, the root without messages or tools",
+        "and its tokens once; content off: the same as by default less the root's schema check (no tools recorded)",
         "test_agent_frameworks_pairs.py::test_litellm_otel_callback (own extra: `make test-pairs`)",
         ("litellm",),
     ),

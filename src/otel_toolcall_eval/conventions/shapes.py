@@ -373,8 +373,8 @@ SHAPES: tuple[Shape, ...] = (
         content_switch="recorded by default; `litellm.turn_off_message_logging = True` (or "
         "`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=NO_CONTENT`) hides messages and tools",
         cannot_record="tool runs (model calls only: the application's own tool spans carry the calls); inside an "
-        "application span, every request but the last one logged (one model call, its tokens, and no schema per "
-        "call: set `USE_OTEL_LITELLM_REQUEST_SPAN=true`)",
+        "application span, every request but the last one logged (one model call, its tokens, and schemas checked "
+        "on the root only: set `USE_OTEL_LITELLM_REQUEST_SPAN=true`)",
     ),
 )
 

@@ -65,6 +65,7 @@ _NOT_A_CALL = (
     A.OPENINFERENCE_LLM_TOOLS,
     "llm.request.functions",
     "gen_ai.request.",
+    "llm.openai.tools",  # LiteLLM's raw request span (scope litellm): the tools offered, not a call
 )
 _KIND_KEY = re.compile(r"(?:^|[._])(?:kind|type|category)$", re.I)
 _NAME_KEY = re.compile(r"name$", re.I)

@@ -255,11 +255,14 @@ class TraceState:
         if not ids or names is None:
             return None
         span_id = ids.pop(call_id, None) if call_id is not None else None
+        requests = self.requests
         if (
             span_id is None
-            and call_id not in self.call_names  # no id a waiting request named (none, or a server's JSON-RPC id)
+            # no id a waiting request named (none, or a server's JSON-RPC id)
+            and (requests is None or call_id not in requests.call_names)
             and names.get(name)
-            and (remote or not self.pending_names.get(name))  # a request of its name waits: that one is its own
+            # a request of its name waits: that one is its own
+            and (remote or requests is None or not requests.pending_names.get(name))
         ):
             span_id = names[name].pop(0)
         elif span_id is not None and span_id in names.get(name, ()):

@@ -50,8 +50,6 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace import ReadableSpan
 
-from .tls_certs import Pki
-
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 

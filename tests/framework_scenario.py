@@ -582,6 +582,9 @@ EXPECTED: dict[str, Expected] = {
     # unseen in either mode. ``..._SENSITIVE``: arguments and results on the tool spans, validated against the
     # root's schemas when it ends (the bad enum: ``trace.late_schema.invalid``)
     "semantic_kernel-plain": Expected(_semantic_kernel(None), correct=False, errors=2, model_calls=6),
+    # SK's default, diagnostics off: its ``execute_tool`` spans are written all the same, under an
+    # ``AutoFunctionInvocationLoop`` root (no agent or chat spans): the outcomes, no tool list, no model calls
+    "semantic_kernel-off": Expected(_semantic_kernel(None), correct=False, errors=2),
     "semantic_kernel-sensitive": Expected(
         _semantic_kernel(True), correct=False, errors=2, model_calls=6, late_schema=(4, 1)
     ),

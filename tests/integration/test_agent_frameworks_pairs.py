@@ -376,8 +376,12 @@ def _semantic_kernel_diagnostics(monkeypatch: pytest.MonkeyPatch, mode: str) -> 
     from semantic_kernel.utils.telemetry.model_diagnostics.model_diagnostics_settings import ModelDiagnosticSettings
 
     switch = "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"
-    monkeypatch.setenv(switch + ("_SENSITIVE" if mode == "sensitive" else ""), "true")
+    for name in (switch, switch + "_SENSITIVE"):
+        monkeypatch.delenv(name, raising=False)
+    if mode != "off":
+        monkeypatch.setenv(switch + ("_SENSITIVE" if mode == "sensitive" else ""), "true")
     settings = ModelDiagnosticSettings()
+    assert settings.enable_otel_diagnostics is (mode == "plain")
     assert settings.enable_otel_diagnostics_sensitive is (mode == "sensitive")
     for module in (agent_diagnostics, model_diagnostics, function_tracer):
         monkeypatch.setattr(module, "MODEL_DIAGNOSTICS_SETTINGS", settings)
@@ -387,11 +391,12 @@ def _semantic_kernel_diagnostics(monkeypatch: pytest.MonkeyPatch, mode: str) -> 
         monkeypatch.setattr(module, "tracer", PROVIDER.get_tracer(module.__name__))
 
 
-@pytest.mark.parametrize("mode", ["plain", "sensitive"])
+@pytest.mark.parametrize("mode", ["off", "plain", "sensitive"])
 def test_semantic_kernel_agent(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``ChatCompletionAgent`` with a plugin, on SK's OpenAI connector against the local fake. The model is offered
     (and calls) the tools by their fully qualified names (``Weather-get_weather``); the unit is an ``Enum``, which SK
-    turns into a JSON Schema enum and parses itself (a ``Literal`` would be advertised as ``{"type": "object"}``)."""
+    turns into a JSON Schema enum and parses itself (a ``Literal`` would be advertised as ``{"type": "object"}``).
+    ``off``: neither variable set (SK's default), ``plain``: diagnostics, ``sensitive``: diagnostics with content."""
     pytest.importorskip("semantic_kernel", reason="the pairs extra is not installed")
     import asyncio
     from enum import Enum

@@ -261,7 +261,9 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "its own GenAI diagnostics (`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true`)",
         "outcomes (`execute_tool` spans with call ids, no arguments); SK's own parse of an argument into its "
         "parameter's type as a rejection (`input_rejected`); the tool list from the root `invoke_agent` span, which "
-        "ends after the tool spans (`trace.unlisted_calls`); the unknown tool unseen (no span, no requests recorded)",
+        "ends after the tool spans (`trace.unlisted_calls`); the unknown tool unseen (no span, no requests recorded). "
+        "With diagnostics off (SK's default) its `execute_tool` spans are written all the same, under an "
+        "`AutoFunctionInvocationLoop` root: the same outcomes, no tool list, no model calls",
         "`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true`",
         "also parse verdicts; the schemas arrive with the root, after every tool span: the recorded arguments are "
         "validated then and the root carries the verdicts (`trace.late_schema.*`; the bad enum, which SK rejected "

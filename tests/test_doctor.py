@@ -348,3 +348,19 @@ def test_litellm_raw_request_spans_listing_the_tools_are_not_unrecognised_calls(
     assert report["unrecognised"] == []
     group = _only_group(report)  # the application's own tool spans, under the root LiteLLM stamped
     assert (group["tool_spans"], group["with_arguments"]) == (5, 5)
+
+
+@pytest.mark.parametrize(("fixture", "model_roots"), [("litellm-hidden", 1), ("litellm-request_spans", 0)])
+def test_a_root_stamped_with_a_model_request_is_a_gap_naming_the_span_per_request_setting(
+    capsys: pytest.CaptureFixture[str], fixture: str, model_roots: int
+) -> None:
+    """LiteLLM writes each request onto the application's root, where one request's attributes survive: model calls
+    and tokens undercounted, the tools offered unrecorded; its setting for a span per request is named."""
+    code = main(["doctor", str(fixture_path(fixture)), "--json", "--fail-on-gaps"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["traces_with_model_root"] == model_roots
+    if model_roots:
+        assert code == ExitCode.GATE_FAILED
+        assert "USE_OTEL_LITELLM_REQUEST_SPAN=true" in report["model_root_fix"]
+    else:
+        assert report["model_root_fix"] is None

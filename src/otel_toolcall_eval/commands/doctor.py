@@ -22,7 +22,7 @@ from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.commands.replay import add_source_arguments, load_spans
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.errors import ExitCode
-from otel_toolcall_eval.replay.doctor import REQUESTS_ONLY_FIX, Coverage, Diagnosis, diagnose
+from otel_toolcall_eval.replay.doctor import MODEL_ROOT_FIX, REQUESTS_ONLY_FIX, Coverage, Diagnosis, diagnose
 from otel_toolcall_eval.replay.engine import replay_spans
 
 
@@ -111,6 +111,12 @@ def _print(diagnosis: Diagnosis, console: Console) -> None:
         )
     for line in diagnosis.model_only:
         console.print(f"[yellow]fix:[/] {_safe(line)}", highlight=False, soft_wrap=True)
+    if diagnosis.model_roots:
+        console.print(
+            f"[yellow]{diagnosis.model_roots} trace(s) whose root is a model request:[/] {_safe(MODEL_ROOT_FIX)}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if diagnosis.truncated:
         console.print("[yellow]more groups than the report keeps: the first ones are shown[/]")
     if diagnosis.healthy:

@@ -45,6 +45,16 @@ REQUESTS_ONLY_FIX: Final = (
     "a verdict on a span of each call, instrument the framework or tool runner, not only the model client; or "
     "their spans match no convention (see the unrecognised spans)"
 )
+MODEL_ROOT_FIX: Final = (
+    "the root span, which carries the trace's verdict, is itself a model request with tool spans below it: an "
+    "instrumentation wrote a request's attributes onto the application's own span (one that stamps the span current "
+    "at the call, as LiteLLM's callback does), or one span records a whole function-calling loop. Only one request's "
+    "attributes are on it, so the other requests, their tokens and the tools they offered are not recorded (model "
+    "calls and tokens undercounted, schemas checked on the root only); give each request a span of its own (LiteLLM: "
+    "`USE_OTEL_LITELLM_REQUEST_SPAN=true`)"
+)
+# what a model request's span carries as its operation (``invoke_agent`` / ``create_agent`` are agents, not requests)
+_REQUEST_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
 SCHEMA_FIX: Final = (
     "no definitions of these tools in the trace: instrument the model client too (its chat spans carry the tools "
     "offered), or list their schemas under `tools:` in the config"
@@ -170,6 +180,7 @@ class Diagnosis:
     # traces with model spans but no recognised tool span, per the model spans' scope (those with a row in the shape
     # table): what that instrumentation cannot record and its content switch, from its row
     model_only: list[str] = field(default_factory=list)
+    model_roots: int = 0  # traces with tool spans whose root is itself a model request (stamped, or a loop's span)
     request_scored: int = 0  # of their calls, those scored from the requests (a reply carried their result back)
 
     @property
@@ -181,6 +192,7 @@ class Diagnosis:
             and not self.suspects
             and not self.requests_only
             and not self.model_only
+            and not self.model_roots
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -194,6 +206,8 @@ class Diagnosis:
             "calls_scored_from_requests": self.request_scored,
             "requests_only_fix": REQUESTS_ONLY_FIX if self.requests_only else None,
             "model_spans_only": self.model_only,
+            "traces_with_model_root": self.model_roots,
+            "model_root_fix": MODEL_ROOT_FIX if self.model_roots else None,
             "coverage": [c.as_json() for c in self.coverage],
             "unrecognised": [s.as_json() for s in self.suspects],
         }
@@ -230,6 +244,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     model_scopes: dict[str, set[int]] = {}  # the scopes of model spans: the traces each wrote model spans in
     late_steps: dict[int, set[int]] = {}  # per trace: the steps of calls validated against a schema that came later
     with_tools: set[int] = set()  # traces with a recognised tool span
+    model_roots: set[int] = set()  # traces whose root span is a model request
     requested: set[int] = set()  # traces whose model spans requested tool calls
     schemas: dict[int, dict[str, dict[str, Any] | None]] = {}  # per trace: the tools its model spans defined
     cache = DefinitionCache()
@@ -245,6 +260,8 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
         if A.CONVENTION in attrs:
             with_tools.add(trace_id)
         elif is_llm_span(attrs):
+            if span.parent is None and _is_request(attrs):
+                model_roots.add(trace_id)
             if requested_calls(attrs):
                 requested.add(trace_id)
             if len(model_scopes) < MAX_GROUPS:
@@ -256,6 +273,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     out.traces = len(traces)
     out.requests_only = len(requested - with_tools)
     out.model_only = _model_only(model_scopes, with_tools)
+    out.model_roots = len(model_roots & with_tools)
     for span in spans:
         out.spans += 1
         attrs = span.attributes or {}
@@ -292,6 +310,16 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     for suspect in out.suspects:
         suspect.fix = _register_hint(suspect)
     return out
+
+
+def _is_request(attrs: Mapping[str, Any]) -> bool:
+    """A model request's span (GenAI chat / completion, an OpenInference LLM span, the older ``llm.request.type``
+    of OpenLLMetry and LiteLLM), not an agent's."""
+    return (
+        attrs.get(A.GEN_AI_OPERATION_NAME) in _REQUEST_OPERATIONS
+        or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "LLM"
+        or "llm.request.type" in attrs
+    )
 
 
 def _model_only(model_scopes: dict[str, set[int]], with_tools: set[int]) -> list[str]:

@@ -578,6 +578,7 @@ class EvalMetrics:
         meter = (meter_provider or metrics_api.get_meter_provider()).get_meter("otel_toolcall_eval", __version__)
         self._instruments = _instruments(meter)
         self._tools: set[str] = set()
+        self._resource: tuple[Any, str, str] | None = None  # the last resource read, its service name and version
         self._services: set[str] = set()  # issue 18: `service` labels of toolcall_eval.tool_list.changes
         # per (convention, scope): the undeclared keys every invalid call shared so far and how many there were;
         # None once a call of the scope was valid (then nothing here suspects it again)
@@ -607,7 +608,14 @@ class EvalMetrics:
         """A trace's ``TraceCounts``, its service and version read from ``span``'s resource (once per trace: the
         resource is the process's, or in ``serve`` the sending service's)."""
         resource = getattr(span, "resource", None)
-        return TraceCounts(_resource_value(resource, A.SERVICE_NAME), _resource_value(resource, A.SERVICE_VERSION))
+        last = self._resource  # in-process every span has the provider's resource: read once, then one identity test
+        if last is None or last[0] is not resource:
+            last = self._resource = (
+                resource,
+                _resource_value(resource, A.SERVICE_NAME),
+                _resource_value(resource, A.SERVICE_VERSION),
+            )
+        return TraceCounts(last[1], last[2])
 
     def _source(self, trace: TraceCounts) -> Source:
         """The trace's label tuple, bounded: fixed on first use (the trace's verdict, or a call counted at once)."""
@@ -658,29 +666,35 @@ class EvalMetrics:
             )
             else _NO_FINDINGS
         )
+        entry = (key, findings)
         if trace is None:
-            self._count(NO_SOURCE, ((key, findings), 1))
+            self._count(NO_SOURCE, ((entry, 1),))
             return
         with self._lock:
             pending = trace.pending
             if pending is not None:
-                entry = (key, findings)
-                if entry in pending:
-                    pending[entry] += 1
+                n = pending.get(entry)
+                if n is not None:
+                    pending[entry] = n + 1
                     return
                 if len(pending) < MAX_TRACE_KEYS:
                     pending[entry] = 1
                     return
             source = self._source(trace)  # after the verdict (a late span), or a trace of too many keys
-        self._count(source, ((key, findings), 1))
+        self._count(source, ((entry, 1),))
 
-    def _count(self, source: Source, *calls: tuple[tuple[tuple[Any, ...], tuple[str, ...]], int]) -> None:
+    def _count(self, source: Source, counted: Iterable[tuple[tuple[tuple[Any, ...], tuple[str, ...]], int]]) -> None:
+        """Add ``((call key, findings), n)`` pairs to the tool-call and violation tallies, with ``source``."""
+        calls = []
+        violations = []
+        for (key, findings), n in counted:
+            calls.append(((source, *key), n))
+            for kind in findings:
+                violations.append(((source, key[0], kind), n))
         instruments = self._instruments
-        instruments.calls.add_many(((source, *key), n) for (key, _), n in calls)
-        if any(findings for (_, findings), _ in calls):
-            instruments.violations.add_many(
-                ((source, key[0], kind), n) for (key, findings), n in calls for kind in findings
-            )
+        instruments.calls.add_many(calls)
+        if violations:
+            instruments.violations.add_many(violations)
 
     @staticmethod
     def _findings(score: CallScore) -> tuple[str, ...]:
@@ -744,7 +758,7 @@ class EvalMetrics:
                 source = self._source(trace)
                 pending, trace.pending = trace.pending, None
             if pending:
-                self._count(source, *pending.items())
+                self._count(source, pending.items())
         if verdict.unknown_tool_requests:  # no tool span carried these: counted with the trace
             instruments.violations.add_many((((source, "_unknown", "unknown_tool"), verdict.unknown_tool_requests),))
         late = verdict.late_schema

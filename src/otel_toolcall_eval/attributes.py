@@ -303,7 +303,8 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "model requests: the Anthropic SDK under OpenInference's or OpenLLMetry's instrumentation), scored from the "
         "requests on the model span whose input carried its result back: `toolcall_eval.requested.<N>.` + `tool`, "
         "`call_id` and each score a tool span carries (`outcome`, `parse_ok`, `tool_known`, `schema_valid`, `step`, "
-        "...; `convention` is `request`); counted in the trace's verdict",
+        "...; `convention` is `request`); counted in the trace's verdict, its stats and recovery classes, and in "
+        "`harvest` run lines; not offered to the judge nor counted in a session's repeated failures",
     ),
     AttributeDoc(
         SAME_CALL_AS,

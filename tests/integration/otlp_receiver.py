@@ -48,7 +48,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from opentelemetry.sdk.trace import ReadableSpan
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

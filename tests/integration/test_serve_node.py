@@ -84,6 +84,9 @@ VERCEL_LEGACY = Expected(
     correct=False,
     errors=2,
     unknown_tool_requests=1,
+    # the first get_weather call, scored before the span with the tool definitions came, is validated when they
+    # arrive (checks.late_schema): valid
+    late_schema=(1, 0),
 )
 
 

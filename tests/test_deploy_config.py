@@ -45,6 +45,9 @@ RULES_FILE = DEPLOY / "prometheus" / "rules" / "toolcall-eval.rules.yml"
 RULE_TESTS = sorted((DEPLOY / "prometheus" / "tests").glob("*.yml"))
 GRAFANA = DEPLOY / "grafana"
 DASHBOARD_FILE = GRAFANA / "dashboards" / "toolcall-eval.json"
+# What the Collector (span_metrics connector) and Tempo add: a dashboard of its own, so the one above needs only the
+# processor's metrics (tests/integration/test_dashboard_e2e.py: every panel of it shows data from the demo alone).
+TRACES_DASHBOARD_FILE = GRAFANA / "dashboards" / "toolcall-eval-traces.json"
 DATASOURCES_FILE = GRAFANA / "provisioning" / "datasources" / "datasources.yaml"
 DASHBOARD_PROVIDER_FILE = GRAFANA / "provisioning" / "dashboards" / "toolcall-eval.yaml"
 GRAFANA_ALERTS_FILE = GRAFANA / "provisioning" / "alerting" / "toolcall-eval.yaml"
@@ -92,11 +95,20 @@ def collector() -> dict[str, Any]:
     return load_yaml(COLLECTOR_FILE)
 
 
-@pytest.fixture(scope="module")
-def dashboard() -> dict[str, Any]:
-    data = json.loads(DASHBOARD_FILE.read_text())
+def load_dashboard(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
     assert isinstance(data, dict)
     return data
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict[str, Any]:
+    return load_dashboard(DASHBOARD_FILE)
+
+
+@pytest.fixture(scope="module")
+def traces_dashboard() -> dict[str, Any]:
+    return load_dashboard(TRACES_DASHBOARD_FILE)
 
 
 @pytest.fixture(scope="module")
@@ -807,7 +819,9 @@ def test_grafana_provisioning_is_mounted_where_grafana_reads_it(
     provider = load_yaml(DASHBOARD_PROVIDER_FILE)["providers"][0]
     assert provider["type"] == "file"
     dashboards_dir = host_path(grafana, provider["options"]["path"])
-    assert dashboards_dir is not None and (dashboards_dir / DASHBOARD_FILE.name).resolve() == DASHBOARD_FILE.resolve()
+    assert dashboards_dir is not None
+    for file in (DASHBOARD_FILE, TRACES_DASHBOARD_FILE):
+        assert (dashboards_dir / file.name).resolve() == file.resolve()
     home = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
     assert host_path(grafana, home) == DASHBOARD_FILE.resolve()
 
@@ -851,8 +865,12 @@ def test_trace_datasources_link_to_span_metrics(collector: dict[str, Any], known
             assert {name for name, _ in selectors(parsed)} <= set(span_metrics)
 
 
-def test_dashboard_panels_are_well_formed(dashboard: dict[str, Any]) -> None:
-    assert dashboard["uid"] == "toolcall-eval"
+@pytest.mark.parametrize(
+    ("file", "uid"), [(DASHBOARD_FILE, "toolcall-eval"), (TRACES_DASHBOARD_FILE, "toolcall-eval-traces")]
+)
+def test_dashboard_panels_are_well_formed(file: Path, uid: str) -> None:
+    dashboard = load_dashboard(file)
+    assert dashboard["uid"] == uid
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids)), "panel ids must be unique"
     cells: dict[tuple[int, int], int] = {}
@@ -901,9 +919,11 @@ def test_dashboard_promql_uses_metrics_the_processor_emits(
     assert "by (tool, outcome)" in exprs and "by (question, label)" in exprs
 
 
-def test_dashboard_links_open_the_failing_traces_in_tempo(dashboard: dict[str, Any]) -> None:
+def test_dashboard_links_open_the_failing_traces_in_tempo(
+    dashboard: dict[str, Any], traces_dashboard: dict[str, Any]
+) -> None:
     queries = []
-    for panel in dashboard["panels"]:
+    for panel in dashboard["panels"] + traces_dashboard["panels"]:
         for link in panel["fieldConfig"]["defaults"].get("links", []):
             for pane in explore_panes(link["url"]).values():
                 assert pane["datasource"] == "tempo"
@@ -918,6 +938,35 @@ def test_dashboard_links_open_the_failing_traces_in_tempo(dashboard: dict[str, A
                 queries.append(target["query"])
     assert "{ span.toolcall_eval.trace.composite_ok = false }" in queries
     assert "{ span.toolcall_eval.schema_valid = false }" in queries
+
+
+def test_only_the_traces_dashboard_needs_the_collector_or_tempo(
+    dashboard: dict[str, Any], traces_dashboard: dict[str, Any], collector: dict[str, Any]
+) -> None:
+    """The main dashboard reads the processor's metrics only (the demo alone fills it); what needs the Collector's
+    span_metrics connector or Tempo is on the traces dashboard, and each links to the other."""
+    span_metrics = set(span_metric_names(collector))
+    kinds: dict[str, set[str]] = {"main": set(), "traces": set()}
+    for kind, board in (("main", dashboard), ("traces", traces_dashboard)):
+        for panel, target in iter_dashboard_targets(board):
+            if target["datasource"]["type"] == "tempo":
+                kinds[kind].add("tempo")
+                continue
+            names = {name for name, _ in selectors(parse_promql(grafana_expr(target["expr"]), panel["title"]))}
+            kinds[kind] |= {"span_metrics" if name in span_metrics else "processor" for name in names}
+    assert kinds == {"main": {"processor"}, "traces": {"tempo", "span_metrics"}}
+    assert traces_dashboard["templating"]["list"] == [], "no variable of the processor's metrics there"
+    assert [link["url"] for link in dashboard["links"]] == [f"/d/{traces_dashboard['uid']}"]
+    assert [link["url"] for link in traces_dashboard["links"]] == [f"/d/{dashboard['uid']}"]
+
+
+def test_traces_dashboard_promql_uses_the_span_metrics_the_collector_emits(
+    traces_dashboard: dict[str, Any], known_metrics: dict[str, set[str]]
+) -> None:
+    for panel, target in iter_dashboard_targets(traces_dashboard):
+        if target["datasource"]["type"] == "prometheus":
+            where = f"traces dashboard panel {panel['id']} ({panel['title']})"
+            check_metric_names(parse_promql(grafana_expr(target["expr"]), where), known_metrics, set(), where)
 
 
 # --- alert rules: Prometheus and Grafana ----------------------------------------------------------------

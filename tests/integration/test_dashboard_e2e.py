@@ -41,8 +41,6 @@ NOT_FROM_THE_DEMO = {
     "Judge spend": "the LLM judge",
     "Judge agreement with people (kappa)": "the LLM judge and `judge agreement --calibration`",
     "Judge verdict share by label (drift)": "the LLM judge",
-    "Tool span duration p95 (span metrics)": "the Collector's span_metrics connector (no Collector binary here)",
-    "Failing traces (Tempo)": "Tempo (a trace query, not Prometheus)",
     "Session verdicts": "conversation ids on the agent's spans (the demo's traces carry none)",
     "Turns per session (p50, p95) and session state dropped": "conversation ids on the agent's spans",
     "Guard decisions by tool (blocked, held for approval, warned)": "the pre-execution guard in the application",

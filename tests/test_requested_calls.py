@@ -12,7 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from otel_toolcall_eval.conventions.llm_spans import tool_replies
+import pytest
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+from otel_toolcall_eval.checks.outcome import error_reply
+from otel_toolcall_eval.conventions.llm_spans import span_tool_replies, tool_replies
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.engine.requested import (
     REQUEST_CONVENTION,
@@ -105,6 +109,50 @@ def test_the_anthropic_request_bodys_error_flag_is_read_only_where_the_shape_row
     assert tool_replies(_anthropic_turn("c1", "sunny", is_error=False), anthropic_body=True)[0].is_error is False
 
 
+@pytest.mark.parametrize(
+    ("text", "failed"),
+    [
+        ("ConnectionError('census service unreachable')", True),  # the Anthropic tool runner: repr(exc)
+        ("requests.exceptions.ReadTimeout(...)", False),  # not an exception type's name
+        ("httpx.ConnectTimeoutError('x')", True),
+        ("Error executing tool get_population", True),  # the MCP Python SDK's server
+        ("  error: the census service is down", True),
+        ('[{"type": "text", "text": "Error: down"}]', True),  # content blocks, flattened
+        ("sunny, no error reported", False),
+        ("Errors are rare in Paris", False),
+        ("The ValueError( was caught", False),  # only at the start of the reply
+        (None, False),
+        (42, False),
+    ],
+)
+def test_a_reply_that_says_its_tool_failed_is_recognised_at_its_start(text: Any, failed: bool) -> None:
+    assert error_reply(text) is failed
+
+
+def test_the_replys_text_flags_an_error_only_where_the_scopes_row_records_no_flag() -> None:
+    parts = [
+        {"type": "tool_call_response", "id": "c1", "response": "ConnectionError('down')"},
+        {"type": "tool_call_response", "id": "c2", "response": "sunny"},
+    ]
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([{"role": "user", "parts": parts}])}
+    assert [r.is_error for r in tool_replies(attrs, error_text=True)] == [True, None]
+
+    class Span:
+        def __init__(self, scope: str) -> None:
+            self.instrumentation_scope = InstrumentationScope(scope, "0.62.4")
+
+    assert [r.is_error for r in span_tool_replies(Span("opentelemetry.instrumentation.anthropic"), attrs)] == [
+        True,
+        None,
+    ]
+    # a scope whose row records the flag, and one without a row: the text is never guessed at
+    assert [r.is_error for r in span_tool_replies(Span("openinference.instrumentation.anthropic"), attrs)] == [
+        None,
+        None,
+    ]
+    assert [r.is_error for r in span_tool_replies(Span("my.instrumentation"), attrs)] == [None, None]
+
+
 def test_genai_tool_call_response_parts_are_replies_without_a_flag() -> None:
     parts = [{"type": "tool_call_response", "id": "c1", "response": "sunny"}]
     attrs = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([{"role": "user", "parts": parts}])}
@@ -171,10 +219,14 @@ def test_the_calls_scored_from_requests_are_counted_under_their_own_convention()
 # --- offline: harvest's run lines carry them, eval gives the same verdicts -------------------------------------
 
 
-def test_harvest_and_eval_give_the_calls_scored_from_requests_their_online_verdicts(tmp_path: Path) -> None:
-    """The Anthropic tool runner under OpenInference's instrumentation (its tools run on no span), scored by the
-    processor, written as OTLP JSON, harvested (``--runs-out``) and evaluated by ``eval``'s scorer: every call is
-    in the run line with the arguments the model sent and the reply's error, and gets the verdicts it got online."""
+@pytest.mark.parametrize("fixture", ["anthropic_openinference-content", "anthropic_openllmetry-content"])
+def test_harvest_and_eval_give_the_calls_scored_from_requests_their_online_verdicts(
+    tmp_path: Path, fixture: str
+) -> None:
+    """The Anthropic tool runner under OpenInference's or OpenLLMetry's instrumentation (its tools run on no span),
+    scored by the processor, written as OTLP JSON, harvested (``--runs-out``) and evaluated by ``eval``'s scorer:
+    every call is in the run line with the arguments the model sent and the reply's error (OpenLLMetry's: read
+    from the reply's text, its row records no flag), and gets the verdicts it got online."""
     from otel_toolcall_eval.cli import main
     from otel_toolcall_eval.dataset import read_cases
     from otel_toolcall_eval.replay import replay_spans
@@ -183,7 +235,7 @@ def test_harvest_and_eval_give_the_calls_scored_from_requests_their_online_verdi
 
     from .helpers import harvested_offline
 
-    spans = replay_spans(recorded("anthropic_openinference-content")).spans
+    spans = replay_spans(recorded(fixture)).spans
     online = requested_scores(spans)
     assert len(online) == 5
     source, cases, runs = tmp_path / "traces.json", tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
@@ -202,7 +254,8 @@ def test_harvest_and_eval_give_the_calls_scored_from_requests_their_online_verdi
     (case,) = read_cases(cases)
     (line,) = [json.loads(text) for text in runs.read_text().splitlines()]
     assert [c["name"] for c in line["tool_calls"]] == [name for name, _ in online]
-    assert json.loads(line["tool_calls"][2]["arguments"]) == {"city": "Oslo", "unit": "kelvin"}
+    sent = line["tool_calls"][2]["arguments"]  # as the model span recorded them: JSON text, or an object
+    assert (json.loads(sent) if isinstance(sent, str) else sent) == {"city": "Oslo", "unit": "kelvin"}
     assert line["tool_calls"][4]["error"] == {"error_type": "tool_error"}
     rows, _ = harvested_offline(case, line)
     offline = [{key: row[key.removeprefix("toolcall_eval.")] for key in KEYS} for row in rows]

@@ -37,6 +37,14 @@ _UNKNOWN_TOOL = re.compile(
     r"not found\b|\bnot found in any workbench\b|\bno tool with that name\b|\bis not a valid tool\b",
     re.I,
 )
+# What frameworks send the model back when a tool raised, read only where the instrumentation cannot record the
+# reply's error flag (its shape row says so: ``records_error_flag``), at the start of the reply: the Anthropic SDK's
+# tool runner sends ``repr(exc)`` ("ConnectionError('census service unreachable')"); the MCP Python SDK's server
+# "Error executing tool get_population: ..."; LangGraph's ToolNode and many loops "Error: ...". An ordinary result
+# that merely mentions an error later on is not one.
+_ERROR_REPLY = re.compile(
+    r"\s*(?:[A-Za-z_][\w.]{0,100}(?:Error|Exception)(?:Group)?\(|(?i:error\s*:|error executing tool\b))"
+)
 _MAX_TEXT = 512
 
 
@@ -84,6 +92,13 @@ def unknown_tool_reply(text: Any) -> bool:
     """A tool message sent back to the model that says the requested tool does not exist."""
     text = reply_text(text)
     return _mentions_tool(text) and bool(_UNKNOWN_TOOL.search(text[:_MAX_TEXT]))
+
+
+def error_reply(text: Any) -> bool:
+    """A reply sent back to the model that says its tool failed (``_ERROR_REPLY``): the evidence of a call's error
+    where the instrumentation cannot record the reply's error flag."""
+    text = reply_text(text)
+    return isinstance(text, str) and bool(_ERROR_REPLY.match(text[:_MAX_TEXT]))
 
 
 def _short(type_name: str) -> str:

@@ -196,8 +196,9 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "openinference-instrumentation-anthropic 3.1; opentelemetry-instrumentation-anthropic 0.62 (OpenLLMetry)",
         "each requested call scored from the requests alone (the tools run on no span): `toolcall_eval.requested.N.*` "
         "on the model span whose input carried its result back: tool name against the definitions, arguments "
-        "against the schema, the outcome from the `tool_result` (OpenInference keeps its `is_error`: the raising "
-        "tool fails; OpenLLMetry's GenAI parts drop it: that reply reads as a success); counted in the root's "
+        "against the schema, the outcome from the `tool_result` (OpenInference keeps its `is_error`; OpenLLMetry's "
+        "GenAI parts drop it, so the reply's text says it: the tool runner's `repr` of the exception); the raising "
+        "tool fails either way; counted in the root's "
         "verdict (`trace.request_scored_calls`); no latency; `doctor` says the tools run on no span",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`; `TRACELOOP_TRACE_CONTENT=false`",
         "nothing: no requests recorded, no verdict",

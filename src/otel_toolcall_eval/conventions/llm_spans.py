@@ -320,20 +320,39 @@ def unknown_tool_replies(attrs: Attrs) -> list[str]:
     ]
 
 
-def tool_replies(attrs: Attrs, anthropic_body: bool = False) -> list[ToolReply]:
+def tool_replies(attrs: Attrs, anthropic_body: bool = False, error_text: bool = False) -> list[ToolReply]:
     """The tool results this LLM span's input carried back to the model (``tool`` messages with a call id).
 
     ``anthropic_body``: the span's ``input.value`` is the Anthropic Messages request as sent (OpenInference's
     Anthropic instrumentation; its shape row says so), whose ``tool_result`` blocks keep the ``is_error`` flag the
-    indexed messages drop. Called only while a trace has requests waiting for their result."""
+    indexed messages drop. ``error_text``: the instrumentation cannot record the flag at all (its row's
+    ``records_error_flag``): a reply whose text says its tool failed (``checks.outcome.error_reply``) is flagged, any
+    other keeps None. Called only while a trace has requests waiting for their result."""
+    from otel_toolcall_eval.checks.outcome import error_reply
+
     errors: dict[str, bool] = _anthropic_errors(attrs.get("input.value")) if anthropic_body else {}
     out = []
     for m in input_messages(attrs):
         call_id = m.get("tool_call_id")
         if m.get("role") == "tool" and call_id is not None:
             call_id = str(call_id)
-            out.append(ToolReply(call_id, m.get("content"), errors.get(call_id) if anthropic_body else None))
+            content = m.get("content")
+            flag = errors.get(call_id) if anthropic_body else None
+            if flag is None and error_text and error_reply(content):
+                flag = True
+            out.append(ToolReply(call_id, content, flag))
     return out
+
+
+def span_tool_replies(span: Any, attrs: Attrs) -> list[ToolReply]:
+    """``tool_replies`` of a model span, read as its instrumentation scope's shape row says (``conventions.shapes``:
+    the request body's error flag, or the reply's text where the scope records no flag)."""
+    from otel_toolcall_eval.conventions.shapes import shape_for
+
+    shape = shape_for(getattr(span, "instrumentation_scope", None))
+    if shape is None:
+        return tool_replies(attrs)
+    return tool_replies(attrs, shape.anthropic_request_body, not shape.records_error_flag)
 
 
 def _anthropic_errors(raw: Any) -> dict[str, bool]:

@@ -73,6 +73,11 @@ class Shape:
     # its LLM spans' ``input.value`` is the Anthropic Messages request as sent: the ``is_error`` flag of each tool
     # result there (``llm_spans.tool_replies``), for calls scored from the requests (``engine.requested``)
     anthropic_request_body: bool = False
+    # False: its spans cannot record a tool's error flag (OpenLLMetry's Anthropic instrumentation drops a
+    # ``tool_result``'s ``is_error``; the MCP SDK's client span has no ``isError``), so a failed call reads as a
+    # success there: its outcome is read from the reply the next model request carries back for its call id
+    # (``checks.outcome.error_reply``, then the unknown-tool and rejection texts), for this scope only
+    records_error_flag: bool = True
     # what a tool span of this scope without a tool name is, when it is not a call (BeeAI: an event of the call
     # above it); "" reads such a span as a call, whose empty name ``doctor`` reports
     nameless_spans: str = ""
@@ -260,8 +265,10 @@ SHAPES: tuple[Shape, ...] = (
         "opentelemetry-instrumentation-anthropic 0.62 (OpenLLMetry)",
         definitions="the chat spans' `gen_ai.tool.definitions` (the first request of a message thread only)",
         content_switch=TRACELOOP_SWITCH,
+        records_error_flag=False,
         cannot_record="tool runs (model calls only): requested calls are scored from the requests; a tool "
-        "result's `is_error` (its GenAI `tool_call_response` part has none): a raising tool's reply reads as a success",
+        "result's `is_error` (its GenAI `tool_call_response` part has none): a call's error is read from the reply "
+        "text instead (the tool runner's `repr` of the exception)",
     ),
     Shape(
         "opentelemetry.instrumentation.google_genai",
@@ -303,7 +310,9 @@ SHAPES: tuple[Shape, ...] = (
         "or OpenLLMetry's); a server span borrows the arguments of the one waiting request of its tool's name",
         cannot_record="arguments, results and error texts (a rejected input, an unknown tool and a raising tool are "
         "all `error.type = tool_error` on the server span); the model's call id; on the client span any error of an "
-        "`isError` result (a server in its own process: its failures are on its own spans, export those too)",
+        "`isError` result: read from the reply the model's next request carries back for the call "
+        "(`trace.late_outcome.*`; a server in its own process: its failures are on its own spans, export those too)",
+        records_error_flag=False,
     ),
     Shape(
         "opentelemetry.instrumentation.langchain",

@@ -29,10 +29,9 @@ from otel_toolcall_eval.conventions.llm_spans import (
     input_messages,
     is_llm_span,
     requested_calls,
+    span_tool_replies,
     tool_definitions,
-    tool_replies,
 )
-from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
 from otel_toolcall_eval.engine.requested import requested_call_record
@@ -257,8 +256,7 @@ def _requested(
                 calls.setdefault(int(index), {})[A.PREFIX + field] = value
     if not calls:
         return
-    shape = shape_for(span.instrumentation_scope)
-    replies = {r.call_id: r for r in tool_replies(attrs, shape is not None and shape.anthropic_request_body)}
+    replies = {r.call_id: r for r in span_tool_replies(span, attrs)}
     for _, scored in sorted(calls.items()):
         call_id, tool = scored.get(A.PREFIX + "call_id"), scored.get(A.PREFIX + "tool")
         if isinstance(call_id, str) and isinstance(tool, str):

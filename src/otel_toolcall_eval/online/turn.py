@@ -16,11 +16,10 @@ from otel_toolcall_eval.config import Limits
 from otel_toolcall_eval.conventions.llm_spans import (
     DefinitionCache,
     requested_calls,
+    span_tool_replies,
     tool_definitions,
-    tool_replies,
     unknown_tool_replies,
 )
-from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.engine.requested import (
     REQUEST_CONVENTION,
@@ -138,8 +137,7 @@ class TurnStage:
         """The waiting requests this span's input answers, each scored from its request and reply, claimed (no
         longer unexecuted) and counted in the trace's history and stats (under the state's lock); appended to
         ``out`` as (call id, score, whether a result was recorded). Returns the recoveries they decided."""
-        shape = shape_for(getattr(span, "instrumentation_scope", None))
-        replies = tool_replies(attrs, shape is not None and shape.anthropic_request_body)
+        replies = span_tool_replies(span, attrs)
         answered = answered_requests(replies, requests.call_names) if replies else []
         if not answered:
             return None

@@ -13,7 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_toolcall_eval import ToolCallEvalProcessor
+from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval.online.metrics import (
     LABEL_OVERFLOW,
     MAX_SOURCE_LABELS,
@@ -24,7 +24,7 @@ from otel_toolcall_eval.online.metrics import (
     TraceCounts,
 )
 from otel_toolcall_eval.records import CallScore, Outcome, TraceVerdict
-from tests.helpers import Recorder, tool_span
+from tests.helpers import LOOKUP_TOOL, WEATHER_TOOL, Recorder, chat_turn, tool_span
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
 
@@ -50,17 +50,18 @@ def total(reader: InMemoryMetricReader, name: str, **labels: str) -> int:
 class Agents:
     """Processors of several services sharing one MeterProvider (as one ``serve`` in front of them would)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: EvalConfig | None = None) -> None:
         self.reader = InMemoryMetricReader()
         self.meters = MeterProvider(metric_readers=[self.reader])
         self.providers: dict[tuple[str, str | None], TracerProvider] = {}
+        self.config = config
 
     def tracer(self, service: str, version: str | None = None) -> Any:
         key = (service, version)
         if key not in self.providers:
             attrs = {"service.name": service} | ({"service.version": version} if version else {})
             provider = TracerProvider(resource=Resource.create(attrs))
-            provider.add_span_processor(ToolCallEvalProcessor(Recorder(), meter_provider=self.meters))
+            provider.add_span_processor(ToolCallEvalProcessor(Recorder(), self.config, meter_provider=self.meters))
             self.providers[key] = provider
         return self.providers[key].get_tracer("agent")
 
@@ -193,3 +194,65 @@ def test_a_call_scored_into_a_state_made_after_the_verdict_is_counted_at_once() 
     assert points(reader, "toolcall_eval.tool_calls") == [
         ({"service.name": "travel", "service.version": "1.0", "tool": "search", "outcome": "success"}, 1)
     ]
+
+
+STATS = EvalConfig.from_dict(
+    {
+        "pricing": {"models": {"gpt-4o": {"input_per_million": 2.5, "output_per_million": 10}}},
+        "metrics": {"histograms": True},
+    }
+)
+
+
+def test_recoveries_histograms_and_tool_latency_carry_the_traces_source() -> None:
+    """Every metric of a finished trace is by its source, the calls' durations too (held until the root names the
+    agent, as the calls are)."""
+    agents = Agents(STATS)
+    tracer = agents.tracer("travel", "1.5.0")
+    with tracer.start_as_current_span("invoke_agent planner", attributes=AGENT | {"gen_ai.agent.name": "planner"}):
+        chat_turn(tracer, tools=[WEATHER_TOOL, LOOKUP_TOOL])
+        tool_span(tracer, "get_weather", {"city": "Paris"}, error=RuntimeError("down"))
+        chat_turn(tracer)
+        tool_span(tracer, "lookup", {"q": "Paris"}, result="ok")  # another tool after the failure
+        assert points(agents.reader, "toolcall_eval.tool.latency") == []  # held until the trace's verdict
+    source = {"service.name": "travel", "gen_ai.agent.name": "planner", "service.version": "1.5.0"}
+    assert points(agents.reader, "toolcall_eval.recoveries") == [
+        (source | {"tool": "get_weather", "class": "switched_tool"}, 1)
+    ]
+    assert sorted(points(agents.reader, "toolcall_eval.tool.latency"), key=repr) == [
+        (source | {"tool": "get_weather"}, 1),  # (attributes, count)
+        (source | {"tool": "lookup"}, 1),
+    ]
+    for name in ("trace.model_calls", "trace.tool_latency", "trace.tool_error_rate"):
+        assert points(agents.reader, f"toolcall_eval.{name}") == [(source, 1)], name
+    assert sorted(points(agents.reader, "toolcall_eval.trace.tokens"), key=repr) == [
+        (source | {"type": "input"}, 1),
+        (source | {"type": "output"}, 1),
+    ]
+    assert points(agents.reader, "toolcall_eval.trace.cost") == [(source | {"currency": "USD"}, 1)]
+
+
+def test_a_trace_past_the_source_bound_records_its_numbers_as_other() -> None:
+    """The trace's numbers take the bounded source of its verdict: the same ``_other`` as its calls."""
+    agents = Agents(STATS)
+    for n in range(MAX_SOURCE_LABELS + 1):
+        agents.trace("travel", f"1.0.{n}", "planner", "search")
+    other = {"service.name": OTHER, "gen_ai.agent.name": OTHER, "service.version": OTHER}
+    assert total(agents.reader, "toolcall_eval.trace.tool_latency", **other) == 1
+    assert total(agents.reader, "toolcall_eval.tool.latency", **other, tool="search") == 1
+    assert total(agents.reader, "toolcall_eval.tool.latency") == MAX_SOURCE_LABELS + 1
+    assert points(agents.reader, LABEL_OVERFLOW) == [({"label": "source"}, 1)]
+
+
+def test_latencies_past_the_per_trace_bound_are_recorded_at_once_and_none_twice() -> None:
+    reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[reader]))
+    trace = TraceCounts("travel", "1.0")
+    n = MAX_TRACE_KEYS + 3
+    for i in range(n):  # one key: the calls are tallied, their durations past the bound are not held
+        metrics.record_call(CallScore(name="search", step=i, outcome=Outcome.SUCCESS), "genai", True, trace, 0.01)
+    assert total(reader, "toolcall_eval.tool.latency") == 3
+    assert total(reader, "toolcall_eval.tool_calls") == 0
+    metrics.record_trace(TraceVerdict(n, 0, False, 0, 0, True), "root", trace)
+    assert total(reader, "toolcall_eval.tool.latency", **{"service.name": "travel"}, tool="search") == n
+    assert total(reader, "toolcall_eval.tool_calls") == n

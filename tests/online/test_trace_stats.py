@@ -257,14 +257,15 @@ def test_first_failure_is_a_wrong_call_too_and_clean_traces_have_none() -> None:
     assert "trace.first_failure.step" not in root and root["trace.tool_error_rate"] == 0
 
 
-def test_tool_list_change_is_counted_per_service() -> None:
+def test_tool_list_change_is_counted_per_service_and_agent_with_its_source() -> None:
     p = make_pipeline()
-    provider = TracerProvider(resource=Resource.create({"service.name": "travel"}))
+    provider = TracerProvider(resource=Resource.create({"service.name": "travel", "service.version": "2.0"}))
     provider.add_span_processor(p.processor)
     t = provider.get_tracer("test")
 
-    def trace(tools: list[dict[str, Any]]) -> dict[str, Any]:
-        with t.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
+    def trace(tools: list[dict[str, Any]], agent: str = "planner") -> dict[str, Any]:
+        root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
+        with t.start_as_current_span("invoke_agent", attributes=root):
             chat_turn(t, tools=tools)
             tool_span(t, "get_weather", {"city": "Paris"}, result="ok")
         return scores(p.spans()[-1])
@@ -275,7 +276,10 @@ def test_tool_list_change_is_counted_per_service() -> None:
     dropped = trace([WEATHER_TOOL])  # the MCP server stopped advertising `lookup`
     assert dropped["trace.tool_list.count"] == 1
     assert dropped["trace.tool_list.fingerprint"] != first["trace.tool_list.fingerprint"]
-    assert p.metric_sum("toolcall_eval.tool_list.changes", service="travel") == 1
+    source = {"service.name": "travel", "gen_ai.agent.name": "planner", "service.version": "2.0"}
+    assert p.metric_sum("toolcall_eval.tool_list.changes", **source) == 1
+    trace([WEATHER_TOOL, LOOKUP_TOOL], agent="booker")  # another agent's first list: no change of planner's
+    assert p.metric_sum("toolcall_eval.tool_list.changes") == 1
 
 
 # --- what real frameworks recorded (tests/fixtures/frameworks), replayed ------------------------------------

@@ -161,11 +161,11 @@ class CallStage:
         else:
             counts = state.trace_counts(metrics, span)  # the trace's source: its calls are counted with it
             counts.note_agent(attrs)
-            metrics.record_call(score, record.convention, record.result_recorded, counts)
+            metrics.record_call(
+                score, record.convention, record.result_recorded, counts, seconds if self._histograms else None
+            )
             scope = span.instrumentation_scope  # the self-check of the scope's shape (toolcall_eval.coverage.suspect)
             metrics.record_scope(score, record.convention, scope.name if scope is not None else "-")
-            if seconds is not None and self._histograms:
-                metrics.record_tool_latency(score, seconds)
             extra = call_attributes(score, record.convention)
         if after_verdict:
             metrics.record_late()

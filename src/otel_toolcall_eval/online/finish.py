@@ -20,9 +20,9 @@ from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import verdict_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, decide
 from otel_toolcall_eval.online.hooks import TraceFinished
-from otel_toolcall_eval.online.metrics import EvalMetrics
+from otel_toolcall_eval.online.metrics import EvalMetrics, Source, TraceCounts
 from otel_toolcall_eval.online.trace_state import TraceState
-from otel_toolcall_eval.online.trace_stats import Fingerprints, ToolListChanges, root_attributes, tool_list_source
+from otel_toolcall_eval.online.trace_stats import Fingerprints, ToolListChanges, root_attributes
 from otel_toolcall_eval.records import ToolDefinition, TraceVerdict
 
 
@@ -79,8 +79,8 @@ class FinishStage:
         if first:
             counts = state.trace_counts(self.metrics, span)  # the root's resource and agent are the trace's
             counts.note_root(span, attrs)
-            self.metrics.record_trace(verdict, "root", counts)
-            self._record_stats(state, stats_attributes, span, attrs)
+            source = self.metrics.record_trace(verdict, "root", counts)
+            self._record_stats(state, stats_attributes, source, counts)
         extra.update(verdict_attributes(verdict))
         if state.request_scored:
             extra[A.TRACE_REQUEST_SCORED_CALLS] = state.request_scored
@@ -94,8 +94,8 @@ class FinishStage:
         if not state.tool_activity:
             return TraceFinished(trace_id, 0, None, True, True)
         verdict = self.verdict(state)
-        self.metrics.record_trace(verdict, reason, state.counts)
-        self._record_stats(state, self._stats_attributes(trace_id, state, verdict), None, None)
+        source = self.metrics.record_trace(verdict, reason, state.counts)
+        self._record_stats(state, self._stats_attributes(trace_id, state, verdict), source, None)
         return TraceFinished(trace_id, 0, verdict, True, True)
 
     def verdict(self, state: TraceState) -> TraceVerdict:
@@ -129,15 +129,18 @@ class FinishStage:
         return out
 
     def _record_stats(
-        self, state: TraceState, stats_attributes: dict[str, Any], root: ReadableSpan | None, attrs: Any
+        self, state: TraceState, stats_attributes: dict[str, Any], source: Source, root: TraceCounts | None
     ) -> None:
+        """The trace's numbers by its ``source``; with the ``root``'s counts (the trace finished by its root), whether
+        its tool list changed since its service and agent's previous trace."""
         stats = state.stats
         decided = (stats.recoveries or []) if stats is not None else []
         labels = [(stats.metric_label(step, tool), cls) for step, tool, cls in decided] if stats is not None else []
-        self.metrics.record_trace_stats(stats_attributes, labels, self._currency, histograms=self._histograms)
+        self.metrics.record_trace_stats(
+            stats_attributes, labels, self._currency, histograms=self._histograms, source=source
+        )
         fingerprint = stats_attributes.get(A.TRACE_TOOL_LIST_FINGERPRINT)
         if root is None or fingerprint is None:
             return
-        source = tool_list_source(root, attrs)
-        if self._tool_lists.changed(source, fingerprint):
-            self.metrics.record_tool_list_change(source[0])
+        if self._tool_lists.changed((root.service, root.agent), fingerprint):
+            self.metrics.record_tool_list_change(source)

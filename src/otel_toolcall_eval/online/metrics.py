@@ -4,13 +4,15 @@ Names follow OTel metric naming; the README's metric table lists the Prometheus 
 Tool names are bounded as a label: names the model invented (unknown tools) become ``_unknown`` and
 distinct names past ``MAX_TOOL_LABELS`` become ``_other``.
 
-The trace and tool-call metrics carry the trace's source (``SOURCE_ATTRIBUTES``: ``service.name`` and
-``service.version`` from the resource, ``gen_ai.agent.name`` from the first span of the trace that carries it), so
-one scorer in front of several agents reports each of them, and a new version can be compared with the previous
-one. The agent's name is usually on the trace's root (``invoke_agent``), which ends after its tool spans: a trace's
-calls are therefore tallied on the trace (``TraceCounts``, a few distinct keys) and counted with the source when
-the trace's verdict is (``record_trace``). Distinct sources past ``MAX_SOURCE_LABELS`` become ``_other`` (all
-three values); every use of an overflow value is counted in ``toolcall_eval.label_overflow``.
+The metrics of a trace and of its calls (counts, findings, recoveries, cost, latency, the tool list) carry the
+trace's source (``SOURCE_ATTRIBUTES``: ``service.name`` and ``service.version`` from the resource,
+``gen_ai.agent.name`` from the first span of the trace that carries it), so one scorer in front of several agents
+reports each of them, and a new version can be compared with the previous one. The agent's name is usually on the
+trace's root (``invoke_agent``), which ends after its tool spans: a trace's calls (and their durations) are
+therefore tallied on the trace (``TraceCounts``, a few distinct keys) and counted with the source when the trace's
+verdict is (``record_trace``). Distinct sources past ``MAX_SOURCE_LABELS`` become ``_other`` (all three values),
+one bound per meter (``SourceLabels``, which sessions and the guard use too); every use of an overflow value is
+counted in ``toolcall_eval.label_overflow``.
 
 The counters are observable: the application thread only increments an in-process tally (a dict update under
 a lock, ~0.2 us), and the SDK reads the totals when its reader collects. A synchronous ``Counter.add`` costs
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, Final, NamedTuple, TypeVar
 
 from mypy_extensions import mypyc_attr
 from opentelemetry import metrics as metrics_api
@@ -34,7 +36,9 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, TraceVerdict
 
+_T = TypeVar("_T")
 MAX_TOOL_LABELS: Final = 200
+METER: Final = "otel_toolcall_eval"  # the processor's meter (and its sessions'): one set of instruments per meter
 
 
 class MetricDoc(NamedTuple):
@@ -96,7 +100,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_MODEL_CALLS,
         "histogram",
         "{call}",
-        "-",
+        _SOURCE_LABELS,
         "toolcall_eval_trace_model_calls_bucket",
         "model calls per finished trace (traces with at least one)",
     ),
@@ -104,7 +108,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_TOKENS,
         "histogram",
         "{token}",
-        "`type`",
+        f"{_SOURCE_LABELS}, `type`",
         "toolcall_eval_trace_tokens_bucket",
         "tokens per finished trace, by `type` (`input` or `output`)",
     ),
@@ -112,7 +116,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_COST,
         "histogram",
         "{cost}",
-        "`currency`",
+        f"{_SOURCE_LABELS}, `currency`",
         "toolcall_eval_trace_cost_bucket",
         "cost per finished trace from `pricing.models` (only with a price table)",
     ),
@@ -120,7 +124,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_TOOL_LATENCY,
         "histogram",
         "s",
-        "-",
+        _SOURCE_LABELS,
         "toolcall_eval_trace_tool_latency_seconds_bucket",
         "tool time per finished trace (tool spans' durations summed)",
     ),
@@ -128,7 +132,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_TOOL_ERROR_RATE,
         "histogram",
         "1",
-        "-",
+        _SOURCE_LABELS,
         "toolcall_eval_trace_tool_error_rate_bucket",
         "share of a finished trace's tool calls that did not succeed",
     ),
@@ -136,15 +140,15 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TOOL_LATENCY,
         "histogram",
         "s",
-        "`tool`",
+        f"{_SOURCE_LABELS}, `tool`",
         "toolcall_eval_tool_latency_seconds_bucket",
-        "duration of each tool call",
+        "duration of each tool call, by its trace's source (recorded with the trace's verdict, as the calls are)",
     ),
     MetricDoc(
         RECOVERIES,
         "counter",
         "{call}",
-        "`tool`, `class`",
+        f"{_SOURCE_LABELS}, `tool`, `class`",
         "toolcall_eval_recoveries_total",
         "failed calls by what the agent did next: `corrected_retry`, `switched_tool`, `handed_back`, `repeated`, "
         "`carried_on` (counted when the trace finishes)",
@@ -163,10 +167,11 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TOOL_LIST_CHANGES,
         "counter",
         "{trace}",
-        "`service`",
+        _SOURCE_LABELS,
         "toolcall_eval_tool_list_changes_total",
         "traces whose tool-list fingerprint differs from the previous trace's of the same service and agent "
-        "(`gen_ai.agent.name`): a tool an MCP server stopped advertising shows here",
+        "(`gen_ai.agent.name`), by the trace's source (its version: the one whose list changed): a tool an MCP "
+        "server stopped advertising shows here",
     ),
 )
 
@@ -176,8 +181,8 @@ class _StatsInstruments:
 
     def __init__(self, meter: Meter) -> None:
         docs = {d.name: d for d in TRACE_STATS_METRICS}
-        self.recoveries = _Tally(("tool", "class"))
-        self.tool_list_changes = _Tally(("service",))
+        self.recoveries = _BySource(("tool", "class"))
+        self.tool_list_changes = _BySource(())
         self.unclassified = _Tally(("reason",))
         for name, tally in (
             (RECOVERIES, self.recoveries),
@@ -393,6 +398,42 @@ def source_attributes(source: Source) -> dict[str, str]:
 
 
 @mypyc_attr(native_class=False)
+class SourceLabels:
+    """The one bound on sources as labels, per meter: every metric labelled by source (the processor's, the
+    sessions', the guard's) takes its source through ``bound``, so a meter never reports more than
+    ``MAX_SOURCE_LABELS`` sources whichever part counted them; ``toolcall_eval.label_overflow`` is registered here.
+    ``source_labels`` gives the meter's one instance."""
+
+    def __init__(self, meter: Meter) -> None:
+        self.overflow = _Tally(("label",))
+        doc = _doc(LABEL_OVERFLOW)
+        meter.create_observable_counter(
+            doc.name, callbacks=[self.overflow.observe], unit=doc.unit, description=doc.meaning
+        )
+        # the sources labelled so far (and the overflow's), with their attributes
+        self.attributes: dict[Source, dict[str, str]] = {OTHER_SOURCE: source_attributes(OTHER_SOURCE)}
+        self._lock = _SharedLock()
+
+    def bound(self, source: Source) -> Source:
+        """``source``, or ``OTHER_SOURCE`` (counted) once ``MAX_SOURCE_LABELS`` others are labelled."""
+        attributes = self.attributes
+        if source in attributes:
+            return source
+        with self._lock.lock:
+            if source not in attributes:
+                if len(attributes) > MAX_SOURCE_LABELS:  # the overflow's own entry is not one of them
+                    self.overflow.add(("source",))
+                    return OTHER_SOURCE
+                attributes[source] = source_attributes(source)
+        return source
+
+    def with_source(self, source: Source, labels: dict[str, str]) -> dict[str, str]:
+        """A bounded source's attributes and ``labels``, for a synchronous instrument."""
+        attributes = self.attributes.get(source)
+        return {**attributes, **labels} if attributes else labels
+
+
+@mypyc_attr(native_class=False)
 class _BySource(_Tally):
     """Counts keyed ``(source, *labels)``: the source's three values become its attributes when collected."""
 
@@ -451,10 +492,11 @@ class TraceCounts:
 
     ``pending`` maps a call's key (tool label, outcome, convention, three coverage flags) and its findings to how
     many calls had them: a trace's calls share few keys (at most ``MAX_TRACE_KEYS``; past that a call is counted at
-    once). ``record_trace`` counts them with the trace's source and sets ``pending`` to None: a call after that (a
-    late span) is counted at once with the same source. Guarded by the ``EvalMetrics`` lock."""
+    once). ``latencies`` holds the calls' durations the same way (at most ``MAX_TRACE_KEYS``). ``record_trace``
+    counts them with the trace's source and sets both to None: a call after that (a late span) is counted at once
+    with the same source. Guarded by the ``EvalMetrics`` lock."""
 
-    __slots__ = ("agent", "pending", "service", "source", "version")
+    __slots__ = ("agent", "latencies", "pending", "service", "source", "version")
 
     def __init__(self, service: str, version: str) -> None:
         self.service = service
@@ -462,6 +504,8 @@ class TraceCounts:
         self.agent = ""
         self.source: Source | None = None  # the bounded label tuple, fixed at the trace's verdict
         self.pending: dict[tuple[tuple[Any, ...], tuple[str, ...]], int] | None = {}
+        # (tool label, seconds) of the calls' durations not recorded yet (``metrics.histograms``), as ``pending``
+        self.latencies: list[tuple[str, float]] | None = []
 
     def note_agent(self, attributes: dict[str, Any]) -> None:
         """The first ``gen_ai.agent.name`` of the trace's tool spans is its agent until the root names one (one dict
@@ -500,11 +544,10 @@ class _Instruments:
         self.calls = _Calls()
         self.violations = _BySource(("tool", "violation"))
         self.traces = _BySource(("composite_ok", "finalized_by"))
-        self.overflow = _Tally(("label",))
-        # the sources labelled so far on this meter (and the overflow's), with their attributes: the bound is the
-        # meter's, whichever processor counted them
-        self.sources: dict[Source, dict[str, str]] = {OTHER_SOURCE: source_attributes(OTHER_SOURCE)}
-        self.sources_lock = _SharedLock()
+        self.labels = _per_meter(
+            _LABELS, meter, SourceLabels
+        )  # (under _SHARED_LOCK) the meter's bound on sources, whichever part counted them
+        self.overflow = self.labels.overflow
         self.errors = _Tally(("stage",))
         self.dropped = _Tally(("reason",))
         self.queue_waits = _Tally(())
@@ -521,7 +564,6 @@ class _Instruments:
             (METRICS[6], self.queue_waits),
             (METRICS[10], self.late),
             (_doc(COVERAGE_SUSPECT), self.suspect),
-            (_doc(LABEL_OVERFLOW), self.overflow),
         ):
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
         meter.create_observable_counter(
@@ -546,6 +588,7 @@ class _Instruments:
 
 
 _SHARED: weakref.WeakKeyDictionary[Any, _Instruments] = weakref.WeakKeyDictionary()
+_LABELS: weakref.WeakKeyDictionary[Any, SourceLabels] = weakref.WeakKeyDictionary()
 
 
 @mypyc_attr(native_class=False)
@@ -561,25 +604,38 @@ class _SharedLock:
 _SHARED_LOCK = _SharedLock()
 
 
+def _per_meter(table: weakref.WeakKeyDictionary[Any, _T], meter: Meter, make: Callable[[Meter], _T]) -> _T:
+    """``table``'s entry for ``meter``, made when new; under ``_SHARED_LOCK``. A meter that cannot be weakly
+    referenced gets one of its own (not shared)."""
+    try:
+        found = table.get(meter)
+    except TypeError:
+        return make(meter)
+    if found is None:
+        found = table[meter] = make(meter)
+    return found
+
+
 def _instruments(meter: Meter) -> _Instruments:
     with _SHARED_LOCK.lock:
-        try:
-            found = _SHARED.get(meter)
-        except TypeError:  # a meter that cannot be weakly referenced: not shared
-            return _Instruments(meter)
-        if found is None:
-            found = _SHARED[meter] = _Instruments(meter)
-        return found
+        return _per_meter(_SHARED, meter, _Instruments)
+
+
+def source_labels(meter_provider: MeterProvider | None = None) -> SourceLabels:
+    """The bound on sources the processor's metrics on ``meter_provider`` (the global one by default) use: for
+    another part (the guard) that labels its metrics by source."""
+    meter = (meter_provider or metrics_api.get_meter_provider()).get_meter(METER, __version__)
+    with _SHARED_LOCK.lock:
+        return _per_meter(_LABELS, meter, SourceLabels)
 
 
 @mypyc_attr(native_class=False)
 class EvalMetrics:
     def __init__(self, meter_provider: MeterProvider | None = None) -> None:
-        meter = (meter_provider or metrics_api.get_meter_provider()).get_meter("otel_toolcall_eval", __version__)
+        meter = (meter_provider or metrics_api.get_meter_provider()).get_meter(METER, __version__)
         self._instruments = _instruments(meter)
         self._tools: set[str] = set()
         self._resource: tuple[Any, str, str] | None = None  # the last resource read, its service name and version
-        self._services: set[str] = set()  # issue 18: `service` labels of toolcall_eval.tool_list.changes
         # per (convention, scope): the undeclared keys every invalid call shared so far and how many there were;
         # None once a call of the scope was valid (then nothing here suspects it again)
         self._scopes: dict[tuple[str, str], tuple[frozenset[str], int] | None] = {}
@@ -621,17 +677,7 @@ class EvalMetrics:
         """The trace's label tuple, bounded: fixed on first use (the trace's verdict, or a call counted at once)."""
         source = trace.source
         if source is None:
-            source = (trace.service, trace.agent, trace.version)
-            instruments = self._instruments
-            with instruments.sources_lock.lock:
-                sources = instruments.sources
-                if source not in sources:
-                    if len(sources) > MAX_SOURCE_LABELS:  # the overflow's own entry is not one of them
-                        instruments.overflow.add(("source",))
-                        source = OTHER_SOURCE
-                    else:
-                        sources[source] = source_attributes(source)
-            trace.source = source
+            source = trace.source = self._instruments.labels.bound((trace.service, trace.agent, trace.version))
         return source
 
     def record_call(
@@ -640,9 +686,11 @@ class EvalMetrics:
         convention: str = "unknown",
         result_recorded: bool = True,
         trace: TraceCounts | None = None,
+        seconds: float | None = None,
     ) -> None:
-        """Count a scored call: by tool and outcome, its findings, and what evidence it lacked (coverage). With the
-        call's ``trace``, the call is tallied on it until the trace's verdict (``record_trace``) gives its source."""
+        """Count a scored call: by tool and outcome, its findings, and what evidence it lacked (coverage), and
+        (``seconds``, with ``metrics.histograms``) its duration in ``toolcall_eval.tool.latency``. With the call's
+        ``trace``, the call is tallied on it until the trace's verdict (``record_trace``) gives its source."""
         tool = self._tool_label(None if score.tool_known is False else score.name)
         outcome = score.outcome
         key = (
@@ -669,19 +717,33 @@ class EvalMetrics:
         entry = (key, findings)
         if trace is None:
             self._count(NO_SOURCE, ((entry, 1),))
+            if seconds is not None:
+                self._instruments.stats.tool_latency.record(seconds, {"tool": tool})
             return
+        tallied = False
         with self._lock:
             pending = trace.pending
             if pending is not None:
+                if seconds is not None:
+                    latencies = trace.latencies
+                    if latencies is not None and len(latencies) < MAX_TRACE_KEYS:
+                        latencies.append((tool, seconds))
+                        seconds = None
                 n = pending.get(entry)
                 if n is not None:
                     pending[entry] = n + 1
-                    return
-                if len(pending) < MAX_TRACE_KEYS:
+                    tallied = True
+                elif len(pending) < MAX_TRACE_KEYS:
                     pending[entry] = 1
+                    tallied = True
+                if tallied and seconds is None:
                     return
-            source = self._source(trace)  # after the verdict (a late span), or a trace of too many keys
-        self._count(source, ((entry, 1),))
+            source = self._source(trace)  # after the verdict (a late span), or a trace of too many keys or calls
+        if not tallied:
+            self._count(source, ((entry, 1),))
+        if seconds is not None:
+            instruments = self._instruments
+            instruments.stats.tool_latency.record(seconds, instruments.labels.with_source(source, {"tool": tool}))
 
     def _count(self, source: Source, counted: Iterable[tuple[tuple[tuple[Any, ...], tuple[str, ...]], int]]) -> None:
         """Add ``((call key, findings), n)`` pairs to the tool-call and violation tallies, with ``source``."""
@@ -749,16 +811,22 @@ class EvalMetrics:
         self._instruments.overflow.add(("scope",))
         return OTHER
 
-    def record_trace(self, verdict: TraceVerdict, finalized_by: str, trace: TraceCounts | None = None) -> None:
-        """Count a trace's verdict, and (with its ``trace``) its calls tallied so far, by the trace's source."""
+    def record_trace(self, verdict: TraceVerdict, finalized_by: str, trace: TraceCounts | None = None) -> Source:
+        """Count a trace's verdict, and (with its ``trace``) its calls tallied so far, by the trace's source; the
+        source (bounded) is returned for the trace's other metrics (``record_trace_stats``, sessions)."""
         instruments = self._instruments
         source = NO_SOURCE
         if trace is not None:
             with self._lock:
                 source = self._source(trace)
                 pending, trace.pending = trace.pending, None
+                latencies, trace.latencies = trace.latencies, None
             if pending:
                 self._count(source, pending.items())
+            if latencies:
+                record = instruments.stats.tool_latency.record
+                for tool, seconds in latencies:
+                    record(seconds, instruments.labels.with_source(source, {"tool": tool}))
         if verdict.unknown_tool_requests:  # no tool span carried these: counted with the trace
             instruments.violations.add_many((((source, "_unknown", "unknown_tool"), verdict.unknown_tool_requests),))
         late = verdict.late_schema
@@ -768,10 +836,8 @@ class EvalMetrics:
             )
         ok = "true" if verdict.composite_ok else "false"
         instruments.traces.add((source, ok, finalized_by))
-        attributes = instruments.sources.get(source)
-        instruments.per_trace.record(
-            verdict.tool_calls, {**attributes, "composite_ok": ok} if attributes else {"composite_ok": ok}
-        )
+        instruments.per_trace.record(verdict.tool_calls, instruments.labels.with_source(source, {"composite_ok": ok}))
+        return source
 
     def record_error(self, stage: str) -> None:
         self._instruments.errors.add((stage,))
@@ -791,10 +857,6 @@ class EvalMetrics:
         self._instruments.queues.add(queue)
 
     # --- cost, latency, recovery and the tool list (issue 18) ---------------------------------------------
-    def record_tool_latency(self, score: CallScore, seconds: float) -> None:
-        tool = self._tool_label(None if score.tool_known is False else score.name)
-        self._instruments.stats.tool_latency.record(seconds, {"tool": tool})
-
     def record_trace_stats(
         self,
         attributes: dict[str, Any],
@@ -802,41 +864,41 @@ class EvalMetrics:
         currency: str | None,
         *,
         histograms: bool = True,
+        source: Source = NO_SOURCE,
     ) -> None:
         """The recoveries as (tool label or None, class), and (``histograms``) the per-trace histograms, read from
-        the root attributes ``trace_stats.root_attributes`` made."""
-        stats = self._instruments.stats
-        for tool, cls in recoveries:
-            stats.recoveries.add((self._tool_label(tool), cls))
+        the root attributes ``trace_stats.root_attributes`` made, by the trace's ``source`` (``record_trace``'s)."""
+        instruments = self._instruments
+        stats = instruments.stats
+        recovered = [((source, self._tool_label(tool), cls), 1) for tool, cls in recoveries]
+        if recovered:
+            stats.recoveries.add_many(recovered)
         if not histograms:
             return
+        labels = instruments.labels.attributes.get(source) or {}
         model_calls = attributes.get(A.TRACE_MODEL_CALLS)
         if model_calls:
-            stats.model_calls.record(model_calls)
-            stats.tokens.record(attributes[A.TRACE_INPUT_TOKENS], {"type": "input"})
-            stats.tokens.record(attributes[A.TRACE_OUTPUT_TOKENS], {"type": "output"})
+            stats.model_calls.record(model_calls, labels)
+            stats.tokens.record(attributes[A.TRACE_INPUT_TOKENS], {**labels, "type": "input"})
+            stats.tokens.record(attributes[A.TRACE_OUTPUT_TOKENS], {**labels, "type": "output"})
             cost = attributes.get(A.TRACE_COST)
             if cost is not None and currency is not None:
-                stats.cost.record(cost, {"currency": currency})
+                stats.cost.record(cost, {**labels, "currency": currency})
         latency = attributes.get(A.TRACE_TOOL_LATENCY_TOTAL)
         if latency is not None:
-            stats.trace_latency.record(latency)
+            stats.trace_latency.record(latency, labels)
         rate = attributes.get(A.TRACE_TOOL_ERROR_RATE)
         if rate is not None:
-            stats.error_rate.record(rate)
+            stats.error_rate.record(rate, labels)
 
     def record_unclassified(self, reason: str) -> None:
         """A held failed span released without its recovery class (``held_spans``)."""
         self._instruments.stats.unclassified.add((reason,))
 
-    def record_tool_list_change(self, service: str) -> None:
-        if service not in self._services:
-            with self._lock:
-                if len(self._services) >= MAX_SOURCE_LABELS:
-                    service = "_other"
-                else:
-                    self._services.add(service)
-        self._instruments.stats.tool_list_changes.add((service,))
+    def record_tool_list_change(self, source: Source) -> None:
+        """A trace whose tool list differs from its service and agent's previous trace's, by its ``source``
+        (``record_trace``'s: the version whose tool list changed)."""
+        self._instruments.stats.tool_list_changes.add((source,))
 
 
 @mypyc_attr(native_class=False)
@@ -845,7 +907,7 @@ class SessionMetrics:
     the SDK hands processors sharing a meter the same instruments."""
 
     def __init__(self, meter_provider: MeterProvider | None = None) -> None:
-        meter = (meter_provider or metrics_api.get_meter_provider()).get_meter("otel_toolcall_eval", __version__)
+        meter = (meter_provider or metrics_api.get_meter_provider()).get_meter(METER, __version__)
         docs = {m.name: m for m in METRICS}
         self._sessions = meter.create_counter(SESSIONS, unit="{session}", description=docs[SESSIONS].meaning)
         self._turns = meter.create_histogram(

@@ -265,18 +265,6 @@ def root_attributes(
     return out
 
 
-def tool_list_source(root: Any, attrs: Mapping[str, Any] | None) -> tuple[str, str]:
-    """Whose tool list a root span's fingerprint is: its resource's ``service.name`` and the agent's
-    ``gen_ai.agent.name`` (either empty when not recorded), cut to 128 characters each."""
-    service = ""
-    resource = getattr(root, "resource", None)
-    if resource is not None:
-        value = resource.attributes.get(A.SERVICE_NAME)
-        service = value[:128] if isinstance(value, str) else ""
-    agent = (attrs or {}).get(A.GEN_AI_AGENT_NAME)
-    return service, agent[:128] if isinstance(agent, str) else ""
-
-
 @mypyc_attr(native_class=False)
 class ToolListChanges:
     """The last fingerprint seen per source (service, agent), an LRU of at most ``max_sources`` entries, so

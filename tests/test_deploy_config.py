@@ -145,9 +145,11 @@ def emitted() -> dict[str, set[str]]:
         trace = TraceCounts("travel", "1.4.0")
         trace.note_agent({A.GEN_AI_AGENT_NAME: "planner"})
         metrics.record_call(
-            CallScore(name="send_email", step=1, outcome=Outcome.MALFORMED_CALL, schema_valid=False), trace=trace
+            CallScore(name="send_email", step=1, outcome=Outcome.MALFORMED_CALL, schema_valid=False),
+            trace=trace,
+            seconds=0.2,  # toolcall_eval.tool.latency
         )
-        metrics.record_trace(TraceVerdict(1, 1, False, 1, 1, False), "root", trace)
+        source = metrics.record_trace(TraceVerdict(1, 1, False, 1, 1, False), "root", trace)
         for n in range(MAX_SOURCE_LABELS):  # one source too many: the overflow is used and counted
             metrics.record_trace(TraceVerdict(1, 1, True, 0, 0, True), "root", TraceCounts(f"svc-{n}", ""))
         metrics.record_error("score")
@@ -157,7 +159,6 @@ def emitted() -> dict[str, set[str]]:
         metrics.record_scope(CallScore(name="", step=1, outcome=Outcome.SUCCESS), "genai", "acme.instrumentation")
         queue = _Sized(3)  # anything with a length: what a background queue reports
         metrics.watch_queue(queue)
-        metrics.record_tool_latency(CallScore(name="send_email", step=1, outcome=Outcome.SUCCESS), 0.2)
         stats = {
             A.TRACE_MODEL_CALLS: 2,
             A.TRACE_INPUT_TOKENS: 100,
@@ -166,8 +167,8 @@ def emitted() -> dict[str, set[str]]:
             A.TRACE_TOOL_LATENCY_TOTAL: 0.2,
             A.TRACE_TOOL_ERROR_RATE: 0.5,
         }
-        metrics.record_trace_stats(stats, [("send_email", "corrected_retry")], "USD")
-        metrics.record_tool_list_change("travel")
+        metrics.record_trace_stats(stats, [("send_email", "corrected_retry")], "USD", source=source)
+        metrics.record_tool_list_change(source)
         metrics.record_unclassified("max_hold_seconds")
         sessions = SessionMetrics(provider)
         sessions.record_session("fail", 3, "idle")

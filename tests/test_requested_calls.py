@@ -24,7 +24,7 @@ from otel_toolcall_eval.engine.requested import (
     requested_call_record,
     score_requested_call,
 )
-from otel_toolcall_eval.records import CallHistory, Outcome, ToolDefinition, ToolReply
+from otel_toolcall_eval.records import CallHistory, CallScore, Outcome, ToolCallRecord, ToolDefinition, ToolReply
 
 from .helpers import WEATHER_SCHEMA, WEATHER_TOOL, make_pipeline, scores, tool_span
 
@@ -277,3 +277,71 @@ def test_a_tool_span_arriving_after_its_call_was_scored_from_the_requests_is_not
     assert not any("outcome" in s for s in late)
     root = scores(p.one("agent"))
     assert (root["trace.tool_calls"], root["trace.request_scored_calls"]) == (2, 2)
+
+
+# --- the features: the judge and sessions see them as they see a tool span's call -----------------------------
+
+
+class OfferedJudge:
+    """A judge (``judge.hook.JudgeHook``) that records what it is offered and samples every call: the hosted LLM
+    behind a real judge cannot run here, and what is under test is that the call reaches it."""
+
+    def __init__(self) -> None:
+        self.offered: list[tuple[int, ToolCallRecord, CallScore, Any]] = []
+
+    def offer(self, trace_id: int, record: ToolCallRecord, score: CallScore, tools: Any, /) -> bool:
+        self.offered.append((trace_id, record, score, tools))
+        return True
+
+    def observe_llm_span(self, trace_id: int, attrs: Any, /) -> None:
+        pass
+
+    def trace_done(self, trace_id: int, /) -> None:
+        pass
+
+    def force_flush(self, deadline: Any, /) -> bool:
+        return True
+
+    def shutdown(self, deadline: Any, /) -> object:
+        return None
+
+
+def test_the_judge_is_offered_each_call_scored_from_the_requests_and_the_span_says_it_sampled() -> None:
+    judge = OfferedJudge()
+    p = make_pipeline(judge=judge)
+    with p.tracer.start_as_current_span("agent"):
+        _chat(p, "turn 1", [("c1", "get_weather", {"city": "Oslo"}), ("c2", "get_weather", {"city": 3})])
+        _chat(p, "turn 2", [], [("c1", "sunny"), ("c2", "ValueError('bad city')")])
+    answered = p.one("turn 2")
+    assert [(r.call_id, s.outcome) for _, r, s, _ in judge.offered] == [
+        ("c1", Outcome.SUCCESS),
+        ("c2", Outcome.MALFORMED_CALL),
+    ]
+    trace_id, record, _, tools = judge.offered[0]
+    # the judge's verdict links to the model span that carries the call's scores
+    assert (trace_id, record.trace_id) == (answered.context.trace_id, f"{answered.context.trace_id:032x}")
+    assert record.span_id == f"{answered.context.span_id:016x}"
+    assert json.loads(record.raw_arguments) == {"city": "Oslo"} and tools is not None and "get_weather" in tools
+    got = scores(answered)
+    assert (got["requested.0.judge.sampled"], got["requested.1.judge.sampled"]) == (True, True)
+    assert "judge.sampled" not in got  # the model span itself was not judged
+
+
+def test_a_failure_scored_from_the_requests_repeated_in_a_later_turn_fails_the_session() -> None:
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    from otel_toolcall_eval import attributes as A
+
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    p = make_pipeline(logger_provider=logger_provider)
+    for turn in range(2):  # the same call, failing the same way (schema-invalid), in two turns of one conversation
+        with p.tracer.start_as_current_span(f"agent {turn}", attributes={A.GEN_AI_CONVERSATION_ID: "conv"}):
+            _chat(p, "ask", [("c1", "get_weather", {"city": 3})])
+            _chat(p, "answer", [], [("c1", "city must be a string")])
+    p.provider.force_flush()
+    (record,) = logs.get_finished_logs()
+    session = dict(record.log_record.attributes or {})
+    assert (session[A.SESSION_TURNS], session[A.SESSION_ERRORS], session[A.SESSION_REPEATED_FAILURES]) == (2, 2, 1)

@@ -304,7 +304,8 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "requests on the model span whose input carried its result back: `toolcall_eval.requested.<N>.` + `tool`, "
         "`call_id` and each score a tool span carries (`outcome`, `parse_ok`, `tool_known`, `schema_valid`, `step`, "
         "...; `convention` is `request`); counted in the trace's verdict, its stats and recovery classes, and in "
-        "`harvest` run lines; not offered to the judge nor counted in a session's repeated failures",
+        "`harvest` run lines; offered to the judge (`toolcall_eval.requested.<N>.judge.sampled`; its verdict links to "
+        "this model span) and counted in a session's repeated failures, as a tool span's call is",
     ),
     AttributeDoc(
         SAME_CALL_AS,
@@ -468,7 +469,8 @@ JUDGE_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         JUDGE_SAMPLED,
         "bool",
         "tool span",
-        "the judge sampled this call and queued it (absent when no judge is configured)",
+        "the judge sampled this call and queued it (absent when no judge is configured); a call scored from the "
+        "requests carries it as `toolcall_eval.requested.<N>.judge.sampled` on its model span",
     ),
     AttributeDoc(JUDGE_PROVIDER, "string", "judge span", "the judge's API: `openai` (and compatibles) or `anthropic`"),
     AttributeDoc(JUDGE_MODEL, "string", "judge span", "the judge model, as the provider reported it"),

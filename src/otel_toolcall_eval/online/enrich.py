@@ -123,7 +123,15 @@ def requested_call_attributes(index: int, call_id: str, score: CallScore, conven
     """The scores of a call scored from the requests, as ``toolcall_eval.requested.<index>.*`` on a model span."""
     prefix = f"{A.REQUESTED_PREFIX}{index}."
     out: dict[str, Any] = {prefix + "tool": score.name, prefix + "call_id": call_id}
-    for key, value in call_attributes(score, convention).items():
+    return requested_keys(index, call_attributes(score, convention), out)
+
+
+def requested_keys(index: int, attrs: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """A tool span's attributes of a call (``toolcall_eval.<key>``, its scores or what a hook added, such as
+    ``judge.sampled``) as the call scored from the requests number ``index`` (``toolcall_eval.requested.<index>.
+    <key>``), added to ``out``."""
+    prefix = f"{A.REQUESTED_PREFIX}{index}."
+    for key, value in attrs.items():
         out[prefix + key.removeprefix(A.PREFIX)] = value
     return out
 

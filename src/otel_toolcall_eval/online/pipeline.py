@@ -31,7 +31,7 @@ from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.online.background import BackgroundQueue
 from otel_toolcall_eval.online.call import CallStage
 from otel_toolcall_eval.online.contain import Contained
-from otel_toolcall_eval.online.enrich import EnrichedSpan
+from otel_toolcall_eval.online.enrich import EnrichedSpan, requested_keys
 from otel_toolcall_eval.online.finish import FinishStage
 from otel_toolcall_eval.online.forward import FanOut
 from otel_toolcall_eval.online.gate import Gate
@@ -40,7 +40,7 @@ from otel_toolcall_eval.online.hooks import Hooks, TraceFinished
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.sessions import SessionRollup
 from otel_toolcall_eval.online.trace_state import HeldRoot, TraceState, TraceStore
-from otel_toolcall_eval.online.turn import TurnStage
+from otel_toolcall_eval.online.turn import RequestScored, TurnStage
 
 
 class Pipeline:
@@ -231,7 +231,11 @@ class Pipeline:
         if is_llm_span(attrs):
             state = self.store.get(trace_id)
             assert state is not None
-            requested = self.turns.observe(state, trace_id, attrs, is_root, span)
+            answered = self.turns.observe(state, trace_id, attrs, is_root, span)
+            if answered is not None:
+                requested = answered.extra
+                if self._on_call_scored:
+                    self._requested_scored(trace_id, answered)
             if self._on_model_turn:
                 for turn_hook in self._on_model_turn:
                     try:
@@ -247,6 +251,20 @@ class Pipeline:
         if remote and self._segments:
             self._note_segment(trace_id)
         return EnrichedSpan(span, requested, attrs) if requested else span
+
+    def _requested_scored(self, trace_id: int, answered: RequestScored) -> None:
+        """The calls scored from the requests go to the ``on_call_scored`` hooks as a tool span's call does (the
+        judge samples them, sessions count their failures); what a hook adds goes on the model span under the
+        call's ``toolcall_eval.requested.<N>.`` prefix."""
+        for index, record, score in answered.calls:
+            added: dict[str, Any] = {}
+            for hook in self._on_call_scored:
+                try:
+                    hook(trace_id, record, score, answered.tools, added)
+                except Exception:  # noqa: BLE001
+                    self._failed("hook.on_call_scored")
+            if added:
+                requested_keys(index, added, answered.extra)
 
     def _note_watched(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """A span carrying a watched key (a conversation id): its trace gets state here, so that its root, even one

@@ -34,9 +34,27 @@ from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.trace_state import TraceState
 from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats
-from otel_toolcall_eval.records import CallScore
+from otel_toolcall_eval.records import CallScore, ToolCallRecord, ToolDefinition
 
 _NOT_TURNS: Final = frozenset({"invoke_agent", "create_agent"})
+
+
+class RequestScored:
+    """The calls scored from the requests that one model span's input answered: the attributes the span's copy
+    carries (``toolcall_eval.requested.<N>.*``), and each call (N, its record, its score) with the trace's tools
+    then (a snapshot that never changes), for the pipeline's ``on_call_scored`` hooks (the judge, sessions)."""
+
+    __slots__ = ("calls", "extra", "tools")
+
+    def __init__(
+        self,
+        extra: dict[str, Any],
+        calls: list[tuple[int, ToolCallRecord, CallScore]],
+        tools: Mapping[str, ToolDefinition] | None,
+    ) -> None:
+        self.extra = extra
+        self.calls = calls
+        self.tools = tools
 
 
 class TurnStage:
@@ -71,9 +89,9 @@ class TurnStage:
 
     def observe(
         self, state: TraceState, trace_id: int, attrs: dict[str, Any], is_root: bool, span: Any = None
-    ) -> dict[str, Any] | None:
+    ) -> RequestScored | None:
         """One LLM span of the trace (``is_root``: the trace's root, an instrumented client's own span). Returns the
-        attributes of the calls scored from the requests that this span's input answered (None: none)."""
+        calls scored from the requests that this span's input answered (None: none)."""
         definitions = tool_definitions(attrs, self.definitions)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
         not_turn = op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT"
@@ -81,7 +99,7 @@ class TurnStage:
         calls = [] if not_turn else requested_calls(attrs, arguments)
         max_calls = self._max_calls
         decided: Decisions | None = None
-        answered: list[tuple[str, CallScore, bool]] = []
+        answered: list[tuple[ToolCallRecord, CallScore]] = []
         with state.lock:
             if state.finished:
                 self.metrics.record_late()
@@ -115,16 +133,19 @@ class TurnStage:
                 requests.add_turn(calls, max_calls)
                 if arguments:
                     requests.add_requested_arguments(arguments, max_calls, self._max_argument_bytes)
+            tools = state.tools
         if decided:  # the turn reacted to failed calls: their held spans go, with their class
             decide(self.held, trace_id, decided, self.contained)
         if not answered:
             return None
         extra: dict[str, Any] = {}
+        scored: list[tuple[int, ToolCallRecord, CallScore]] = []
         counts = state.trace_counts(self.metrics, span) if span is not None else None  # outside the state's lock
-        for index, (call_id, score, result_recorded) in enumerate(answered):
-            self.metrics.record_call(score, REQUEST_CONVENTION, result_recorded, counts)
-            extra.update(requested_call_attributes(index, call_id, score, REQUEST_CONVENTION))
-        return extra
+        for index, (record, score) in enumerate(answered):
+            self.metrics.record_call(score, REQUEST_CONVENTION, record.result_recorded, counts)
+            extra.update(requested_call_attributes(index, record.call_id or "", score, REQUEST_CONVENTION))
+            scored.append((index, record, score))
+        return RequestScored(extra, scored, tools)
 
     def _score_answered(
         self,
@@ -132,11 +153,12 @@ class TurnStage:
         requests: Requests,
         attrs: dict[str, Any],
         span: Any,
-        out: list[tuple[str, CallScore, bool]],
+        out: list[tuple[ToolCallRecord, CallScore]],
     ) -> Decisions | None:
         """The waiting requests this span's input answers, each scored from its request and reply, claimed (no
         longer unexecuted) and counted in the trace's history and stats (under the state's lock); appended to
-        ``out`` as (call id, score, whether a result was recorded). Returns the recoveries they decided."""
+        ``out`` as (record, score); the record names the model span that carries its scores (what the judge's
+        verdict links to). Returns the recoveries they decided."""
         replies = span_tool_replies(span, attrs)
         answered = answered_requests(replies, requests.call_names) if replies else []
         if not answered:
@@ -145,13 +167,16 @@ class TurnStage:
         stats = state.stats
         if stats is None:
             stats = state.stats = new_trace_stats()
+        context = getattr(span, "context", None)
+        trace_id = f"{context.trace_id:032x}" if context else ""
+        span_id = context.span_id if context else 0
         for reply, name in answered:
             sent = requests.call_arguments.pop(reply.call_id, None) if requests.call_arguments else None
             batch = requests.batch_for(reply.call_id, name)
-            record = requested_call_record(reply.call_id, name, sent, reply)
+            record = requested_call_record(reply.call_id, name, sent, reply, trace_id)
+            record.span_id = f"{span_id:016x}"
             score = score_requested_call(self.scorer, state.history, record, trace_tools=state.tools, batch=batch)
-            context = getattr(span, "context", None)
-            state.note_request_scored(reply.call_id, name, context.span_id if context else 0, self._max_calls)
+            state.note_request_scored(reply.call_id, name, span_id, self._max_calls)
             decided.extend(stats.on_call(score, None, self._max_calls) or ())
-            out.append((reply.call_id, score, record.result_recorded))
+            out.append((record, score))
         return decided or None

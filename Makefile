@@ -50,7 +50,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# BFCL's data files and AST checker, read by tests/test_bfcl.py and `make bfcl-agreement`. Installed with --no-deps,
+# BFCL's data files and AST checker, read by tests/dataset/test_bfcl.py and `make bfcl-agreement`. Installed with --no-deps,
 # which a pyproject extra cannot say: its dependency list pulls in torch and every model provider's SDK, and
 # neither its data files nor its AST checker module need any of them.
 BFCL_EVAL := bfcl-eval==2026.3.23
@@ -64,7 +64,7 @@ unit: $(STAMP) $(BFCL_STAMP) debian-deps node-deps
 	$(BIN)/pytest
 
 # Our verdicts against BFCL's own AST checker on every category it ships (~35,000 outputs, under a minute alone);
-# rewrites the generated sections of docs/bfcl.md. tests/test_bfcl.py runs a slice of it.
+# rewrites the generated sections of docs/bfcl.md. tests/dataset/test_bfcl.py runs a slice of it.
 bfcl-agreement: $(BFCL_STAMP)
 	$(BIN)/python -m benchmarks.bfcl_agreement --json bfcl-agreement.json --docs docs/bfcl.md
 
@@ -163,7 +163,7 @@ test-frameworks: test-owners test-strands test-autogen test-adk test-crewai test
 	touch $@
 
 test-semantic: .venv-semantic/.stamp-installed
-	HF_HUB_OFFLINE=1 .venv-semantic/bin/pytest tests/test_semantic.py
+	HF_HUB_OFFLINE=1 .venv-semantic/bin/pytest tests/checks/test_semantic.py
 
 # The AutoGen environment also runs the plain OpenAI client loop: the official instrumentation needs its pins.
 ALSO_autogen := tests/integration/test_agent_frameworks_openai_v2.py

@@ -18,21 +18,21 @@ from pathlib import Path
 # lifecycle, parity with the engine, memory bounds, replay's engine, offline scoring, the public API.
 SUITES = (
     "tests/test_compiled_build.py",
-    "tests/test_checks.py",
+    "tests/checks/test_checks.py",
     "tests/test_processor.py",
-    "tests/test_conventions.py",
+    "tests/conventions/test_conventions.py",
     "tests/online",
-    "tests/test_lifecycle.py",
-    "tests/test_engine_parity.py",
-    "tests/test_memory_bounds.py",
-    "tests/test_replay_engine.py",
-    "tests/test_fuzz_span_path.py",
-    "tests/test_offline_eval.py",
-    "tests/test_offline_fast_paths.py",
+    "tests/online/test_lifecycle.py",
+    "tests/engine/test_parity.py",
+    "tests/online/test_memory_bounds.py",
+    "tests/replay/test_engine.py",
+    "tests/online/test_fuzz_span_path.py",
+    "tests/offline/test_eval.py",
+    "tests/offline/test_fast_paths.py",
     "tests/test_public_api.py",
     "tests/test_sdk_fields.py",
-    "tests/test_late_spans.py",
-    "tests/test_serve_encode.py",
+    "tests/online/test_late_spans.py",
+    "tests/serve/test_encode.py",
 )
 
 

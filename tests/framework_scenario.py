@@ -1,7 +1,7 @@
 """The one scenario every agent framework runs, and what its verdicts must be.
 
 Shared by the real integration tests (``tests/integration/test_agent_frameworks*.py``, which run the frameworks)
-and the unit suite (``tests/test_framework_fixtures.py``, which re-enacts the spans they recorded under
+and the unit suite (``tests/conventions/test_framework_fixtures.py``, which re-enacts the spans they recorded under
 ``tests/fixtures/frameworks/`` through the processor, without the frameworks installed).
 
 The scenario, one model turn per call so that completion order is scenario order:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from functools import cache
+from pathlib import Path
 
 import grimp
 import pytest
@@ -218,7 +219,7 @@ def _imported_test_modules(source: str, module: str) -> list[tuple[int, str]]:
     "source",
     [
         "from .test_serve import wait_until",
-        "from tests.test_offline_eval import GOOD",
+        "from tests.offline.test_eval import GOOD",
         "from ..test_engine_parity import CONFIG",
         "from . import test_serve",
         "import tests.integration.test_serve",
@@ -244,3 +245,99 @@ def test_test_modules_do_not_import_each_other() -> None:
     assert not found, "test modules importing test modules (move the shared part to tests/helpers.py):\n" + "\n".join(
         found
     )
+
+
+# The test tree mirrors the source tree: a unit test module sits in the directory of the source package it tests
+# (tests/checks/ for otel_toolcall_eval/checks/, tests/offline/reports/ for offline/reports/) and imports from that
+# package; a test module at the top of tests/ is named after the top-level module it tests (test_processor*.py for
+# processor.py, test_sdk_*.py for _sdk.py). tests/integration/ holds the end-to-end tests (real frameworks and
+# peers) and tests/fixtures/ recorded data; what tests no one module is listed below with why.
+TESTS_OUTSIDE_THE_MIRROR = ("integration", "fixtures")
+CROSS_CUTTING = {
+    "test_architecture.py": "the layering of the whole package and the test tree",
+    "test_bench_smoke.py": "benchmarks/ (make bench) in its --quick sizes",
+    "test_compiled_build.py": "the mypyc build of setup.py's COMPILED modules",
+    "test_deploy_config.py": "deploy/ and docker-compose.yml against the metric and attribute names",
+    "test_docs.py": "docs/ and the README against the code they are generated from",
+    "test_docs_site.py": "the mkdocs site, built --strict",
+    "test_fuzz_inputs.py": "every reader of an untrusted file (replay, dataset, run files)",
+    "test_gateway_config.py": "collector-config/ (the Collector's routing in front of serve)",
+    "test_pictures.py": "docs/ pictures against the code that draws them",
+    "test_public_api.py": "the package's __all__ and the names the README imports",
+    "test_release.py": "the release workflow, cibuildwheel's settings and the Makefile",
+    # through the public face (ToolCallEvalProcessor) or the helpers, importing nothing of the package they test
+    "harvest/test_parity.py": "harvest through the CLI's commands: processor, OTLP file, harvest, eval agree",
+    "offline/reports/test_escaping.py": "the reports through `eval` and `pr-comment` (the CLI)",
+    "online/test_fuzz_span_path.py": "the online pipeline through ToolCallEvalProcessor",
+    "online/test_lifecycle.py": "the online pipeline's flush and shutdown through ToolCallEvalProcessor",
+    "online/test_memory_bounds.py": "the online pipeline's memory through ToolCallEvalProcessor",
+    "online/test_plain_span_path.py": "the online pipeline's plain span path through ToolCallEvalProcessor",
+    "online/test_remote_parents.py": "the online pipeline through ToolCallEvalProcessor",
+    "conventions/test_vercel_ai.py": "a recorded shape through replay and ToolCallEvalProcessor",
+    "engine/test_parity.py": "the engine's one scorer through its adapters: processor, replay, offline eval",
+    "guard/test_mcp.py": "the guard's MCP proxy run as a user runs it (a subprocess)",
+}
+
+
+def _imported_package_modules(source: str) -> set[str]:
+    """Every ``otel_toolcall_eval`` module ``source`` imports, at any level (``from otel_toolcall_eval import x``
+    gives ``otel_toolcall_eval.x``)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] == PACKAGE}
+
+
+def _misplaced_test_modules(tests: Path, source: Path) -> list[str]:
+    top_modules = {p.stem.lstrip("_") for p in source.glob("*.py") if p.stem != "__init__"}
+    found = []
+    for path in sorted(tests.rglob("test_*.py")):
+        rel = path.relative_to(tests)
+        if rel.parts[0] in TESTS_OUTSIDE_THE_MIRROR or rel.as_posix() in CROSS_CUTTING:
+            continue
+        folder = rel.parts[:-1]
+        if not folder:
+            stem = path.stem.removeprefix("test_")
+            if not any(stem == m or stem.startswith(m + "_") for m in top_modules):
+                found.append(f"{rel}: no top-level module {stem}.py: move it to the package it tests, or list it")
+            continue
+        if not source.joinpath(*folder, "__init__.py").exists():
+            found.append(f"{rel}: tests/{'/'.join(folder)}/ mirrors no package of src/{PACKAGE}/")
+            continue
+        package = ".".join((PACKAGE, *folder))
+        imported = _imported_package_modules(path.read_text(encoding="utf-8"))
+        if not any(name == package or name.startswith(package + ".") for name in imported):
+            found.append(f"{rel}: imports nothing of {package}: move it to the package it tests, or list it")
+    return found
+
+
+def test_the_test_tree_mirrors_the_source_tree() -> None:
+    root = Path(__file__).resolve().parents[1]
+    found = _misplaced_test_modules(root / "tests", root / "src" / PACKAGE)
+    assert not found, "test modules outside the mirror of src/ (see CROSS_CUTTING):\n" + "\n".join(found)
+    listed = [name for name in CROSS_CUTTING if not (root / "tests" / name).exists()]
+    assert not listed, f"CROSS_CUTTING lists test modules that do not exist: {listed}"
+
+
+def test_a_misplaced_test_module_is_found(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    for folder in ("checks", "serve"):
+        (source / folder).mkdir(parents=True)
+        (source / folder / "__init__.py").write_text("")
+    (source / "processor.py").write_text("")
+    tests = tmp_path / "tests"
+    for folder in ("checks", "serve", "nowhere"):
+        (tests / folder).mkdir(parents=True)
+    (tests / "test_processor_fuzz.py").write_text("")  # named after processor.py: in place
+    (tests / "test_schema.py").write_text("")  # a check's test at the top
+    (tests / "checks" / "test_schema.py").write_text(f"from {PACKAGE}.checks.schema import x\n")  # in place
+    (tests / "serve" / "test_encode.py").write_text(f"from {PACKAGE}.checks import schema\n")  # tests checks/
+    (tests / "nowhere" / "test_x.py").write_text(f"import {PACKAGE}.checks\n")
+    found = _misplaced_test_modules(tests, source)
+    assert [line.split(":")[0] for line in found] == ["nowhere/test_x.py", "serve/test_encode.py", "test_schema.py"]

@@ -226,7 +226,7 @@ def new_call_score(
 
     It sets the slots by name, so the dataclass's field order is free to change, and costs what the generated
     ``__init__`` costs called positionally (one frame): calling that with 22 keywords costs twice as much, and
-    this runs for every tool call. ``tests/test_checks.py`` checks that it sets every field.
+    this runs for every tool call. ``tests/checks/test_checks.py`` checks that it sets every field.
     """
     score = CallScore.__new__(CallScore)
     score.name = name
@@ -365,7 +365,8 @@ class CallHistory:
 
 def new_call_history() -> CallHistory:
     """``CallHistory()`` for the processor's per-trace state, without the Python frame of the dataclass's generated
-    ``__init__`` (``new_trace_verdict`` says why). ``tests/test_checks.py`` checks it equals ``CallHistory()``."""
+    ``__init__`` (``new_trace_verdict`` says why). ``tests/checks/test_checks.py`` checks it equals
+    ``CallHistory()``."""
     history = CallHistory.__new__(CallHistory)
     history.calls = 0
     history.errors = 0
@@ -431,7 +432,7 @@ def new_trace_verdict(
 
     Why: in the compiled build a dataclass keeps the ``__init__`` that ``dataclasses`` generates, a Python frame,
     and a frozen one sets each field through ``object.__setattr__`` there (~15 k instructions for these ten);
-    here the same calls run from compiled code. ``tests/test_checks.py`` checks that it sets every field.
+    here the same calls run from compiled code. ``tests/checks/test_checks.py`` checks that it sets every field.
     """
     verdict = TraceVerdict.__new__(TraceVerdict)
     _set(verdict, "tool_calls", tool_calls)

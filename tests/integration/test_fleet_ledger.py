@@ -53,7 +53,7 @@ def ledger_for(server: RedisServer, monkeypatch: pytest.MonkeyPatch, amount: flo
 
 
 def test_reserve_settle_refuse_and_roll_over(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same rules as the in-process ledger (tests/test_judge_sampler.py), kept in Redis."""
+    """The same rules as the in-process ledger (tests/judge/test_sampler.py), kept in Redis."""
     ledger = ledger_for(redis_server, monkeypatch, 1.0)
     first = ledger.reserve(0.6)
     assert first is not None and ledger.spent() == pytest.approx(0.6)

@@ -103,7 +103,7 @@ def test_vercel_ai_sdk_agent_is_scored_by_the_service(
     check(spans, VERCEL if telemetry == "otel" else VERCEL_LEGACY)
     root = dict(roots_with_verdict(spans)[0].attributes or {})
     # book_flight, which runs no span; with @ai-sdk/otel a tool span sometimes sorts before the chat span that
-    # requested it (the JS span clock's millisecond skew): still answered (tests/test_vercel_ai.py replays one)
+    # requested it (the JS span clock's millisecond skew): still answered (tests/conventions/test_vercel_ai.py replays one)
     assert root[A.TRACE_UNEXECUTED_CALLS] == 1
     assert root.get(A.TRACE_UNLISTED_CALLS, 0) == 0
     tool_spans = [s for s in spans if A.OUTCOME in (s.attributes or {})]

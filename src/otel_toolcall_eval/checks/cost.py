@@ -132,7 +132,8 @@ class TraceCost:
 
 def new_trace_cost() -> TraceCost:
     """``TraceCost()`` for a trace's first model call, without the Python frame of the dataclass's generated
-    ``__init__`` (``records.new_trace_verdict`` says why); ``tests/test_checks.py`` checks it equals ``TraceCost()``."""
+    ``__init__`` (``records.new_trace_verdict`` says why); ``tests/checks/test_checks.py`` checks it equals
+    ``TraceCost()``."""
     cost = TraceCost.__new__(TraceCost)
     cost.model_calls = 0
     cost.input_tokens = 0

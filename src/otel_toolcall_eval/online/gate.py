@@ -4,7 +4,7 @@ root): they go straight on, tested against one frozenset of attribute keys in C 
 The keys are the conventions' detection keys, the LLM checks' (``LLM_KEYS``) and the features' watched keys
 (``hooks.KeyWatch``: sessions' conversation id). They are recomputed only when the conventions change (a
 convention registered after start-up): the pipeline's ``on_end`` compares one reference per span and calls no
-function of this module on a plain span (``tests/test_plain_span_path.py`` counts the frames).
+function of this module on a plain span (``tests/online/test_plain_span_path.py`` counts the frames).
 """
 
 from __future__ import annotations

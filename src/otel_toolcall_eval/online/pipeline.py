@@ -150,7 +150,7 @@ class Pipeline:
                     self._forward(span)
                     return
                 try:  # one downstream processor (the usual case): called directly, no frame of the fan-out on
-                    only(span)  # the plain path (tests/test_plain_span_path.py counts them)
+                    only(span)  # the plain path (tests/online/test_plain_span_path.py counts them)
                 except Exception:  # noqa: BLE001
                     self.contained.log.error("downstream.on_end", "downstream on_end failed")
                 return

@@ -97,7 +97,7 @@ def new_scored_child(
 ) -> ScoredChild:
     """The processor's constructor of a ``ScoredChild`` (one per scored tool span under a parent): the slots set
     by name, without the Python frame of the dataclass's generated ``__init__`` (``records.new_call_score``).
-    ``tests/test_checks.py`` checks that it sets every field."""
+    ``tests/checks/test_checks.py`` checks that it sets every field."""
     child = ScoredChild.__new__(ScoredChild)
     child.name = name
     child.span_id = span_id
@@ -312,8 +312,8 @@ class TraceState:
 
 def new_trace_state(now: float) -> TraceState:
     """``TraceState(last_seen=now)``, once per trace, without the Python frame of the dataclass's generated
-    ``__init__`` (``records.new_trace_verdict`` says why). ``tests/test_checks.py`` checks it equals the dataclass's
-    own construction, field by field."""
+    ``__init__`` (``records.new_trace_verdict`` says why). ``tests/checks/test_checks.py`` checks it equals the
+    dataclass's own construction, field by field."""
     state = TraceState.__new__(TraceState)
     state.history = new_call_history()
     state.tools = None

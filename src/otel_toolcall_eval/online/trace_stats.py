@@ -164,7 +164,7 @@ class TraceStats:
 
 def new_trace_stats() -> TraceStats:
     """``TraceStats()``, once per trace with a tool call, without the Python frame of the dataclass's generated
-    ``__init__`` (``records.new_trace_verdict`` says why); ``tests/test_checks.py`` checks it equals
+    ``__init__`` (``records.new_trace_verdict`` says why); ``tests/checks/test_checks.py`` checks it equals
     ``TraceStats()``."""
     stats = TraceStats.__new__(TraceStats)
     stats.cost = None

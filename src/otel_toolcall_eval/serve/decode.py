@@ -37,7 +37,7 @@ JSON = "application/json"
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 # a JSON string, escapes included (the unrolled form: no backtracking per character)
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-# Memory per byte and per JSON value while a request is decoded, at its peak (tests/test_serve_fuzz.py checks the
+# Memory per byte and per JSON value while a request is decoded, at its peak (tests/serve/test_fuzz.py checks the
 # estimate stays above what tracemalloc sees): the body, its parsed form and the protobuf message it becomes. Per
 # byte, orjson's peak while it parses long strings is ~13x the body (measured: 50 strings of 20 KB); per value, a
 # small attribute costs ~200 bytes of Python objects and protobuf message.

@@ -143,4 +143,5 @@ def test_smolagents_conversation_gets_a_session_verdict(stack: Any) -> None:
         if m.name == M.SESSIONS
         for p in m.data.data_points
     ]
-    assert points == [({"outcome": "fail", "finalized_by": "flush"}, 1)]
+    source = {"service.name": last.resource.attributes["service.name"]}  # the agent's, as its traces' metrics are
+    assert points == [(source | {"outcome": "fail", "finalized_by": "flush"}, 1)]

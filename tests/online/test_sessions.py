@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import set_span_in_context
 
 from otel_toolcall_eval import EvalConfig
@@ -349,7 +351,36 @@ def test_a_long_or_odd_conversation_id_is_cut_and_never_a_metric_label() -> None
     ids = sorted(str(_attrs(r)[A.GEN_AI_CONVERSATION_ID]) for r in _records(logs))
     assert ids == ["42", "x" * 32]
     labels = {k for attrs, _ in p.metric_points(M.SESSIONS) for k in attrs}
-    assert labels == {"outcome", "finalized_by"}
+    assert labels - set(M.SOURCE_ATTRIBUTES) == {"outcome", "finalized_by"}
+
+
+def test_session_metrics_carry_the_source_of_their_last_turn_with_a_verdict() -> None:
+    """Sessions are by service, agent and version as their traces are (issue 30); a last turn without tool
+    activity (no verdict, no source) leaves the session's source as it was."""
+    p, _, _ = _pipeline()
+    tracers = {}
+    for version in ("1.4.0", "1.5.0"):
+        provider = TracerProvider(resource=Resource.create({"service.name": "travel", "service.version": version}))
+        provider.add_span_processor(p.processor)
+        tracers[version] = provider.get_tracer("agent")
+
+    def turn(version: str, conversation: str, fail: bool = False, tools: bool = True) -> None:
+        tracer = tracers[version]
+        root = {A.GEN_AI_CONVERSATION_ID: conversation, "gen_ai.agent.name": "planner"}
+        with tracer.start_as_current_span("invoke_agent planner", attributes=root):
+            if tools:
+                tool_span(tracer, "get_weather", {"city": "Paris"}, error=ValueError("no") if fail else None)
+
+    turn("1.4.0", "conv-1")
+    turn("1.4.0", "conv-1", tools=False)
+    turn("1.5.0", "conv-2", fail=True)
+    p.processor.force_flush()
+    source = {"service.name": "travel", "gen_ai.agent.name": "planner"}
+    assert sorted(p.metric_points(M.SESSIONS), key=repr) == [
+        (source | {"service.version": "1.4.0", "outcome": "pass", "finalized_by": "flush"}, 1),
+        (source | {"service.version": "1.5.0", "outcome": "fail", "finalized_by": "flush"}, 1),
+    ]
+    assert p.metric_sum(M.SESSION_TURNS, **source, **{"service.version": "1.4.0"}, outcome="pass") == 1
 
 
 def test_every_span_is_forwarded_once_with_sessions_on() -> None:

@@ -20,7 +20,7 @@ from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import verdict_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, decide
 from otel_toolcall_eval.online.hooks import TraceFinished
-from otel_toolcall_eval.online.metrics import EvalMetrics, Source, TraceCounts
+from otel_toolcall_eval.online.metrics import NO_SOURCE, EvalMetrics, Source, TraceCounts
 from otel_toolcall_eval.online.trace_state import TraceState
 from otel_toolcall_eval.online.trace_stats import Fingerprints, ToolListChanges, root_attributes
 from otel_toolcall_eval.records import ToolDefinition, TraceVerdict
@@ -76,6 +76,7 @@ class FinishStage:
             steps = stats_attributes.get(A.TRACE_RECOVERY_STEPS) or ()
             if failed_step in steps:
                 extra[A.RECOVERY_CLASS] = stats_attributes[A.TRACE_RECOVERY_CLASSES][steps.index(failed_step)]
+        source = NO_SOURCE
         if first:
             counts = state.trace_counts(self.metrics, span)  # the root's resource and agent are the trace's
             counts.note_root(span, attrs)
@@ -87,7 +88,7 @@ class FinishStage:
         if state.prevented is not None:
             extra.update(state.prevented.attributes())
         extra.update(stats_attributes)
-        return extra, TraceFinished(trace_id, span_id, verdict, first, True)
+        return extra, TraceFinished(trace_id, span_id, verdict, first, True, source)
 
     def unfinished(self, trace_id: int, state: TraceState, reason: str) -> TraceFinished:
         """A trace let go of before its root ended here (``reason``: evicted, expired, segment, shutdown)."""
@@ -96,7 +97,7 @@ class FinishStage:
         verdict = self.verdict(state)
         source = self.metrics.record_trace(verdict, reason, state.counts)
         self._record_stats(state, self._stats_attributes(trace_id, state, verdict), source, None)
-        return TraceFinished(trace_id, 0, verdict, True, True)
+        return TraceFinished(trace_id, 0, verdict, True, True, source)
 
     def verdict(self, state: TraceState) -> TraceVerdict:
         configured = self._config_tools

@@ -28,6 +28,9 @@ class TraceFinished:
     verdict: TraceVerdict | None  # None: no tool activity, no verdict
     first: bool  # the first time the trace finished here (False: a second root of a trace finished already)
     known: bool  # the pipeline had state for the trace (False: a root nothing here had seen)
+    # its source as its metrics were labelled (``metrics.Source``, bounded: service, agent, version); empty when
+    # the trace had no verdict
+    source: tuple[str, str, str] = ("", "", "")
 
 
 # One scored call: (trace id, record, score, the trace's tools then (a snapshot that never changes), the attributes

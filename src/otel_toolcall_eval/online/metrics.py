@@ -308,7 +308,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         SESSIONS,
         "counter",
         "{session}",
-        "`outcome`, `finalized_by`",
+        f"{_SOURCE_LABELS}, `outcome`, `finalized_by`",
         "toolcall_eval_sessions_total",
         "session verdicts: `outcome` `pass` or `fail`; `finalized_by` `idle`, `evicted`, `flush` or `shutdown`",
     ),
@@ -316,9 +316,9 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         SESSION_TURNS,
         "histogram",
         "{turn}",
-        "`outcome`",
+        f"{_SOURCE_LABELS}, `outcome`",
         "toolcall_eval_session_turns_bucket",
-        "turns (traces) per finished session",
+        "turns (traces) per finished session; sessions are by the source of their last turn with a verdict",
     ),
     MetricDoc(
         COVERAGE_SUSPECT,
@@ -909,6 +909,7 @@ class SessionMetrics:
     def __init__(self, meter_provider: MeterProvider | None = None) -> None:
         meter = (meter_provider or metrics_api.get_meter_provider()).get_meter(METER, __version__)
         docs = {m.name: m for m in METRICS}
+        self._labels = source_labels(meter_provider)
         self._sessions = meter.create_counter(SESSIONS, unit="{session}", description=docs[SESSIONS].meaning)
         self._turns = meter.create_histogram(
             SESSION_TURNS,
@@ -920,9 +921,12 @@ class SessionMetrics:
             SESSION_DROPPED, unit="{session}", description=docs[SESSION_DROPPED].meaning
         )
 
-    def record_session(self, outcome: str, turns: int, finalized_by: str) -> None:
-        self._sessions.add(1, {"outcome": outcome, "finalized_by": finalized_by})
-        self._turns.record(turns, {"outcome": outcome})
+    def record_session(self, outcome: str, turns: int, finalized_by: str, source: Source = NO_SOURCE) -> None:
+        """A session's verdict, by the ``source`` of its last turn with a verdict (bounded as its trace's was)."""
+        labels = self._labels
+        source = labels.bound(source)
+        self._sessions.add(1, labels.with_source(source, {"outcome": outcome, "finalized_by": finalized_by}))
+        self._turns.record(turns, labels.with_source(source, {"outcome": outcome}))
 
     def record_dropped(self, reason: str) -> None:
         self._dropped.add(1, {"reason": reason})

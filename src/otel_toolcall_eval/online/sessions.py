@@ -33,7 +33,7 @@ from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.checks.session import MAX_FAILURE_KEYS, SessionTally, SessionVerdict, TurnSummary
 from otel_toolcall_eval.engine import call_digest_of
 from otel_toolcall_eval.online.hooks import Hooks, TraceFinished
-from otel_toolcall_eval.online.metrics import SessionMetrics
+from otel_toolcall_eval.online.metrics import NO_SOURCE, SessionMetrics, Source
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition, TraceVerdict
 
 SCOPE: Final = "otel_toolcall_eval.sessions"  # the instrumentation scope users filter on: kept when the module moved
@@ -70,6 +70,7 @@ class _Open:
     last_seen: float = 0.0
     trace_id: int = 0  # the last turn's root span: the record's context
     span_id: int = 0
+    source: Source = NO_SOURCE  # the last turn with a verdict's (its metrics' labels): the session's metrics'
 
 
 @mypyc_attr(native_class=False)
@@ -110,7 +111,9 @@ class SessionRollup:
     def __len__(self) -> int:
         return len(self._open)
 
-    def add_turn(self, conversation: str, turn: TurnSummary, trace_id: int, span_id: int) -> None:
+    def add_turn(
+        self, conversation: str, turn: TurnSummary, trace_id: int, span_id: int, source: Source = NO_SOURCE
+    ) -> None:
         now = self._clock()
         done: list[tuple[str, _Open, str]] = []
         with self._lock:
@@ -127,6 +130,8 @@ class SessionRollup:
             session.last_seen = now
             if span_id:  # a trace dropped before its root ended has no root span to point at
                 session.trace_id, session.span_id = trace_id, span_id
+            if source != NO_SOURCE:  # a turn without tool activity has no verdict, nor its source
+                session.source = source
         self._emit_all(done)
 
     def expire(self) -> None:
@@ -161,7 +166,7 @@ class SessionRollup:
 
     def _emit(self, cid: str, session: _Open, reason: str) -> None:
         verdict = session.tally.verdict(self._budget)
-        self._metrics.record_session(verdict.outcome, verdict.turns, reason)
+        self._metrics.record_session(verdict.outcome, verdict.turns, reason, session.source)
         logger = self._logger
         if logger is None:
             provider = self._logger_provider or logs_api.get_logger_provider()
@@ -319,7 +324,9 @@ class SessionTraces:
                 self.rollup.expire()  # any finished trace lets idle sessions go (and the timer, once it runs)
             return
         failed, turn.failed_calls = turn.failed_calls, None
-        self.rollup.add_turn(turn.conversation, turn_summary(event.verdict, failed), event.trace_id, event.span_id)
+        self.rollup.add_turn(
+            turn.conversation, turn_summary(event.verdict, failed), event.trace_id, event.span_id, event.source
+        )
         self.wake()  # an open session now: the timer emits it once idle, traffic or not
 
     def on_flush(self, deadline: Deadline) -> bool:

@@ -251,6 +251,22 @@ def attributes_dict(span: ReadableSpan) -> dict[str, Any] | None:
     return None if attributes is None else plain_attributes(attributes)
 
 
+def read_span(
+    span: ReadableSpan, gate: frozenset[str] | None
+) -> tuple[tuple[int, int, int | None, bool], dict[str, Any] | None] | None:
+    """``span_key`` and ``attributes_dict`` in one call (the pipeline's one move into this module past the gate):
+    None when the span has no context or no attributes. The attributes are None, not copied, for a root (or a
+    span with a remote parent) that carries none of the ``gate`` keys: plain traffic's roots, which the caller
+    forwards as they are unless their trace has state (then it copies them with ``attributes_dict``)."""
+    key = span_key(span)
+    if key is None:
+        return None
+    if (key[2] is None or key[3]) and gate is not None and not carries_any(span, gate):
+        return key, None
+    attrs = attributes_dict(span)
+    return None if attrs is None else (key, attrs)
+
+
 def raw_attributes(span: ReadableSpan) -> Mapping[str, Any] | None:
     """The SDK ``ReadableSpan``'s attribute mapping itself (no proxy), or None for any other span type."""
     return span._attributes if type(span) is ReadableSpan else None

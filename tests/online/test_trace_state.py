@@ -66,6 +66,28 @@ def test_finish_is_first_once_and_a_span_after_its_root_joins_the_finished_state
     assert dropped == [] and len(s) == 0
 
 
+def test_a_state_says_whether_it_is_still_among_the_live_traces() -> None:
+    """``TraceState.live`` (what the call stage reads before holding a failed call's span) follows the store: False
+    once the state left the live traces, evicted, expired, finished or drained."""
+    s, clock, _ = store(max_traces=2, ttl=10.0)
+    evicted, expired, finished, drained = s.get(1), s.get(2), None, None
+    assert evicted is not None and expired is not None and evicted.live and expired.live
+    clock.now += 1
+    s.get(2)
+    s.get(3)  # trace 1, the least recently seen, is evicted
+    assert not evicted.live and expired.live
+    clock.now += 20
+    finished = s.get(4)
+    assert not expired.live  # expired when trace 4 came
+    assert finished is not None and finished.live
+    s.finish(4)
+    assert not finished.live and finished.finished
+    drained = s.get(5)
+    assert drained is not None and drained.live
+    s.drain()
+    assert not drained.live
+
+
 def test_a_trace_remembered_only_by_its_id_gives_a_finished_state_kept_nowhere() -> None:
     s, _, _ = store(max_traces=2)
     s.get(1)

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from otel_toolcall_eval import EvalConfig
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.checks.cost import Price, TraceCost, model_usage, price_for, tool_latency
+from otel_toolcall_eval.checks.cost import Price, TraceCost, model_usage, price_for
 from otel_toolcall_eval.checks.recovery import (
     CARRIED_ON,
     CORRECTED_RETRY,
@@ -23,10 +23,11 @@ from otel_toolcall_eval.checks.recovery import (
     TurnStep,
     classify_recoveries,
     count_classes,
+    react,
 )
 from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
 from otel_toolcall_eval.config import ConfigError
-from otel_toolcall_eval.online.trace_stats import ToolListChanges
+from otel_toolcall_eval.online.trace_stats import ToolListChanges, tool_latency
 from otel_toolcall_eval.records import ToolDefinition
 from tests.helpers import LOOKUP_TOOL, WEATHER_TOOL, chat_turn, make_pipeline, scores, tool_span
 
@@ -74,6 +75,16 @@ def test_each_failure_is_classified_and_counted() -> None:
         REPEATED: 2,
         CARRIED_ON: 0,
     }
+
+
+def test_react_decides_the_waiting_failures_a_step_reacts_to_and_keeps_the_others() -> None:
+    """``react``, the running form the online tally uses: the same classes as ``classify_recoveries`` gives the
+    same steps, one step at a time."""
+    other = CallStep("lookup", "k9", True, 2, 2)  # same batch as the step below: not its reaction
+    still, now = react([FAIL, other], CallStep("search", "k2", False, 3, 2))
+    assert still == [other] and now == [(1, "search", CORRECTED_RETRY)]
+    assert react(still, TurnStep()) == ([], [(2, "lookup", HANDED_BACK)])
+    assert react([], TurnStep()) == ([], [])
 
 
 # --- cost: the pure check ----------------------------------------------------------------------------------

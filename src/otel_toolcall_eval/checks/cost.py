@@ -143,12 +143,5 @@ def new_trace_cost() -> TraceCost:
     return cost
 
 
-def tool_latency(start_ns: int | None, end_ns: int | None) -> float | None:
-    """A tool call's duration in seconds; None when not recorded or negative (clock skew)."""
-    if start_ns is None or end_ns is None or end_ns < start_ns:
-        return None
-    return (end_ns - start_ns) / 1e9
-
-
 def error_rate(tool_calls: int, errors: int) -> float | None:
     return None if tool_calls <= 0 else errors / tool_calls

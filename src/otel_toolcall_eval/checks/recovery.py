@@ -71,6 +71,19 @@ def classify_reaction(failed: CallStep, reaction: Step | None) -> str:
     return CORRECTED_RETRY if not reaction.failed else CARRIED_ON
 
 
+def react(pending: Sequence[CallStep], step: Step) -> tuple[list[CallStep], list[tuple[int, str, str]]]:
+    """``step`` against failed calls waiting for their reaction (the online side's running form of
+    ``classify_recoveries``): those still waiting, and (step, tool, class) of those it reacted to, in order."""
+    still: list[CallStep] = []
+    now: list[tuple[int, str, str]] = []
+    for failed in pending:
+        if reacts_to(failed, step):
+            now.append((failed.step, failed.name, classify_reaction(failed, step)))
+        else:
+            still.append(failed)
+    return still, now
+
+
 def classify_recoveries(steps: Sequence[Step]) -> list[tuple[CallStep, str]]:
     """Every failed call of ``steps`` with its recovery class, in step order (one pass, then a bounded look-ahead
     per failure: it stops at the first reaction)."""

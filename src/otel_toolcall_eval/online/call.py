@@ -17,7 +17,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval.checks.cost import tool_latency
 from otel_toolcall_eval.checks.late_schema import waits_for_schema
 from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
@@ -28,8 +27,8 @@ from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
-from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore
-from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats
+from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
+from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats, tool_latency
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition
 
 
@@ -96,7 +95,6 @@ class CallStage:
         max_calls = self._max_calls
         decided: Decisions | None = None
         slot: Slot | None = None
-        seconds: float | None = None
         with state.lock:
             after_verdict = state.finished  # its verdict is written: scored per call, counted late (under the lock)
             if remote:
@@ -110,7 +108,7 @@ class CallStage:
             if inner is not None:
                 score = None  # a second instrumentation of the call its child span already carries the scores of
                 if parent is not None:  # a third layer around is the same call too (FastMCP)
-                    state.note_tool_child(parent, inner, max_calls)
+                    _note_tool_child(state, parent, inner, max_calls)
             elif (
                 remote
                 and state.client_spans
@@ -130,25 +128,28 @@ class CallStage:
                 score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, max_calls)
-                if waits_for_schema(score):  # its schema may come on a span that ends later (checks.late_schema)
+                # its schema may come on a span that ends later (checks.late_schema; a call with a schema does not)
+                if score.schema_source is None and waits_for_schema(score):
                     state.note_waiting(score, max_calls)
                 if parent is not None:  # a server's span of the call may come later when this is its client's
                     client = self._segments and span.kind is SpanKind.CLIENT
-                    state.note_scored(parent, span_id, score, client, max_calls)
-                seconds = tool_latency(record.start_ns, record.end_ns)
+                    _note_scored(state, parent, span_id, score, client, max_calls)
                 stats = state.stats
                 if stats is None:
                     stats = state.stats = new_trace_stats()
-                decided = stats.on_call(score, seconds, max_calls)
+                decided = stats.on_call(score, record.start_ns, record.end_ns, max_calls)
                 held = self.held
                 # a failed call is held until its recovery class is known: reserved now, before a later step can
-                # decide it (a span after its root: nothing is left to decide it)
+                # decide it (a span after its root, or of a state dropped: nothing is left to decide it; ``live`` is
+                # read without the store's lock: a racing change is as good as one just before or after). It waits
+                # for its reaction when ``on_call`` kept it pending (past the bound it did not).
                 if (
                     held is not None
                     and score.outcome is not Outcome.SUCCESS
                     and not is_root
-                    and stats.waits_for(score.step)
-                    and self.store.is_live(trace_id)
+                    and state.live
+                    and (pending := stats.pending)
+                    and pending[-1].step == score.step
                 ):
                     slot = held.reserve(trace_id, score.step)
             tools = state.tools
@@ -159,13 +160,19 @@ class CallStage:
             assert inner is not None
             extra: dict[str, Any] = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
         else:
-            counts = state.trace_counts(metrics, span)  # the trace's source: its calls are counted with it
-            counts.note_agent(attrs)
-            metrics.record_call(
-                score, record.convention, record.result_recorded, counts, seconds if self._histograms else None
-            )
+            counts = state.counts  # the trace's source: its calls are counted with it (made by its first span)
+            if counts is None:
+                counts = state.trace_counts(metrics, span)
             scope = span.instrumentation_scope  # the self-check of the scope's shape (toolcall_eval.coverage.suspect)
-            metrics.record_scope(score, record.convention, scope.name if scope is not None else "-")
+            metrics.on_call(
+                score,
+                record.convention,
+                record.result_recorded,
+                counts,
+                attrs,
+                scope.name if scope is not None else "-",
+                tool_latency(record.start_ns, record.end_ns) if self._histograms else None,
+            )
             extra = call_attributes(score, record.convention)
         if after_verdict:
             metrics.record_late()
@@ -185,6 +192,37 @@ class CallStage:
             if state.prevented is None:
                 state.prevented = Prevented()
             state.prevented.note(found[0], parent, found[1], self._max_calls)
+
+
+def _note_scored(
+    state: TraceState, parent_span_id: int, span_id: int, score: CallScore, client: bool, max_entries: int
+) -> None:
+    """A scored tool span under ``parent_span_id``: a span ending around it may be a second instrumentation of the
+    same call (``tool_children``); ``client``: an MCP client's span whose server's span may come later
+    (``client_spans``). Under the trace's lock."""
+    known_key = score.arguments_key  # normalised already when the tool was called before
+    if known_key is not None:
+        child = new_scored_child(score.name, span_id, None, None, None, known_key)
+    elif score.arguments is not None:
+        child = new_scored_child(score.name, span_id, score.arguments, None, None)
+    else:
+        child = new_scored_child(score.name, span_id, None, score.raw_arguments, None)
+    _note_tool_child(state, parent_span_id, child, max_entries)
+    if client:
+        clients = state.client_spans
+        if clients is None:
+            clients = state.client_spans = {}
+        if len(clients) < max_entries:
+            child.arguments_key()  # compacted now: the state never keeps argument text
+            clients[span_id] = child
+
+
+def _note_tool_child(state: TraceState, parent_span_id: int, child: ScoredChild, max_entries: int) -> None:
+    children = state.tool_children
+    if children is None:
+        children = state.tool_children = {}
+    if len(children) < max_entries:
+        children[parent_span_id] = child
 
 
 def _claim_prevented(state: TraceState, span_id: int, call_id: str | None) -> bool:

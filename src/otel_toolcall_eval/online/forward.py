@@ -1,8 +1,8 @@
 """The last stage: hand a span (scored or as it came) to the downstream processors, each call contained.
 
 What the SDK's ``SynchronousMultiSpanProcessor`` does for a provider's processors: one failing processor does not
-stop the others. ``forward`` is chosen once, at build time: with one downstream processor (the usual case) it calls
-that processor's ``on_end`` directly, without the loop.
+stop the others. With one downstream processor (the usual case) the pipeline calls its ``on_end`` itself, without a
+move into this module (``Pipeline._forward_only``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from otel_toolcall_eval.online.contain import RateLimitedLog
 class FanOut:
     """The downstream processors. Hooks a processor inherits as the SDK's no-ops are not called (the hot path)."""
 
-    __slots__ = ("_log", "_only", "on_ending_to", "on_start_to", "processors")
+    __slots__ = ("_log", "on_ending_to", "on_start_to", "processors")
 
     def __init__(self, processors: tuple[SpanProcessor, ...], log: RateLimitedLog) -> None:
         self.processors = processors
         self._log = log
-        self._only = processors[0].on_end if len(processors) == 1 else None
         self.on_start_to = tuple(p for p in processors if _sdk.wants_on_start(p))
         self.on_ending_to = tuple(p for p in processors if _sdk.wants_on_ending(p))
 
@@ -42,14 +41,7 @@ class FanOut:
                 self._log.error("downstream._on_ending", "downstream _on_ending failed")
 
     def forward(self, span: ReadableSpan) -> None:
-        """Every span leaves the online side through here, exactly once."""
-        only = self._only
-        if only is not None:  # one downstream processor: called directly
-            try:
-                only(span)
-            except Exception:  # noqa: BLE001
-                self._log.error("downstream.on_end", "downstream on_end failed")
-            return
+        """Every span leaves the online side through here, exactly once (or through ``Pipeline._forward_only``)."""
         for p in self.processors:
             try:
                 p.on_end(span)

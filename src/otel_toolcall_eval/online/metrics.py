@@ -745,6 +745,23 @@ class EvalMetrics:
             instruments = self._instruments
             instruments.stats.tool_latency.record(seconds, instruments.labels.with_source(source, {"tool": tool}))
 
+    def on_call(
+        self,
+        score: CallScore,
+        convention: str,
+        result_recorded: bool,
+        trace: TraceCounts,
+        attributes: dict[str, Any],
+        scope: str,
+        seconds: float | None,
+    ) -> None:
+        """What the metrics take of one scored tool span, in one call from the call stage: the trace's agent (its
+        first tool span that names one), the call tallied on its trace (``record_call``), the scope's self-check
+        (``record_scope``) and, with ``seconds`` (histograms on), the call's latency (``record_call``)."""
+        trace.note_agent(attributes)
+        self.record_call(score, convention, result_recorded, trace, seconds)
+        self.record_scope(score, convention, scope)
+
     def _count(self, source: Source, counted: Iterable[tuple[tuple[tuple[Any, ...], tuple[str, ...]], int]]) -> None:
         """Add ``((call key, findings), n)`` pairs to the tool-call and violation tallies, with ``source``."""
         calls = []

@@ -74,8 +74,8 @@ class Pipeline:
         self.sessions = sessions
         self.downstream = downstream
         self.contained = contained
-        self._forward = downstream.forward
         self._only_on_end = downstream.processors[0].on_end if len(downstream.processors) == 1 else None
+        self._forward = downstream.forward if self._only_on_end is None else self._forward_only
         # the hook lists the span path runs (each an empty tuple when no feature plugs in: one test)
         self._on_call_scored = hooks.on_call_scored
         self._on_model_turn = hooks.on_model_turn
@@ -181,27 +181,30 @@ class Pipeline:
         if out is not None:
             self._forward(out)
 
+    def _forward_only(self, span: ReadableSpan) -> None:
+        """``forward`` with one downstream processor (the usual case): its ``on_end`` called from here, contained,
+        without a move into the fan-out."""
+        try:
+            self._only_on_end(span)  # type: ignore[misc]  # set whenever this is bound
+        except Exception:  # noqa: BLE001
+            self.contained.log.error("downstream.on_end", "downstream on_end failed")
+
     def _evaluate(self, span: ReadableSpan) -> ReadableSpan | None:
         """One span past the gate, through its stage: the span to forward (None: held, forwarded later)."""
-        key = _sdk.span_key(span)
-        if key is None:
+        # The span's ids and one C-level copy of its attributes, read by every step (recognise, extract, the LLM
+        # checks, the enriched copy) instead of one per step: the SDK's proxy copies, iterates and looks up keys in
+        # Python. No copy for a root (or a remote-parented span) that no check reads (only these pass ``on_end``'s
+        # gate without a key a check reads): plain traffic's roots, which the gate cannot tell from an agent's until
+        # the trace's state is looked up.
+        read = _sdk.read_span(span, self.gate.keys)
+        if read is None:
             return span
-        trace_id, span_id, parent, remote = key  # ``parent``: the parent's span id, None for a root
-        gate = self.gate.keys
-        if (
-            (parent is None or remote)  # only these pass ``on_end``'s gate without a key a check reads
-            and gate is not None
-            and not _sdk.carries_any(span, gate)
-            and not self.store.knows(trace_id)
-        ):
-            # a root (or a remote-parented span) that no check reads, of a trace nothing here has seen: plain
-            # traffic's roots, which the gate cannot tell from an agent's until the trace's state is looked up
-            return span
-        # One C-level copy read by every step (recognise, extract, the LLM checks, the enriched copy) instead of
-        # one per step: the SDK's proxy copies, iterates and looks up keys in Python.
-        attrs = _sdk.attributes_dict(span)
-        if attrs is None:
-            return span
+        (trace_id, span_id, parent, remote), found = read  # ``parent``: the parent's span id, None for a root
+        if found is None:
+            found = _sdk.attributes_dict(span) if self.store.knows(trace_id) else None
+            if found is None:
+                return span
+        attrs = found
         is_root = parent is None or (remote and not self._segments)
         watches = self._watches
         if watches:

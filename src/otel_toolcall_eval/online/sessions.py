@@ -296,7 +296,9 @@ class SessionTraces:
         turns."""
         if score.outcome is Outcome.SUCCESS:
             return
-        digest = call_digest_of(score)
+        digest = score.digest  # taken already by the trace's recovery numbers, usually
+        if digest is None:
+            digest = call_digest_of(score)
         with self._lock:
             turn = self._turn(trace_id)
             if turn.done:  # a span after its root: its turn is in its session already

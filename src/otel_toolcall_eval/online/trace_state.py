@@ -74,7 +74,7 @@ class ScoredChild:
 
     The compacted key (``same_call_key``) is computed only when a tool span ends around this one, which few do:
     until then the child keeps the parsed arguments (or, when there are none, the raw text), as the call history
-    keeps a tool's first call. ``key`` is set at once when the engine normalised the call already.
+    keeps a tool's first call, or the normalised call when the engine made it already (``normalised``).
     """
 
     name: str
@@ -82,18 +82,27 @@ class ScoredChild:
     arguments: dict[str, Any] | None = None
     raw_arguments: Any = None
     key: str | bytes | None = None
+    normalised: str | None = None
 
     def arguments_key(self) -> str | bytes:
         """``same_call_key`` of the call's ``arguments_key``, computed once."""
         key = self.key
         if key is None:
-            key = self.key = same_call_key(arguments_key(self.name, self.arguments, self.raw_arguments))
-            self.arguments = self.raw_arguments = None
+            normalised = self.normalised
+            if normalised is None:
+                normalised = arguments_key(self.name, self.arguments, self.raw_arguments)
+            key = self.key = same_call_key(normalised)
+            self.arguments = self.raw_arguments = self.normalised = None
         return key
 
 
 def new_scored_child(
-    name: str, span_id: int, arguments: dict[str, Any] | None, raw_arguments: Any, key: str | bytes | None
+    name: str,
+    span_id: int,
+    arguments: dict[str, Any] | None,
+    raw_arguments: Any,
+    key: str | bytes | None,
+    normalised: str | None = None,
 ) -> ScoredChild:
     """The processor's constructor of a ``ScoredChild`` (one per scored tool span under a parent): the slots set
     by name, without the Python frame of the dataclass's generated ``__init__`` (``records.new_call_score``).
@@ -104,6 +113,7 @@ def new_scored_child(
     child.arguments = arguments
     child.raw_arguments = raw_arguments
     child.key = key
+    child.normalised = normalised
     return child
 
 
@@ -152,6 +162,9 @@ class TraceState:
     # the root grace window: the root held until it ends (``TraceStore.hold_root``), taken by whoever releases it
     root: HeldRoot | None = None
     finished: bool = False  # the verdict was written: a span scored into this state now is late
+    # among the store's live traces (its root has not ended here, or is held for its window): set False, under the
+    # store's lock, when it leaves them (a failed call's span is held only while a later step can decide its class)
+    live: bool = True
     prevented: Prevented | None = None  # calls the pre-execution guard stopped (``online.prevented``, issue 31)
 
     def trace_counts(self, metrics: EvalMetrics, span: Any) -> TraceCounts:
@@ -222,21 +235,6 @@ class TraceState:
             if not still:
                 self.waiting_bytes = 0
 
-    def note_scored(self, parent_span_id: int, span_id: int, score: CallScore, client: bool, max_entries: int) -> None:
-        """A scored tool span under ``parent_span_id``: a span ending around it may be a second instrumentation of
-        the same call (``tool_children``); ``client``: an MCP client's span whose server's span may come later
-        (``client_spans``). One call from the call stage for both."""
-        known_key = score.arguments_key  # normalised already when the tool was called before
-        if known_key is not None:
-            child = new_scored_child(score.name, span_id, None, None, same_call_key(known_key))
-        elif score.arguments is not None:
-            child = new_scored_child(score.name, span_id, score.arguments, None, None)
-        else:
-            child = new_scored_child(score.name, span_id, None, score.raw_arguments, None)
-        self.note_tool_child(parent_span_id, child, max_entries)
-        if client:
-            self.note_client_span(span_id, child, max_entries)
-
     def note_request_scored(self, call_id: str, name: str, span_id: int, max_entries: int) -> None:
         """A call scored from the requests, its scores on the model span ``span_id`` (``engine.requested``)."""
         self.request_scored += 1
@@ -274,21 +272,6 @@ class TraceState:
         """No tool span was scored in the trace (every call so far came from the requests), and the guard stopped
         none (its spans are tool activity: a stopped call's reply is not a call that ran)."""
         return self.history.calls == self.request_scored and self.prevented is None
-
-    def note_client_span(self, span_id: int, child: ScoredChild, max_entries: int) -> None:
-        clients = self.client_spans
-        if clients is None:
-            clients = self.client_spans = {}
-        if len(clients) < max_entries:
-            child.arguments_key()  # compacted now: the state never keeps argument text
-            clients[span_id] = child
-
-    def note_tool_child(self, parent_span_id: int, child: ScoredChild, max_entries: int) -> None:
-        children = self.tool_children
-        if children is None:
-            children = self.tool_children = {}
-        if len(children) < max_entries:
-            children[parent_span_id] = child
 
     @property
     def tool_activity(self) -> bool:
@@ -339,6 +322,7 @@ def new_trace_state(now: float) -> TraceState:
     state.counts = None
     state.root = None
     state.finished = False
+    state.live = True
     state.prevented = None
     return state
 
@@ -432,7 +416,7 @@ class TraceStore:
 
     def is_live(self, trace_id: int) -> bool:
         """Whether the trace's root has not ended here yet, or is held for its window (a dict lookup, no lock: a
-        racing change is as good as one just before or after)."""
+        racing change is as good as one just before or after; a state says it of itself: ``TraceState.live``)."""
         return trace_id in self._items
 
     def finish(self, trace_id: int) -> tuple[TraceState | None, bool]:
@@ -464,6 +448,7 @@ class TraceStore:
 
     def _leave(self, trace_id: int, state: TraceState) -> None:
         """``state`` left ``_items`` (evicted, expired, its window ended): a held root's trace is finished."""
+        state.live = False
         if state.root is not None:
             self._closing.pop(trace_id, None)
             self._remember_finished(trace_id, state)
@@ -472,6 +457,7 @@ class TraceStore:
         """Bounded in traces and in bytes (``state_bytes`` when it finished; late spans add a few calls); the id
         is remembered longer. A state whose root is held is marked finished by whoever takes the root (under the
         state's lock, so a span scored meanwhile is either in the verdict or counted late)."""
+        state.live = False
         if state.root is None:
             state.finished = True
         recent = self._recent
@@ -513,6 +499,8 @@ class TraceStore:
         """Every live state (held roots' too: the caller releases them), the records of finished ones cleared."""
         with self._lock:
             items = list(self._items.items())
+            for _, state in items:
+                state.live = False
             self._items.clear()
             self._closing.clear()
             self._finished.clear()

@@ -24,7 +24,7 @@ from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import BytesBoundedCache
 from otel_toolcall_eval.checks.cost import Price, TraceCost, error_rate, model_usage, new_trace_cost
-from otel_toolcall_eval.checks.recovery import CallStep, TurnStep, classify_reaction, count_classes, reacts_to
+from otel_toolcall_eval.checks.recovery import CallStep, TurnStep, classify_reaction, count_classes, react
 from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
 from otel_toolcall_eval.engine import call_digest_of
 from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolDefinition
@@ -44,6 +44,14 @@ def records_output(attrs: Mapping[str, Any]) -> bool:
     if any(k in attrs for k in _OUTPUT_KEYS):
         return True
     return any(k.startswith(_OUTPUT_PREFIXES) for k in attrs)
+
+
+def tool_latency(start_ns: int | None, end_ns: int | None) -> float | None:
+    """A tool call's duration in seconds; None when not recorded or negative (clock skew). Here, beside the tally
+    it feeds, rather than among the checks: the call stage's one look at the time, no move into another module."""
+    if start_ns is None or end_ns is None or end_ns < start_ns:
+        return None
+    return (end_ns - start_ns) / 1e9
 
 
 def is_failing_step(score: CallScore) -> bool:
@@ -81,10 +89,11 @@ class TraceStats:
             return self._react(TurnStep(tuple(name for _, name in requested)))
         return None
 
-    def on_call(self, score: CallScore, seconds: float | None, max_entries: int) -> Decisions | None:
-        """Count one scored call: its latency (``seconds``, None: not recorded), whether it is the first failing
-        step, and the recovery it decides (of earlier failed calls, returned; None: none) or waits for (a failed
-        call, at most ``max_entries`` per trace: ``waits_for``)."""
+    def on_call(self, score: CallScore, start_ns: int | None, end_ns: int | None, max_entries: int) -> Decisions | None:
+        """Count one scored call: its latency (from its span's start and end; none when not recorded), whether it
+        is the first failing step, and the recovery it decides (of earlier failed calls, returned; None: none) or
+        waits for (a failed call, at most ``max_entries`` per trace: then it is the last of ``pending``)."""
+        seconds = tool_latency(start_ns, end_ns)
         if seconds is not None:
             self.timed_calls += 1
             self.tool_latency_total += seconds
@@ -113,22 +122,10 @@ class TraceStats:
                     unknown.add(score.step)
         return decided
 
-    def waits_for(self, step: int) -> bool:
-        """Whether the failed call of ``step`` (just counted) waits for its reaction (False: past the bound)."""
-        pending = self.pending
-        return pending[-1].step == step if pending else False
-
     def _react(self, step: CallStep | TurnStep) -> Decisions | None:
         pending = self.pending
         assert pending is not None
-        still: list[CallStep] = []
-        now: Decisions = []
-        for failed in pending:
-            if reacts_to(failed, step):
-                now.append((failed.step, failed.name, classify_reaction(failed, step)))
-            else:
-                still.append(failed)
-        self.pending = still
+        self.pending, now = react(pending, step)
         if not now:
             return None
         decided = self.recoveries
@@ -180,7 +177,10 @@ def new_trace_stats() -> TraceStats:
 
 def _digest(score: CallScore) -> bytes | None:
     """The call's normalised form as a digest; None when its arguments were not recorded (never "the same")."""
-    return None if score.parse_status is ParseStatus.ABSENT else call_digest_of(score)
+    if score.parse_status is ParseStatus.ABSENT:
+        return None
+    digest = score.digest  # kept on the score once taken (by the engine, or the first of its readers)
+    return call_digest_of(score) if digest is None else digest
 
 
 class Fingerprints:

@@ -177,6 +177,6 @@ class TurnStage:
             record.span_id = f"{span_id:016x}"
             score = score_requested_call(self.scorer, state.history, record, trace_tools=state.tools, batch=batch)
             state.note_request_scored(reply.call_id, name, span_id, self._max_calls)
-            decided.extend(stats.on_call(score, None, self._max_calls) or ())
+            decided.extend(stats.on_call(score, None, None, self._max_calls) or ())
             out.append((record, score))
         return decided or None

@@ -284,7 +284,7 @@ def _imported_package_modules(source: str) -> set[str]:
     gives ``otel_toolcall_eval.x``)."""
     import ast
 
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)

@@ -14,7 +14,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip install . \
+RUN pip install '.[serve,judge,redis,prometheus]' \
     && useradd --system --uid 10001 --no-create-home demo
 
 USER 10001

@@ -979,3 +979,15 @@ def wait_for_root_verdict(receiver: GrpcTraceReceiver) -> list[ReadableSpan]:
         lambda: any(A.TRACE_CORRECT in (s.attributes or {}) for s in scored_spans(receiver)), "the root's verdict"
     )
     return scored_spans(receiver)
+
+
+def demo_spans(runs: int, failure_rate: float, seed: int) -> list[ReadableSpan]:
+    """The demo agent's spans as the SDK ended them, unscored: ``runs`` requests, every failure class at the rate."""
+    raw = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(raw))
+    agent = ScriptedAgent(provider.get_tracer("demo"), seed=seed)
+    for _ in range(runs):
+        agent.run(dict.fromkeys(FAILURE_CLASSES, failure_rate))
+    provider.shutdown()
+    return list(raw.get_finished_spans())

@@ -657,7 +657,12 @@ def test_demo_service_runs_the_cli_demo_against_the_collector(
     demo = services["demo"]
     assert (ROOT / demo["build"]["context"] / demo["build"]["dockerfile"]).resolve() == DOCKERFILE.resolve()
     dockerfile = DOCKERFILE.read_text()
-    assert re.search(r"^RUN pip install \.", dockerfile, re.M), "the image installs this package"
+    installed = re.search(r"^RUN pip install '\.\[([\w,]+)\]'", dockerfile, re.M)
+    assert installed, "the image installs this package with its extras"
+    # what the compose services run: the demo (OTLP export, --judge), serve with its Prometheus port (the scorer's
+    # serve.prometheus_port), and the replicas' Redis budget ledger
+    extras = set(installed.group(1).split(","))
+    assert {"serve", "judge", "redis", "prometheus"} <= extras, "a missing extra is an exit 2 in the container"
     entrypoint = json.loads(re.findall(r"^ENTRYPOINT\s+(\[.*\])", dockerfile, re.M)[-1])
     assert entrypoint == ["otel-toolcall-eval"]
     default_cmd = json.loads(re.findall(r"^CMD\s+(\[.*\])", dockerfile, re.M)[-1])
@@ -669,6 +674,8 @@ def test_demo_service_runs_the_cli_demo_against_the_collector(
         assert args.otlp_protocol == "grpc"
         assert args.traces_per_second and args.traces_per_second > 0
         assert args.duration and args.duration >= 3600
+    # the shipped dashboard's judge panels are fed by the demo's judge (its scripted stand-in, demo.judge)
+    assert build_parser().parse_args(command_of(demo)).judge
     assert "collector" in demo["depends_on"]
 
 

@@ -24,10 +24,10 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 from otel_toolcall_eval import EvalConfig, ToolCallEvalProcessor
 from otel_toolcall_eval.attributes import PREFIX
 from otel_toolcall_eval.demo import default_config_path
-from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
 from otel_toolcall_eval.online.enrich import with_attributes
 from otel_toolcall_eval.replay import read_file, replay_spans
 from otel_toolcall_eval.replay.engine import end_order
+from tests.helpers import demo_spans
 
 CONFIG = EvalConfig.load(default_config_path())
 
@@ -66,14 +66,7 @@ def views(spans: Sequence[ReadableSpan]) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def recorded() -> list[ReadableSpan]:
     """The demo agent's spans as the SDK ended them (every failure class in the mix), unscored."""
-    raw = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(raw))
-    agent = ScriptedAgent(provider.get_tracer("demo"), seed=5)
-    for _ in range(30):
-        agent.run(dict.fromkeys(FAILURE_CLASSES, 0.2))
-    provider.shutdown()
-    return list(raw.get_finished_spans())
+    return demo_spans(30, 0.2, seed=5)
 
 
 def test_shuffled_recording_replays_to_the_online_spans(recorded: list[ReadableSpan]) -> None:

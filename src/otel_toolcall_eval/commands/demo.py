@@ -53,6 +53,17 @@ def register(sub: Any) -> None:
     demo.add_argument("--traces-per-second", type=finite, help="steady load: conversations per second")
     demo.add_argument("--duration", type=finite, help="steady load: seconds to run (live summary)")
     demo.add_argument("--show", type=int, default=3, help="scored traces to print as trees (default 3)")
+    demo.add_argument(
+        "--guard",
+        choices=["shadow", "enforce", "off"],
+        help="the pre-execution guard's mode (default: the config's guard.mode; shadow in the demo's own)",
+    )
+    demo.add_argument(
+        "--judge",
+        action="store_true",
+        help="run the LLM judge: the config's judge section, else a scripted local stand-in for a hosted model "
+        "(fixed rules on 127.0.0.1, not a model: docs/judge.md); needs the judge extra",
+    )
     demo.set_defaults(func=run)
 
 
@@ -61,6 +72,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         extras.require("otlp", "demo --otlp-endpoint")
     if args.prometheus_port is not None:
         extras.require("prometheus", "demo --prometheus-port")
+    if args.judge:
+        extras.require("judge", "demo --judge")
     from otel_toolcall_eval.demo import DemoOptions, run_demo
     from otel_toolcall_eval.demo.agent import FAILURE_CLASSES
 
@@ -80,6 +93,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         traces_per_second=args.traces_per_second,
         duration=args.duration,
         show_traces=args.show,
+        guard_mode=args.guard,
+        judge=args.judge,
     )
     run_demo(options, console)
     return ExitCode.OK

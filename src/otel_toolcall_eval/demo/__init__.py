@@ -2,10 +2,15 @@
 
 Runs with no service and no API key; with an OTLP endpoint it feeds a collector, with a Prometheus port it
 exposes the processor's metrics for scraping, and with a rate and a duration it is a steady load generator.
+Its requests come in conversations (session verdicts), its tool list changes now and then, the guard decides every
+call before it runs (``guard.mode`` of the config, shadow in the demo's own), and with ``judge`` a scripted local
+stand-in for a hosted judge model answers the LLM judge (``demo.judge``): every panel of the shipped Grafana
+dashboard has data from one demo.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,6 +28,7 @@ from otel_toolcall_eval.commands._exporters import otlp_exporters
 from otel_toolcall_eval.commands._summary import SummaryExporter
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES, ScriptedAgent
+from otel_toolcall_eval.guard import Guard
 from otel_toolcall_eval.processor import ToolCallEvalProcessor
 
 if TYPE_CHECKING:
@@ -47,15 +53,37 @@ class DemoOptions:
     duration: float | None = None
     show_traces: int = 3
     service_name: str = "toolcall-eval-demo"
+    guard_mode: str | None = None  # "shadow", "enforce" or "off"; None: the config's ``guard.mode``
+    judge: bool = False  # the LLM judge: the config's, else the scripted local stand-in (``demo.judge``)
+    metric_readers: list[MetricReader] = field(default_factory=list)  # more readers of the demo's metrics
 
 
 def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExporter:
     """Prints with rich (the ``cli`` extra) when it is installed, else plain text: it runs on the core install."""
     console = console or new_console()
     config = EvalConfig.load(options.config or default_config_path())
+    stand_in = None
+    scratch = None
+    if options.judge and config.judge is None:
+        from otel_toolcall_eval.config.judge import Calibration
+        from otel_toolcall_eval.demo.judge import ScriptedJudgeServer, calibrate, judge_config
+
+        stand_in = ScriptedJudgeServer().start()
+        scratch = tempfile.TemporaryDirectory(prefix="toolcall-eval-demo-")
+        calibration = Calibration(file=Path(scratch.name) / "calibration.jsonl")
+        judge = judge_config(stand_in.url, calibration=calibration)
+        config = config.model_copy(update={"judge": judge})
+        record = calibrate(judge, calibration.file)
+        kappa = "n/a" if record.kappa is None else f"{record.kappa:.2f}"
+        console.print(
+            f"judge: a scripted stand-in for a hosted model answers on {stand_in.url} (fixed rules, not a model: "
+            "its verdicts only show what the judge records; spend priced as a small hosted model's). Its agreement "
+            f"with the demo's planted truth, standing in for people's labels: {record.question} kappa "
+            f"{kappa} on {record.n} calls"
+        )
     resource = Resource.create({"service.name": options.service_name})
     summary = SummaryExporter(keep_traces=options.show_traces)
-    readers: list[MetricReader] = []
+    readers: list[MetricReader] = list(options.metric_readers)
     downstream: list[SpanProcessor] = [SimpleSpanProcessor(summary)]
     if options.otlp_endpoint:
         span_exporter, metric_exporter = otlp_exporters(options.otlp_endpoint, options.otlp_protocol)
@@ -70,7 +98,10 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExp
     meter_provider = MeterProvider(resource=resource, metric_readers=readers)
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(ToolCallEvalProcessor(downstream, config=config, meter_provider=meter_provider))
-    agent = ScriptedAgent(provider.get_tracer("otel_toolcall_eval.demo"), seed=options.seed)
+    guard = None
+    if options.guard_mode != "off":
+        guard = Guard(config, mode=options.guard_mode, tracer_provider=provider, meter_provider=meter_provider)
+    agent = ScriptedAgent(provider.get_tracer("otel_toolcall_eval.demo"), seed=options.seed, guard=guard)
 
     try:
         if options.duration is not None:
@@ -84,8 +115,14 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExp
                 console.print(tree)
             console.print(summary.table() if rich else summary.plain_table())
     finally:
-        provider.shutdown()
+        provider.shutdown()  # the judge's last verdicts first
         meter_provider.shutdown()
+        if stand_in is not None:
+            stand_in.stop()
+        if scratch is not None:
+            scratch.cleanup()
+    if stand_in is not None and options.duration is None:
+        console.print(f"judge: {stand_in.summary()}")
     return summary
 
 

@@ -1,8 +1,22 @@
 """A scripted agent instrumented the way a real one is: GenAI semantic-convention spans.
 
-Each conversation is one trace: ``invoke_agent`` root, a ``chat`` span per model turn (carrying the tool
+Each user request is one trace: ``invoke_agent`` root, a ``chat`` span per model turn (carrying the tool
 definitions and the requested tool calls), and an ``execute_tool`` span per call, executed for real against
 the in-memory backend. Failure classes are injected into the script at configurable rates.
+
+What a production agent also shows, so that every part of the evaluation has something to look at:
+
+- **Conversations**: consecutive requests share a conversation (1 to ``MAX_TURNS`` of them), whose id is on each
+  root as ``gen_ai.conversation.id``: the processor rolls them up into session verdicts.
+- **A tool list that changes**: a contacts server whose ``find_contact`` tool comes and goes (it is up or down
+  for a while, ``TOOL_LIST_CHURN`` a request), as an MCP server that restarts or is redeployed does: the
+  processor counts each change of the offered tool list.
+- **The guard** (``guard=``): every call is decided before it runs (``Guard.check``) and its result recorded
+  (``Guard.record_result``); in enforce mode a stopped call never runs and the model gets the guard's message as
+  the tool's error, as the guard's framework plug-ins do.
+
+The conversation and the tool list draw from their own random generator, so a seed gives the same requests and
+failures as before they existed.
 """
 
 from __future__ import annotations
@@ -14,7 +28,8 @@ from typing import Any, Final
 
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from otel_toolcall_eval.demo.tools import Backend, InvalidArgument, make_tools, tool_definitions
+from otel_toolcall_eval.demo.tools import Backend, InvalidArgument, contact_tools, make_tools, tool_definitions
+from otel_toolcall_eval.guard import Guard, definitions
 
 FAILURE_CLASSES: Final = (
     "wrong_tool",
@@ -28,6 +43,10 @@ FAILURE_CLASSES: Final = (
     "missing_step",
     "unconfirmed_destructive",
 )
+
+
+MAX_TURNS: Final = 4  # requests per conversation: 1 to this many
+TOOL_LIST_CHURN: Final = 0.05  # chance per request that the contacts server goes down, or comes back
 
 
 @dataclass(frozen=True)
@@ -47,7 +66,8 @@ class Scenario:
     turns: list[Turn]
 
 
-def _scenarios(rng: random.Random) -> list[Scenario]:
+def scenarios(rng: random.Random) -> list[Scenario]:
+    """The scripted requests, each with the calls that serve it (its dates and people drawn from ``rng``)."""
     day = f"2026-12-{rng.randint(1, 28):02d}"
     who = rng.choice(["ana@example.com", "bob@example.com", "chen@example.com"])
     return [
@@ -125,24 +145,46 @@ def inject(kind: str, turns: list[Turn], rng: random.Random) -> list[Turn]:
 
 
 class ScriptedAgent:
-    def __init__(self, tracer: Tracer, seed: int = 7, model: str = "demo-model-1") -> None:
+    def __init__(self, tracer: Tracer, seed: int = 7, model: str = "demo-model-1", guard: Guard | None = None) -> None:
         self.tracer = tracer
         self.rng = random.Random(seed)
         self.model = model
+        self.guard = guard
+        self._world = random.Random(seed + 1)  # conversations and the tool list: apart from the script's draws
+        self._conversations = 0
+        self._turns_left = 0
+        self._contacts_up = True
+
+    def _next_conversation(self) -> str:
+        if self._turns_left == 0:
+            self._conversations += 1
+            self._turns_left = self._world.randint(1, MAX_TURNS)
+        self._turns_left -= 1
+        if self._world.random() < TOOL_LIST_CHURN:
+            self._contacts_up = not self._contacts_up
+        return f"demo-conversation-{self._conversations}"
 
     def run(self, failures: dict[str, float]) -> list[str]:
-        """One conversation (one trace); returns the failure classes injected into it."""
+        """One user request (one trace); returns the failure classes injected into it."""
+        conversation = self._next_conversation()
         backend = Backend()
         tools = make_tools(backend)
-        definitions = json.dumps(tool_definitions(tools))
-        scenario = self.rng.choice(_scenarios(self.rng))
+        offered = {**tools, **contact_tools()} if self._contacts_up else tools
+        listed = tool_definitions(offered)
+        definitions = json.dumps(listed)
+        guarded = definitions_for_guard(listed) if self.guard is not None else None
+        scenario = self.rng.choice(scenarios(self.rng))
         turns: list[Turn] = scenario.turns
         injected = [k for k in FAILURE_CLASSES if self.rng.random() < failures.get(k, 0.0)]
         for kind in injected:
             turns = inject(kind, turns, self.rng)
         with self.tracer.start_as_current_span(
             "invoke_agent demo-assistant",
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "demo-assistant"},
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "demo-assistant",
+                "gen_ai.conversation.id": conversation,
+            },
         ) as root:
             root.set_attribute("demo.scenario", scenario.name)
             root.set_attribute("demo.injected", injected)
@@ -155,8 +197,12 @@ class ScriptedAgent:
                 parts = [{"type": "tool_call", "id": cid, "name": c.name, "arguments": c.args} for cid, c in calls]
                 self._chat(definitions, messages, [{"role": "assistant", "parts": parts}])
                 messages.append({"role": "assistant", "parts": parts})
+                batch = turn_no if len(calls) > 1 else None
                 for cid, call in calls:
-                    result = self._execute(tools, backend, cid, call, last_event)
+                    blocked = self._guard_check(guarded, cid, call, batch)
+                    result = blocked if blocked is not None else self._execute(tools, backend, cid, call, last_event)
+                    if blocked is None:
+                        self._guard_record(cid, call, result, batch)
                     if isinstance(result, dict) and str(result.get("id", "")).startswith("evt_"):
                         last_event = result["id"]
                     messages.append(
@@ -164,6 +210,23 @@ class ScriptedAgent:
                     )
             self._chat(definitions, messages, [{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}])
         return injected
+
+    def _guard_check(
+        self, tools: dict[str, Any] | None, call_id: str, call: Call, batch: int | None
+    ) -> dict[str, Any] | None:
+        """The guard's decision before the call runs: the tool's error the model gets when it stopped the call."""
+        if self.guard is None:
+            return None
+        decision = self.guard.check(call.name, call.args, tools=tools, batch=batch, call_id=call_id)
+        return {"error": decision.message} if decision.stops else None
+
+    def _guard_record(self, call_id: str, call: Call, result: Any, batch: int | None) -> None:
+        if self.guard is None:
+            return
+        error = result.get("error") if isinstance(result, dict) else None
+        self.guard.record_result(
+            call.name, call.args, result=None if error else result, error=error, batch=batch, call_id=call_id
+        )
 
     def _chat(self, definitions: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> None:
         with self.tracer.start_as_current_span(f"chat {self.model}", kind=SpanKind.CLIENT) as span:
@@ -209,3 +272,8 @@ class ScriptedAgent:
                 return {"error": str(exc)}
             span.set_attribute("gen_ai.tool.call.result", json.dumps(result, default=str))
             return result
+
+
+def definitions_for_guard(listed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The offered tools as the guard reads them (``guard.definitions``), from the ``gen_ai.tool.definitions`` list."""
+    return definitions({d["name"]: d.get("parameters") for d in listed})

@@ -98,6 +98,16 @@ def make_tools(backend: Backend) -> dict[str, Callable[..., Any]]:
     return {f.__name__: f for f in funcs}
 
 
+def contact_tools() -> dict[str, Callable[..., Any]]:
+    """The contacts server's tool: offered only while that server is up (``demo.agent``: the tool list changes)."""
+
+    def find_contact(name: str) -> dict[str, Any]:
+        """Look up a contact's email address by name."""
+        return {"name": name, "email": f"{name.lower()}@example.com"}
+
+    return {"find_contact": find_contact}
+
+
 def tool_definitions(tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
     """The flat GenAI ``gen_ai.tool.definitions`` shape, as pydantic-ai records it."""
     return [

@@ -97,6 +97,7 @@ def test_the_processor_scores_a_tool_span_with_the_core_alone(python: Path) -> N
         (["serve", "--prometheus-port", "0"], "serve"),
         (["demo", "--prometheus-port", "0", "--traces", "1"], "prometheus"),
         (["demo", "--otlp-endpoint", "http://127.0.0.1:4317", "--traces", "1"], "otlp"),
+        (["demo", "--judge", "--traces", "1"], "judge"),
         (["eval", "--help"], "eval"),
         (["judge", "queue", "x"], "judge"),
         (["replay", "trace.json"], "eval"),
@@ -127,8 +128,9 @@ def test_config_check_runs_on_the_core(python: Path, tmp_path: Path) -> None:
 
 
 def test_the_demo_runs_on_the_core_in_plain_text(python: Path) -> None:
-    done = _cli(python, "demo", "--traces", "5", "--show", "1")
+    done = _cli(python, "demo", "--traces", "5", "--show", "1", "--inject", "must_not_call=1")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "Tool calls by outcome" in done.stdout and "composite ok-rate:" in done.stdout
     assert "execute_tool" in done.stdout and "[bold" not in done.stdout  # the trees, markup removed
+    assert "apply_guardrail" in done.stdout  # the guard (shadow) ran on the core: its span of the must-not-call

@@ -5,9 +5,7 @@ object), tool spans and trace roots as an enriched copy carrying the scores. Not
 application: a failed evaluation is counted, logged (rate-limited) and the span is forwarded unscored.
 
 The face checks its arguments and hands the rest to a private pipeline (``otel_toolcall_eval.online``,
-docs/design.md), as the SDK's ``BatchSpanProcessor`` is a face over its private worker: the SDK's ``on_end`` is
-bound straight to the pipeline's (no frame of the face on the span path), ``on_start`` and ``_on_ending`` straight
-to the downstream processors' (or to the SDK's no-op when none overrides it).
+docs/explanation/online-pipeline.md), as the SDK's ``BatchSpanProcessor`` is a face over its private worker.
 """
 
 from __future__ import annotations
@@ -15,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from opentelemetry._logs import LoggerProvider
-from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import TracerProvider
 
-from otel_toolcall_eval import _sdk
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.serve import MAX_ROOT_GRACE_SECONDS, REMOTE_PARENTS
 from otel_toolcall_eval.conventions import ConventionRegistry
@@ -40,20 +36,14 @@ class ToolCallEvalProcessor(SpanProcessor):
             when the config has a judge section; ``False`` disables it.
         tracer_provider: where the judge's verdict spans go; defaults to the global TracerProvider.
         logger_provider: where the judge's ``gen_ai.evaluation.result`` events go; defaults to the global one.
-        remote_parents: ``"root"`` (the default): a span whose parent is remote is the local root of this process's
-            part and finishes the trace here; ``"segment"`` (what ``serve`` uses, ``serve.remote_parents``): it
-            finishes nothing, the span with no parent does, else the trace's TTL (``finalized_by="segment"``).
-        root_grace_seconds: how long a finished trace's root is held before its verdict is written, so that spans of
-            the trace arriving meanwhile count in it (``serve.root_grace_seconds``; 0, the default: at once). The
-            root goes out once, with the verdict, when the window ends, or sooner when its state is evicted, at a
-            flush or at shutdown; a span arriving after that is scored per call and counted late.
+        remote_parents: ``"root"`` (the default): a span with a remote parent is the local root of this process's
+            part; ``"segment"`` (``serve.remote_parents``): only the span with no parent finishes the trace.
+        root_grace_seconds: how long a finished trace's root is held so that spans arriving meanwhile count in its
+            verdict (``serve.root_grace_seconds``; 0, the default: no wait).
 
-    Where scoring runs is ``config.evaluation.mode``: on the thread that ends the span (``inline``), or on one
-    worker thread behind a bounded queue (``background``: ``on_end`` costs the application an append);
-    ``auto`` (the default) picks background when every downstream processor is a ``BatchSpanProcessor``,
-    whose export is asynchronous anyway, and inline otherwise, so a ``SimpleSpanProcessor`` still exports
-    scored spans before ``end()`` returns. ``force_flush(T)`` and ``shutdown(T)`` score what is queued first;
-    the queue, the judge and the downstream processors share one deadline, T from the call.
+    Where scoring runs is ``config.evaluation.mode`` (``inline``, ``background`` or ``auto``: background when every
+    downstream processor is a ``BatchSpanProcessor``). ``force_flush(T)`` and ``shutdown(T)`` score what is queued
+    first; the queue, the judge and the downstream processors share one deadline, T from the call.
     """
 
     def __init__(
@@ -76,19 +66,16 @@ class ToolCallEvalProcessor(SpanProcessor):
                 f"root_grace_seconds: expected a number of seconds from 0 to {MAX_ROOT_GRACE_SECONDS:g}, "
                 f"got {root_grace_seconds!r}"
             )
-        if isinstance(downstream, SpanProcessor):
-            processors: tuple[SpanProcessor, ...] = (downstream,)
-        else:
-            processors = tuple(downstream)
-            bad = [p for p in processors if not isinstance(p, SpanProcessor)]
-            if bad or not processors:
-                raise TypeError(
-                    "downstream: expected a SpanProcessor or a non-empty sequence of them, got "
-                    f"{type(bad[0]).__name__ if bad else 'an empty sequence'}"
-                )
+        processors = (downstream,) if isinstance(downstream, SpanProcessor) else tuple(downstream)
+        bad = [d for d in processors if not isinstance(d, SpanProcessor)]
+        if bad or not processors:
+            raise TypeError(
+                "downstream: expected a SpanProcessor or a non-empty sequence of them, got "
+                f"{type(bad[0]).__name__ if bad else 'an empty sequence'}"
+            )
         if config is not None and not isinstance(config, EvalConfig):
             raise TypeError(f"config: expected EvalConfig or None, got {type(config).__name__}")
-        pipeline, lifecycle = build(
+        p, self._lifecycle = build(
             processors,
             config,
             conventions=conventions,
@@ -99,38 +86,22 @@ class ToolCallEvalProcessor(SpanProcessor):
             segments=remote_parents == "segment",
             grace_seconds=root_grace_seconds,
         )
-        self._pipeline, self._lifecycle = pipeline, lifecycle
-        self.config = pipeline.config
-        self.conventions = pipeline.conventions
-        self.metrics = pipeline.metrics
-        self.judge = pipeline.judge
-        # The SDK calls these three hooks for every span: bound straight to the pipeline and the fan-out (no frame
-        # of the face between), or, when no downstream processor overrides the SDK's no-op (a BatchSpanProcessor),
-        # to that no-op itself (what the SDK calls without the processor)
-        self.on_end = pipeline.on_end  # type: ignore[method-assign]
-        fan, first = pipeline.downstream, processors[0]
-        self.on_start = fan.on_start if fan.on_start_to else first.on_start  # type: ignore[method-assign]
-        self._on_ending = fan.on_ending if fan.on_ending_to else _sdk.own_on_ending(first)  # type: ignore[method-assign,assignment]
-
-    # --- SpanProcessor (the three span hooks are replaced per instance in ``__init__``) --------------------
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        self._pipeline.downstream.on_start(span, parent_context)
-
-    def _on_ending(self, span: Span) -> None:
-        self._pipeline.downstream.on_ending(span)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self._pipeline.on_end(span)
+        self._pipeline = p
+        self.config, self.conventions, self.metrics, self.judge = (p.config, p.conventions, p.metrics, p.judge)
+        # The SDK calls these three hooks for every span: bound straight to the pipeline's and the fan-out's (no
+        # frame of the face between; see ``FanOut.start_hook``). The class keeps the SDK's no-ops.
+        self.on_end = p.on_end  # type: ignore[method-assign]
+        self.on_start = p.downstream.start_hook  # type: ignore[method-assign]
+        self._on_ending = p.downstream.ending_hook  # type: ignore[method-assign,assignment]
 
     def shutdown(self, timeout_millis: float = 30000) -> None:
-        """Score and forward what is queued, let the judge drain, then shut the downstream processors down:
-        the queue and the judge share one deadline, ``timeout_millis`` from now. A span that ends meanwhile is
-        scored inline and forwarded."""
+        """Score and forward what is queued, let the judge drain, then shut the downstream processors down, within
+        one deadline, ``timeout_millis`` from now (a span that ends meanwhile is scored inline and forwarded)."""
         self._lifecycle.shutdown(timeout_millis)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Score and forward what is queued, wait for the judge, then flush the downstream processors: all
-        within one deadline, ``timeout_millis`` from now."""
+        """Score and forward what is queued, wait for the judge, then flush the downstream processors, within one
+        deadline, ``timeout_millis`` from now."""
         return self._lifecycle.force_flush(timeout_millis)
 
     @property

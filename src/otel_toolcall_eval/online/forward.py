@@ -7,6 +7,8 @@ move into this module (``Pipeline._forward_only``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -18,13 +20,19 @@ from otel_toolcall_eval.online.contain import RateLimitedLog
 class FanOut:
     """The downstream processors. Hooks a processor inherits as the SDK's no-ops are not called (the hot path)."""
 
-    __slots__ = ("_log", "on_ending_to", "on_start_to", "processors")
+    __slots__ = ("_log", "ending_hook", "on_ending_to", "on_start_to", "processors", "start_hook")
 
     def __init__(self, processors: tuple[SpanProcessor, ...], log: RateLimitedLog) -> None:
         self.processors = processors
         self._log = log
         self.on_start_to = tuple(p for p in processors if _sdk.wants_on_start(p))
         self.on_ending_to = tuple(p for p in processors if _sdk.wants_on_ending(p))
+        # what the face binds the SDK's ``on_start`` and ``_on_ending`` to (called for every span): these, or, when
+        # no downstream processor overrides the SDK's no-op (a ``BatchSpanProcessor``), that no-op itself (what the
+        # SDK would call without the processor: one frame, no loop)
+        first = processors[0]
+        self.start_hook: Callable[..., None] = self.on_start if self.on_start_to else first.on_start
+        self.ending_hook: Callable[[Span], None] = self.on_ending if self.on_ending_to else _sdk.own_on_ending(first)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         for p in self.on_start_to:

@@ -66,6 +66,9 @@ def test_cli_demo_prints_scored_spans_and_summary(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "execute_tool delete_all_events" in out and "violations=[must_not_call]" in out
     assert "trace.composite_ok=False" in out
+    # the guard (shadow mode, the demo config's) decided before it ran: its span says what it would have done
+    assert "tool=delete_all_events" in out and "decision=block" in out and "guard.policies=[must_not_call]" in out
+    assert "guard.mode=shadow" in out and "guard.prevented=False" in out
     assert "composite ok-rate: 0.0%" in out
 
 
@@ -162,7 +165,7 @@ def test_enforced_guard_stops_the_call_before_it_runs(capsys: pytest.CaptureFixt
     assert main([*argv, "--show", "1"]) == 0
     out = capsys.readouterr().out
     assert "apply_guardrail" in out and "trace.prevented_tools=[delete_all_events]" in out
-    assert "execute_tool delete_all_events" not in out
+    assert "execute_tool delete_all_events" not in out and "guard.prevented=True" in out
     assert "composite ok-rate: 100.0%" in out  # the call the model asked for never ran
 
 

@@ -183,6 +183,8 @@ _BAD_WHEN_FALSE = ("parse_ok", "tool_known", "schema_valid")
 
 def _label(span: ReadableSpan) -> str:
     attrs = span.attributes or {}
+    if attrs.get(A.GEN_AI_OPERATION_NAME) == A.APPLY_GUARDRAIL:
+        return _guard_label(span.name, attrs)
     scores = {k[len(A.PREFIX) :]: v for k, v in attrs.items() if k.startswith(A.PREFIX)}
     if not scores:
         return f"[dim]{escape(span.name)}[/]"
@@ -199,6 +201,17 @@ def _label(span: ReadableSpan) -> str:
         ):
             shown.append(f"{key}={_fmt(value)}")
     return f"[bold {colour}]{escape(span.name)}[/]  " + escape("  ".join(shown))
+
+
+def _guard_label(name: str, attrs: Any) -> str:
+    """The guard's span: the call it decided, the decision, the policies broken and whether the call was stopped."""
+    decision = attrs.get(A.GEN_AI_GUARDRAIL_RESULT_VALUE)
+    shown = [f"tool={_fmt(attrs.get(A.GEN_AI_TOOL_NAME))}", f"decision={_fmt(decision)}"]
+    for key in (A.GUARD_POLICIES, A.GUARD_MODE, A.GUARD_PREVENTED):
+        if key in attrs:
+            shown.append(f"{key[len(A.PREFIX) :]}={_fmt(attrs[key])}")
+    colour = "red" if decision in ("block", "ask") else "yellow" if decision == "warn" else "green"
+    return f"[bold {colour}]{escape(name)}[/]  " + escape("  ".join(shown))
 
 
 def _fmt(value: Any) -> str:

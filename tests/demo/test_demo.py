@@ -181,6 +181,9 @@ def test_judge_flag_runs_the_real_judge_against_the_scripted_stand_in() -> None:
     assert "judge: scripted answers" in text
     assert kept.total("toolcall_eval.judge.verdicts") > 0
     assert kept.total("toolcall_eval.judge.cost") > 0
+    # its verdict spans go through the demo's provider, the processor included: they add no trace and no late span
+    assert kept.total("toolcall_eval.traces", finalized_by="root") == 20
+    assert kept.total("toolcall_eval.late_spans") == 0
     verdicts = {(a["question"], a["label"]) for n, a, _ in kept.points if n == "toolcall_eval.judge.verdicts"}
     assert {q for q, _ in verdicts} >= {"tool_appropriateness", "error_handling"}
     assert all(label in {s.label for s in BUILTIN[q].scale} for q, label in verdicts)  # no error verdict

@@ -97,7 +97,10 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExp
         readers.append(PrometheusMetricReader())
     meter_provider = MeterProvider(resource=resource, metric_readers=readers)
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(ToolCallEvalProcessor(downstream, config=config, meter_provider=meter_provider))
+    # the judge's verdict spans go to the demo's provider, beside the spans they judge (docs/judge.md)
+    provider.add_span_processor(
+        ToolCallEvalProcessor(downstream, config=config, meter_provider=meter_provider, tracer_provider=provider)
+    )
     guard = None
     if options.guard_mode != "off":
         guard = Guard(config, mode=options.guard_mode, tracer_provider=provider, meter_provider=meter_provider)

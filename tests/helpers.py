@@ -834,7 +834,7 @@ GUARD_CONFIG: dict[str, Any] = {
 class Recorded:
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.exporter = InMemorySpanExporter()
-        provider = TracerProvider()
+        provider = TracerProvider(resource=Resource.get_empty())  # no service: the guard's counters carry no source
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
         self.tracer_provider = provider

@@ -208,7 +208,7 @@ def known_metrics(emitted: dict[str, set[str]], collector: dict[str, Any]) -> di
         labels = {label.replace(".", "_") for label in re.findall(r"`([\w.]+)`", doc.labels)}
         known[doc.prometheus] = labels | ({"le"} if doc.prometheus.endswith("_bucket") else set())
     for _, _, labels, prometheus, _ in GUARD_METRICS:  # the guard's (tests/guard/test_record.py: as emitted)
-        known[prometheus] = set(re.findall(r"`(\w+)`", labels))
+        known[prometheus] = {label.replace(".", "_") for label in re.findall(r"`([\w.]+)`", labels)}
     known.update(emitted)
     return known
 

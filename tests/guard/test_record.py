@@ -6,10 +6,13 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -23,16 +26,22 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_exporter_emits_what_the_metric_table_says() -> None:
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    guard = Guard(EvalConfig.from_dict({"policies": {"must_not_call": ["wipe"]}}), meter_provider=provider)
-    guard.check("wipe", {})
-    guard.check("search", {})
+    tracing = TracerProvider(resource=Resource.create({"service.name": "travel", "service.version": "1.5.0"}))
+    config = EvalConfig.from_dict({"policies": {"must_not_call": ["wipe"]}})
+    guard = Guard(config, meter_provider=provider, tracer_provider=tracing)
+    with tracing.get_tracer("agent").start_as_current_span("invoke_agent", attributes={"gen_ai.agent.name": "x"}):
+        guard.check("wipe", {})
+        guard.check("search", {})
     emitted: dict[str, set[str]] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
             if sample.name.startswith("toolcall_eval_guard_"):
                 labels = {k for k in sample.labels if not k.startswith("otel_scope_")}  # the exporter's own
                 emitted.setdefault(sample.name, set()).update(labels)
-    documented = {prom: set(re.findall(r"`(\w+)`", labels)) for _, _, labels, prom, _ in GUARD_METRICS}
+    documented = {
+        prom: {label.replace(".", "_") for label in re.findall(r"`([\w.]+)`", labels)}
+        for _, _, labels, prom, _ in GUARD_METRICS
+    }
     assert emitted == documented
     provider.shutdown()
 
@@ -54,6 +63,58 @@ def test_tool_labels_are_bounded() -> None:
         for p in m.data.data_points
     }
     assert len(tools) == MAX_TOOL_LABELS + 1 and "_other" in tools
+
+
+def test_decisions_carry_the_service_agent_and_version_through_the_processors_bound() -> None:
+    """The guard's counters are by the deciding process's source (issue 30): the tracer provider's resource and
+    the agent of the span current at the call; sources share the processor's bound on the same MeterProvider."""
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from otel_toolcall_eval.online.metrics import LABEL_OVERFLOW, MAX_SOURCE_LABELS, OTHER, source_labels
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    tracing = TracerProvider(resource=Resource.create({"service.name": "travel", "service.version": "1.5.0"}))
+    guard = Guard(EvalConfig.from_dict({"policies": {"must_not_call": ["wipe"]}}), meter_provider=meters,
+                  tracer_provider=tracing)  # fmt: skip
+    with tracing.get_tracer("agent").start_as_current_span("run", attributes={"gen_ai.agent.name": "planner"}):
+        guard.check("wipe", {})
+    guard.check("search", {})  # no current span: no agent
+    labels = source_labels(meters)
+    for n in range(MAX_SOURCE_LABELS - 2):  # the processor's sources fill the bound the guard shares (2 are its own)
+        labels.bound((f"svc-{n}", "", ""))
+    guard.check("search", {})  # a source labelled before the bound keeps its labels
+    with tracing.get_tracer("agent").start_as_current_span("run", attributes={"gen_ai.agent.name": "booker"}):
+        guard.check("search", {})  # a new one past it: `_other`, counted
+
+    def points(name: str) -> list[tuple[dict[str, Any], int]]:
+        data = reader.get_metrics_data()
+        assert data is not None
+        return [
+            (dict(p.attributes or {}), p.value)
+            for rm in data.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == name
+            for p in m.data.data_points
+        ]
+
+    source = {"service.name": "travel", "service.version": "1.5.0"}
+    decisions = points("toolcall_eval.guard.decisions")
+    blocked = source | {"gen_ai.agent.name": "planner", "tool": "wipe"}
+    allowed = {"tool": "search", "decision": "allow", "mode": "enforce", "prevented": "false"}
+    other = {"service.name": OTHER, "gen_ai.agent.name": OTHER, "service.version": OTHER}
+    assert sorted(decisions, key=repr) == sorted(
+        [
+            (blocked | {"decision": "block", "mode": "enforce", "prevented": "true"}, 1),
+            (source | allowed, 2),
+            (other | allowed, 1),
+        ],
+        key=repr,
+    )
+    (finding,) = points("toolcall_eval.guard.findings")
+    assert finding[0].items() >= blocked.items()
+    assert points(LABEL_OVERFLOW) == [({"label": "source"}, 1)]
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)")

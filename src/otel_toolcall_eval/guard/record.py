@@ -13,6 +13,10 @@ what was done about it: ``agent.threat.detection.action`` is the enforcement tak
 ``block`` records ``warn`` (the call proceeded, the concern is recorded). Argument values are never recorded.
 
 Counters are observable, read at collection (``metrics`` says why: ``Counter.add`` costs more than the decision).
+They carry the deciding process's source as the processor's metrics do (``service.name`` and ``service.version``
+of the tracer provider's resource, ``gen_ai.agent.name`` of the span current at the call, when it names one),
+through the same bound (``online.metrics.SourceLabels``), so the guard's rates compare with the scores by
+service, agent and version.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from opentelemetry.trace import SpanKind, TracerProvider
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._version import __version__
 from otel_toolcall_eval.engine.guard import SEVERITY, Action, Decision
+from otel_toolcall_eval.online.metrics import SOURCE_LABELS_TEXT, Source, source_labels, source_of
 
 SCOPE: Final = "otel_toolcall_eval.guard"
 DECISIONS: Final = "toolcall_eval.guard.decisions"
@@ -40,7 +45,7 @@ GUARD_METRICS: Final = (
     (
         DECISIONS,
         "counter",
-        "`tool`, `decision`, `mode`, `prevented`",
+        f"{SOURCE_LABELS_TEXT}, `tool`, `decision`, `mode`, `prevented`",
         "toolcall_eval_guard_decisions_total",
         "one per call the guard decided: `decision` allow|warn|ask|block, `mode` enforce|shadow, `prevented` "
         "true when the call did not run",
@@ -48,7 +53,7 @@ GUARD_METRICS: Final = (
     (
         FINDINGS,
         "counter",
-        "`tool`, `policy`, `action`, `mode`",
+        f"{SOURCE_LABELS_TEXT}, `tool`, `policy`, `action`, `mode`",
         "toolcall_eval_guard_findings_total",
         "one per broken policy of a decided call (a call can break several)",
     ),
@@ -70,6 +75,7 @@ class GuardRecorder:
     ) -> None:
         provider = tracer_provider if tracer_provider is not None else trace_api.get_tracer_provider()
         self._tracer = provider.get_tracer(SCOPE, __version__)
+        self._tracer_provider = tracer_provider  # None: the global one, read per decision (it may be set later)
         meters = meter_provider if meter_provider is not None else metrics_api.get_meter_provider()
         meter = meters.get_meter(SCOPE, __version__)
         self.record_all = record_all
@@ -78,8 +84,9 @@ class GuardRecorder:
         self.ruleset = f"otel-toolcall-eval@{policy_version or __version__}"
         self._known = set(known_tools)
         self._lock = threading.Lock()
-        self._decisions: dict[tuple[str, str, str, str], int] = {}
-        self._findings: dict[tuple[str, str, str, str], int] = {}
+        self._labels = source_labels(meters)
+        self._decisions: dict[tuple[Source, str, str, str, str], int] = {}
+        self._findings: dict[tuple[Source, str, str, str, str], int] = {}
         meter.create_observable_counter(
             DECISIONS, [self._observe_decisions], unit="{call}", description=GUARD_METRICS[0][4]
         )
@@ -100,15 +107,23 @@ class GuardRecorder:
         """Count ``decision`` and, when it found something (or ``record: all``), write its span."""
         prevented = decision.stops
         mode = "enforce" if decision.enforced else "shadow"
+        source = self._source()
         with self._lock:
             tool = self._tool_label(decision.tool, known)
-            key = (tool, decision.action.value, mode, "true" if prevented else "false")
+            key = (source, tool, decision.action.value, mode, "true" if prevented else "false")
             self._decisions[key] = self._decisions.get(key, 0) + 1
             for finding in decision.findings:
-                fkey = (tool, finding.policy, finding.action.value, mode)
+                fkey = (source, tool, finding.policy, finding.action.value, mode)
                 self._findings[fkey] = self._findings.get(fkey, 0) + 1
         if decision.findings or self.record_all:
             self._span(decision, prevented)
+
+    def _source(self) -> Source:
+        """The deciding process's source, bounded: its resource's service and version, the current span's agent."""
+        provider = self._tracer_provider if self._tracer_provider is not None else trace_api.get_tracer_provider()
+        attributes = getattr(trace_api.get_current_span(), "attributes", None)  # a live SDK span's; none for others
+        agent = attributes.get(A.GEN_AI_AGENT_NAME) if attributes else None
+        return self._labels.bound(source_of(getattr(provider, "resource", None), agent))
 
     def _span(self, decision: Decision, prevented: bool) -> None:
         deciding = decision.deciding
@@ -165,14 +180,19 @@ class GuardRecorder:
     def _observe_decisions(self, options: CallbackOptions) -> Iterable[Observation]:
         with self._lock:
             items = list(self._decisions.items())
-        for (tool, decision, mode, prevented), value in items:
-            yield Observation(value, {"tool": tool, "decision": decision, "mode": mode, "prevented": prevented})
+        with_source = self._labels.with_source
+        for (source, tool, decision, mode, prevented), value in items:
+            labels = {"tool": tool, "decision": decision, "mode": mode, "prevented": prevented}
+            yield Observation(value, with_source(source, labels))
 
     def _observe_findings(self, options: CallbackOptions) -> Iterable[Observation]:
         with self._lock:
             items = list(self._findings.items())
-        for (tool, policy, action, mode), value in items:
-            yield Observation(value, {"tool": tool, "policy": policy, "action": action, "mode": mode})
+        with_source = self._labels.with_source
+        for (source, tool, policy, action, mode), value in items:
+            yield Observation(
+                value, with_source(source, {"tool": tool, "policy": policy, "action": action, "mode": mode})
+            )
 
 
 def _taken(action: Action, prevented: bool) -> str:

@@ -92,7 +92,7 @@ MAX_LABEL_LENGTH: Final = 128  # a source value is cut to this many characters
 MAX_TRACE_KEYS: Final = 64  # distinct call keys a trace tallies before its verdict; past this counted at once
 LABEL_OVERFLOW: Final = "toolcall_eval.label_overflow"
 OVERFLOW_LABELS: Final = ("tool", "source", "scope")  # the ``label`` values of ``toolcall_eval.label_overflow``
-_SOURCE_LABELS: Final = "`service.name`, `gen_ai.agent.name`, `service.version`"  # as the metric table shows them
+SOURCE_LABELS_TEXT: Final = "`service.name`, `gen_ai.agent.name`, `service.version`"  # as the metric table shows them
 _LATENCY_BUCKETS: Final = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
 TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
@@ -100,7 +100,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_MODEL_CALLS,
         "histogram",
         "{call}",
-        _SOURCE_LABELS,
+        SOURCE_LABELS_TEXT,
         "toolcall_eval_trace_model_calls_bucket",
         "model calls per finished trace (traces with at least one)",
     ),
@@ -108,7 +108,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_TOKENS,
         "histogram",
         "{token}",
-        f"{_SOURCE_LABELS}, `type`",
+        f"{SOURCE_LABELS_TEXT}, `type`",
         "toolcall_eval_trace_tokens_bucket",
         "tokens per finished trace, by `type` (`input` or `output`)",
     ),
@@ -116,7 +116,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_COST,
         "histogram",
         "{cost}",
-        f"{_SOURCE_LABELS}, `currency`",
+        f"{SOURCE_LABELS_TEXT}, `currency`",
         "toolcall_eval_trace_cost_bucket",
         "cost per finished trace from `pricing.models` (only with a price table)",
     ),
@@ -124,7 +124,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_TOOL_LATENCY,
         "histogram",
         "s",
-        _SOURCE_LABELS,
+        SOURCE_LABELS_TEXT,
         "toolcall_eval_trace_tool_latency_seconds_bucket",
         "tool time per finished trace (tool spans' durations summed)",
     ),
@@ -132,7 +132,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_TOOL_ERROR_RATE,
         "histogram",
         "1",
-        _SOURCE_LABELS,
+        SOURCE_LABELS_TEXT,
         "toolcall_eval_trace_tool_error_rate_bucket",
         "share of a finished trace's tool calls that did not succeed",
     ),
@@ -140,7 +140,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TOOL_LATENCY,
         "histogram",
         "s",
-        f"{_SOURCE_LABELS}, `tool`",
+        f"{SOURCE_LABELS_TEXT}, `tool`",
         "toolcall_eval_tool_latency_seconds_bucket",
         "duration of each tool call, by its trace's source (recorded with the trace's verdict, as the calls are)",
     ),
@@ -148,7 +148,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         RECOVERIES,
         "counter",
         "{call}",
-        f"{_SOURCE_LABELS}, `tool`, `class`",
+        f"{SOURCE_LABELS_TEXT}, `tool`, `class`",
         "toolcall_eval_recoveries_total",
         "failed calls by what the agent did next: `corrected_retry`, `switched_tool`, `handed_back`, `repeated`, "
         "`carried_on` (counted when the trace finishes)",
@@ -167,7 +167,7 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         TOOL_LIST_CHANGES,
         "counter",
         "{trace}",
-        _SOURCE_LABELS,
+        SOURCE_LABELS_TEXT,
         "toolcall_eval_tool_list_changes_total",
         "traces whose tool-list fingerprint differs from the previous trace's of the same service and agent "
         "(`gen_ai.agent.name`), by the trace's source (its version: the one whose list changed): a tool an MCP "
@@ -211,7 +211,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         TOOL_CALLS,
         "counter",
         "{call}",
-        f"{_SOURCE_LABELS}, `tool`, `outcome`",
+        f"{SOURCE_LABELS_TEXT}, `tool`, `outcome`",
         "toolcall_eval_tool_calls_total",
         "tool calls scored, by the trace's source, tool and outcome (counted when the trace's verdict is; a call "
         "after it at once)",
@@ -220,7 +220,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         VIOLATIONS,
         "counter",
         "{violation}",
-        f"{_SOURCE_LABELS}, `tool`, `violation`",
+        f"{SOURCE_LABELS_TEXT}, `tool`, `violation`",
         "toolcall_eval_violations_total",
         "policy violations and trajectory findings (`duplicate`, `repeated_failure`, `over_budget`, `schema_invalid`, `parse_failed`, `unknown_tool`, policy kinds); a call validated against a schema that arrived after it (`trace.late_schema.*`) counts with its trace's verdict",
     ),
@@ -228,7 +228,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACES,
         "counter",
         "{trace}",
-        f"{_SOURCE_LABELS}, `composite_ok`, `finalized_by`",
+        f"{SOURCE_LABELS_TEXT}, `composite_ok`, `finalized_by`",
         "toolcall_eval_traces_total",
         "traces with a verdict, by source; `finalized_by` is `root`, `expired`, `evicted`, `shutdown` or `segment` (seen only as "
         "remote-parented parts whose true root never came, `serve.remote_parents: segment`)",
@@ -237,7 +237,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         TRACE_TOOL_CALLS,
         "histogram",
         "{call}",
-        f"{_SOURCE_LABELS}, `composite_ok`",
+        f"{SOURCE_LABELS_TEXT}, `composite_ok`",
         "toolcall_eval_trace_tool_calls_bucket",
         "tool calls per finished trace",
     ),
@@ -308,7 +308,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         SESSIONS,
         "counter",
         "{session}",
-        f"{_SOURCE_LABELS}, `outcome`, `finalized_by`",
+        f"{SOURCE_LABELS_TEXT}, `outcome`, `finalized_by`",
         "toolcall_eval_sessions_total",
         "session verdicts: `outcome` `pass` or `fail`; `finalized_by` `idle`, `evicted`, `flush` or `shutdown`",
     ),
@@ -316,7 +316,7 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         SESSION_TURNS,
         "histogram",
         "{turn}",
-        f"{_SOURCE_LABELS}, `outcome`",
+        f"{SOURCE_LABELS_TEXT}, `outcome`",
         "toolcall_eval_session_turns_bucket",
         "turns (traces) per finished session; sessions are by the source of their last turn with a verdict",
     ),
@@ -524,6 +524,16 @@ class TraceCounts:
         agent = attributes.get(A.GEN_AI_AGENT_NAME) if attributes else None
         if isinstance(agent, str) and agent:
             self.agent = agent[:MAX_LABEL_LENGTH]
+
+
+def source_of(resource: Any, agent: Any = None) -> Source:
+    """The source of a part that is no trace (the guard's decisions): ``resource``'s service name and version, and
+    ``agent`` when it is a name, each cut to ``MAX_LABEL_LENGTH`` (not bounded yet: ``SourceLabels.bound``)."""
+    return (
+        _resource_value(resource, A.SERVICE_NAME),
+        agent[:MAX_LABEL_LENGTH] if isinstance(agent, str) else "",
+        _resource_value(resource, A.SERVICE_VERSION),
+    )
 
 
 def _resource_value(resource: Any, key: str) -> str:

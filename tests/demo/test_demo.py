@@ -192,3 +192,10 @@ def test_judge_flag_runs_the_real_judge_against_the_scripted_stand_in() -> None:
 def test_without_judge_flag_no_judge_runs() -> None:
     kept, text = _run_kept(4, dict.fromkeys(FAILURE_CLASSES, 0.0))
     assert kept.total("toolcall_eval.judge.verdicts") == 0 and "judge" not in text
+
+
+def test_judge_verdicts_show_under_the_calls_they_judge(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--traces", "6", "--judge", "--show", "2", "--failure-rate", "0.2", "--seed", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "toolcall_eval.judge tool_appropriateness" in out
+    assert "model=scripted-stand-in" in out and "label=" in out and "score=" in out

@@ -17,6 +17,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._console import escape as _escape
 from otel_toolcall_eval._console import strip_markup
 from otel_toolcall_eval._text import terminal_safe
+from otel_toolcall_eval.config.judge import PASS_SCORE
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -185,6 +186,8 @@ def _label(span: ReadableSpan) -> str:
     attrs = span.attributes or {}
     if attrs.get(A.GEN_AI_OPERATION_NAME) == A.APPLY_GUARDRAIL:
         return _guard_label(span.name, attrs)
+    if A.JUDGE_MODEL in attrs:
+        return _verdict_label(span.name, attrs)
     scores = {k[len(A.PREFIX) :]: v for k, v in attrs.items() if k.startswith(A.PREFIX)}
     if not scores:
         return f"[dim]{escape(span.name)}[/]"
@@ -211,6 +214,16 @@ def _guard_label(name: str, attrs: Any) -> str:
         if key in attrs:
             shown.append(f"{key[len(A.PREFIX) :]}={_fmt(attrs[key])}")
     colour = "red" if decision in ("block", "ask") else "yellow" if decision == "warn" else "green"
+    return f"[bold {colour}]{escape(name)}[/]  " + escape("  ".join(shown))
+
+
+def _verdict_label(name: str, attrs: Any) -> str:
+    """A judge's verdict span: the label and score it gave, and which model gave them."""
+    score = attrs.get(A.GEN_AI_EVALUATION_SCORE_VALUE)
+    shown = [f"label={_fmt(attrs.get(A.GEN_AI_EVALUATION_SCORE_LABEL))}", f"score={_fmt(score)}"]
+    shown.append(f"model={_fmt(attrs.get(A.JUDGE_MODEL))}")
+    passed = isinstance(score, (int, float)) and score >= PASS_SCORE
+    colour = "green" if passed else "red" if isinstance(score, (int, float)) else "yellow"  # yellow: an error verdict
     return f"[bold {colour}]{escape(name)}[/]  " + escape("  ".join(shown))
 
 

@@ -191,7 +191,9 @@ def test_judge_flag_runs_the_real_judge_against_the_scripted_stand_in() -> None:
 
 def test_without_judge_flag_no_judge_runs() -> None:
     kept, text = _run_kept(4, dict.fromkeys(FAILURE_CLASSES, 0.0))
-    assert kept.total("toolcall_eval.judge.verdicts") == 0 and "judge" not in text
+    assert kept.total("toolcall_eval.judge.verdicts") == 0 and "scripted answers" not in text
+    assert "The LLM judge is off: `otel-toolcall-eval demo --judge`" in text
+    assert "pip install 'otel-toolcall-eval[judge]'" in text.replace("\n", " ")  # the extra's name kept: no markup
 
 
 def test_judge_verdicts_show_under_the_calls_they_judge(capsys: pytest.CaptureFixture[str]) -> None:

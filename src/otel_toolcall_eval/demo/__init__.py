@@ -23,7 +23,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-from otel_toolcall_eval._console import have_rich, new_console
+from otel_toolcall_eval._console import escape, have_rich, new_console
 from otel_toolcall_eval.commands._exporters import otlp_exporters
 from otel_toolcall_eval.commands._summary import SummaryExporter
 from otel_toolcall_eval.config import EvalConfig
@@ -124,8 +124,15 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> SummaryExp
             stand_in.stop()
         if scratch is not None:
             scratch.cleanup()
-    if stand_in is not None and options.duration is None:
+    if options.duration is None and stand_in is not None:
         console.print(f"judge: {stand_in.summary()}")
+    elif options.duration is None and config.judge is None:
+        console.print(
+            escape(
+                "The LLM judge is off: `otel-toolcall-eval demo --judge` runs it against a scripted local stand-in "
+                "for a hosted model (the judge extra: pip install 'otel-toolcall-eval[judge]')"
+            )
+        )
     return summary
 
 

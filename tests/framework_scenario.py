@@ -94,6 +94,9 @@ class Expected:
     requested: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # (checked, invalid) calls validated when a schema arrived after them (``trace.late_schema.*``); None: absent
     late_schema: tuple[int, int] | None = None
+    # (checked, failed) calls that read as a success on spans that cannot record an error, whose reply in the next
+    # model request was read (``trace.late_outcome.*``); None: absent
+    late_outcome: tuple[int, int] | None = None
 
 
 def scored(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
@@ -128,6 +131,8 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
         assert root[A.TRACE_MODEL_CALLS] == expected.model_calls
     late = (root.get(A.TRACE_LATE_SCHEMA_CHECKED), root.get(A.TRACE_LATE_SCHEMA_INVALID))
     assert late == (expected.late_schema or (None, None))
+    read = (root.get(A.TRACE_LATE_OUTCOME_CHECKED), root.get(A.TRACE_LATE_OUTCOME_FAILED))
+    assert read == (expected.late_outcome or (None, None))
 
 
 def requested_scores(spans: Sequence[ReadableSpan]) -> list[tuple[str, dict[str, Any]]]:
@@ -561,19 +566,26 @@ EXPECTED: dict[str, Expected] = {
     # id is the JSON-RPC one, so each call borrows the arguments of the one waiting request of its tool's name (the
     # model's, on the ChatCompletion span); the definitions are on the same spans. The server rejects the bad enum
     # and the unknown tool itself (``error.type = tool_error``): the borrowed arguments and the definitions say why.
-    # Hidden requests: nothing but ``tool_error`` says any call failed, so the trace reads correct with three errors
-    "mcp2-content": Expected(_mcp2(True), correct=False, errors=3, unknown_tool_requests=0, model_calls=6),
+    # Hidden requests: nothing but ``tool_error`` says any call failed, so the trace reads correct with three errors.
+    # The scope's row says its spans cannot record a reply's error (its client spans cannot): the two calls that read
+    # as a success are checked against their replies too (``trace.late_outcome``: 2 read, none failed)
+    "mcp2-content": Expected(
+        _mcp2(True), correct=False, errors=3, unknown_tool_requests=0, model_calls=6, late_outcome=(2, 0)
+    ),
     "mcp2-hidden": Expected(_mcp2(None), correct=True, errors=3, model_calls=6),
     # the server in a process of its own (stdio): the agent's trace holds only the SDK's client spans (``MCP send
     # tools/call <tool>``, the tool name in the span name), which record no error of a result (``isError`` is a
-    # reply, not an exception): the raising tool reads as a success; its server's span (in its process) says
-    # ``tool_error``. Arguments borrowed by name as above: schema and unknown tool still get their verdicts
+    # reply, not an exception; its row: ``records_error_flag``): the raising tool's span reads as a success; the
+    # reply the next request carries back for its call id ("Error executing tool get_population") says it failed,
+    # and the root counts it (``trace.late_outcome``: the three calls that read as a success checked, one failed).
+    # Arguments borrowed by name as above: schema and unknown tool still get their verdicts
     "mcp2_stdio-content": Expected(
         [*_mcp2(True)[:4], ("get_population", call("success", parse_ok=True, tool_known=True, schema_valid=True))],
         correct=False,
-        errors=2,
+        errors=3,
         unknown_tool_requests=0,
         model_calls=6,
+        late_outcome=(3, 1),
     ),
     # Semantic Kernel's own diagnostics (``SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS``): ``execute_tool``
     # spans with the call id, no arguments; the definitions only on the root ``invoke_agent`` span, which ends after

@@ -129,6 +129,28 @@ def scores(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
+def genai_turn(
+    tracer: Tracer,
+    name: str,
+    calls: Sequence[tuple[str, str, Any]] = (),
+    replies: Sequence[tuple[str, str]] = (),
+    tools: list[dict[str, Any]] | None = None,
+) -> None:
+    """A GenAI chat span offering ``tools``, answering ``replies`` ((call id, reply text): ``tool_call_response``
+    parts in its input) and requesting ``calls`` ((call id, tool, arguments))."""
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+    if tools is not None:
+        attrs["gen_ai.tool.definitions"] = json.dumps(tools)
+    if calls:
+        parts = [{"type": "tool_call", "id": c, "name": n, "arguments": a} for c, n, a in calls]
+        attrs["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
+    if replies:
+        parts = [{"type": "tool_call_response", "id": c, "response": text} for c, text in replies]
+        attrs["gen_ai.input.messages"] = json.dumps([{"role": "user", "parts": parts}])
+    with tracer.start_as_current_span(name, attributes=attrs):
+        pass
+
+
 def chat_span(tracer: Tracer, tools: list[dict[str, Any]] | None = None, calls: list[tuple[str, str]] = ()) -> None:
     """A GenAI chat span that offers ``tools`` and requests ``calls`` ((id, name) pairs) in one turn."""
     attrs: dict[str, Any] = {"gen_ai.operation.name": "chat"}

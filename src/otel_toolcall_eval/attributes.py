@@ -59,6 +59,13 @@ TRACE_LATE_SCHEMA_INVALID: Final = PREFIX + "trace.late_schema.invalid"
 TRACE_LATE_SCHEMA_CHECKED_STEPS: Final = PREFIX + "trace.late_schema.checked_steps"
 TRACE_LATE_SCHEMA_INVALID_STEPS: Final = PREFIX + "trace.late_schema.invalid_steps"
 TRACE_LATE_SCHEMA_ERRORS: Final = PREFIX + "trace.late_schema.errors"
+TRACE_LATE_OUTCOME_CHECKED: Final = PREFIX + "trace.late_outcome.checked"
+TRACE_LATE_OUTCOME_FAILED: Final = PREFIX + "trace.late_outcome.failed"
+TRACE_LATE_OUTCOME_CHECKED_STEPS: Final = PREFIX + "trace.late_outcome.checked_steps"
+TRACE_LATE_OUTCOME_FAILED_STEPS: Final = PREFIX + "trace.late_outcome.failed_steps"
+TRACE_LATE_OUTCOME_OUTCOMES: Final = PREFIX + "trace.late_outcome.outcomes"
+TRACE_LATE_OUTCOME_ERROR_SOURCES: Final = PREFIX + "trace.late_outcome.error_sources"
+TRACE_LATE_OUTCOME_REPLIES: Final = PREFIX + "trace.late_outcome.replies"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_REQUEST_SCORED_CALLS: Final = PREFIX + "trace.request_scored_calls"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
@@ -392,6 +399,47 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "string[]",
         "local root span",
         "per invalid step, its tool and first schema error (`tool: /path: message`)",
+    ),
+    AttributeDoc(
+        TRACE_LATE_OUTCOME_CHECKED,
+        "int",
+        "local root span",
+        "calls that read as a success on a tool span whose instrumentation cannot record a reply's error flag (its "
+        "shape row: the MCP SDK's client span has no `isError`), whose outcome was read from the reply the next "
+        "model request carried back for their call id (`checks.late_outcome`): their tool spans went out as "
+        "`success`, the root carries the verdicts (absent when no such reply was read)",
+    ),
+    AttributeDoc(
+        TRACE_LATE_OUTCOME_FAILED,
+        "int",
+        "local root span",
+        "of those, the ones whose reply said the tool failed: each counts in `trace.errors` (the composite fails), and "
+        "a rejected input or an unknown tool fails `trace.correct` too, as it would had the span recorded it",
+    ),
+    AttributeDoc(TRACE_LATE_OUTCOME_CHECKED_STEPS, "int[]", "local root span", "the `step` of each call read late"),
+    AttributeDoc(
+        TRACE_LATE_OUTCOME_FAILED_STEPS, "int[]", "local root span", "the `step` of each failed one (absent when none)"
+    ),
+    AttributeDoc(
+        TRACE_LATE_OUTCOME_OUTCOMES,
+        "string[]",
+        "local root span",
+        "per failed step, its `outcome` (`execution_failed`, or `malformed_call` for a rejected input or an unknown "
+        "tool)",
+    ),
+    AttributeDoc(
+        TRACE_LATE_OUTCOME_ERROR_SOURCES,
+        "string[]",
+        "local root span",
+        "per failed step, its `error_source` (`error.type`: the reply's flag the span could not record; "
+        "`input_rejected`; `unknown_tool`)",
+    ),
+    AttributeDoc(
+        TRACE_LATE_OUTCOME_REPLIES,
+        "string[]",
+        "local root span",
+        "per failed step, the reply's text as the model got it (cut to `limits.max_attribute_length`): what `harvest` "
+        "gives the call, so `eval` scores it the same",
     ),
     AttributeDoc(
         TRACE_CORRECT,

@@ -395,6 +395,26 @@ class LateSchemaVerdict:
 
 
 @dataclass(slots=True, frozen=True)
+class LateOutcomeVerdict:
+    """Calls that read as a success on a span whose instrumentation cannot record a reply's error flag, their
+    outcome read from the reply the next model request carried back for their call id (``checks.late_outcome``):
+    their steps, and of those the failed ones with their tool, outcome, evidence (error source) and reply text, in
+    step order."""
+
+    checked_steps: tuple[int, ...] = ()
+    failed_steps: tuple[int, ...] = ()
+    failed_tools: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()
+    error_sources: tuple[str, ...] = ()
+    replies: tuple[str, ...] = ()
+
+    @property
+    def malformed(self) -> bool:
+        """A failed one was the call's own fault (a rejected input, an unknown tool): the trace is not correct."""
+        return Outcome.MALFORMED_CALL.value in self.outcomes
+
+
+@dataclass(slots=True, frozen=True)
 class TraceVerdict:
     tool_calls: int
     errors: int
@@ -406,6 +426,7 @@ class TraceVerdict:
     unexecuted_calls: int | None = None  # requested calls no tool span answered; None: no requests were recorded
     unlisted_calls: int | None = None  # calls scored before a late tool list, of tools not on it; None: no late list
     late_schema: LateSchemaVerdict | None = None  # calls validated when their schema arrived; None: none waited
+    late_outcome: LateOutcomeVerdict | None = None  # outcomes read from the next request's reply; None: none read
 
     @property
     def composite_ok(self) -> bool:
@@ -427,6 +448,7 @@ def new_trace_verdict(
     unexecuted_calls: int | None,
     unlisted_calls: int | None,
     late_schema: LateSchemaVerdict | None,
+    late_outcome: LateOutcomeVerdict | None = None,
 ) -> TraceVerdict:
     """``checks.verdict``'s constructor of a ``TraceVerdict`` (once per trace): the slots set by name.
 
@@ -445,4 +467,5 @@ def new_trace_verdict(
     _set(verdict, "unexecuted_calls", unexecuted_calls)
     _set(verdict, "unlisted_calls", unlisted_calls)
     _set(verdict, "late_schema", late_schema)
+    _set(verdict, "late_outcome", late_outcome)
     return verdict

@@ -25,7 +25,7 @@ from otel_toolcall_eval.engine.requested import (
     score_requested_call,
 )
 from otel_toolcall_eval.records import CallHistory, CallScore, Outcome, ToolCallRecord, ToolDefinition, ToolReply
-from tests.helpers import WEATHER_SCHEMA, WEATHER_TOOL, make_pipeline, scores, tool_span
+from tests.helpers import WEATHER_SCHEMA, WEATHER_TOOL, genai_turn, make_pipeline, scores, tool_span
 
 TOOLS = {"get_weather": ToolDefinition("get_weather", WEATHER_SCHEMA)}
 
@@ -163,15 +163,7 @@ def test_genai_tool_call_response_parts_are_replies_without_a_flag() -> None:
 
 def _chat(p: Any, name: str, calls: list[tuple[str, str, Any]] = (), replies: list[tuple[str, str]] = ()) -> None:
     """A GenAI chat span offering the weather tool, answering ``replies`` ((id, text)) and requesting ``calls``."""
-    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.tool.definitions": json.dumps([WEATHER_TOOL])}
-    if calls:
-        parts = [{"type": "tool_call", "id": c, "name": n, "arguments": a} for c, n, a in calls]
-        attrs["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
-    if replies:
-        parts = [{"type": "tool_call_response", "id": c, "response": text} for c, text in replies]
-        attrs["gen_ai.input.messages"] = json.dumps([{"role": "user", "parts": parts}])
-    with p.tracer.start_as_current_span(name, attributes=attrs):
-        pass
+    genai_turn(p.tracer, name, calls, replies, tools=[WEATHER_TOOL])
 
 
 def test_a_trace_with_tool_activity_only_in_requests_gets_a_verdict_per_call() -> None:

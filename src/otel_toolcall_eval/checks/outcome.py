@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from otel_toolcall_eval import _json
 from otel_toolcall_eval.records import NO_ERROR, ErrorEvidence, Outcome
@@ -46,6 +46,9 @@ _ERROR_REPLY = re.compile(
     r"\s*(?:[A-Za-z_][\w.]{0,100}(?:Error|Exception)(?:Group)?\(|(?i:error\s*:|error executing tool\b))"
 )
 _MAX_TEXT = 512
+# what a reply's error flag stands for (Anthropic's ``is_error``, MCP's ``isError``), where the next request carries
+# it or its text tells it: ``error.type = tool_error``, as the MCP conventions write it on a span
+REPLY_ERROR: Final = ErrorEvidence(error_type="tool_error")
 
 
 def reply_text(value: Any) -> Any:

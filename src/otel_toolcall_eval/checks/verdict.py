@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from otel_toolcall_eval.records import CallHistory, LateSchemaVerdict, TraceVerdict, new_trace_verdict
+from otel_toolcall_eval.records import (
+    CallHistory,
+    LateOutcomeVerdict,
+    LateSchemaVerdict,
+    TraceVerdict,
+    new_trace_verdict,
+)
 
 
 def trace_verdict(
@@ -12,6 +18,7 @@ def trace_verdict(
     unexecuted_calls: int | None = None,
     unlisted_calls: int | None = None,
     late_schema: LateSchemaVerdict | None = None,
+    late_outcome: LateOutcomeVerdict | None = None,
 ) -> TraceVerdict:
     """The whole verdict of a trace, in one place (``enrich.verdict_attributes`` writes exactly this).
 
@@ -23,10 +30,14 @@ def trace_verdict(
     tool is not on it: the tool spans are gone downstream by then, so the root carries the finding; None when no
     list arrived late.
     ``late_schema``: calls validated against a schema that arrived after them (``checks.late_schema``); an invalid
-    one fails the trace as a schema-invalid call always does; None when no call waited for its schema."""
+    one fails the trace as a schema-invalid call always does; None when no call waited for its schema.
+    ``late_outcome``: calls that read as a success on spans that cannot record the error flag, whose reply in the
+    next model request said they failed (``checks.late_outcome``): each is a tool error, and a rejected input or an
+    unknown tool fails ``correct`` too, as on a span that recorded it; None when no reply was read."""
+    late_failed = len(late_outcome.failed_steps) if late_outcome is not None else 0
     return new_trace_verdict(  # positional: once per trace (``records.new_trace_verdict``)
         history.calls,
-        history.errors,
+        history.errors + late_failed,
         # a call over it: a parallel batch counts where it starts (``engine.call.budget_position``)
         step_budget is not None and history.budget_position > step_budget,
         history.violations,
@@ -34,9 +45,11 @@ def trace_verdict(
         history.all_correct
         and not unknown_tool_requests
         and not unlisted_calls
-        and (late_schema is None or not late_schema.invalid_steps),
+        and (late_schema is None or not late_schema.invalid_steps)
+        and (late_outcome is None or not late_outcome.malformed),
         unknown_tool_requests,
         unexecuted_calls,
         unlisted_calls,
         late_schema,
+        late_outcome,
     )

@@ -250,7 +250,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "spans; the server's rejection of the bad enum and the unknown tool (`tool_error`) explained by the schema "
         "and the definitions. A server in its own process (stdio) leaves only the client's `MCP send tools/call "
         "<tool>` spans in the agent's trace: the same verdicts, but an `isError` result is no error there (the "
-        "raising tool reads as a success; its server's spans have it)",
+        "raising tool's span reads as a success): the reply the model's next request carries back for the call says "
+        "it failed, and the root counts it (`trace.late_outcome.*`)",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true` on the model client (the MCP SDK has no content setting)",
         "outcomes only, and every failure an execution failure (`tool_error`): the trace reads correct though a "
         "call was rejected",

@@ -170,6 +170,11 @@ class Scorer:
             BytesBoundedCache(limits.max_cache_bytes, limits.validator_cache_size)
         )
 
+    @property
+    def input_error_types(self) -> frozenset[str]:
+        """The policy's exception types that mean a tool rejected its input (``checks.outcome``)."""
+        return self._input_errors
+
     def score(
         self,
         record: ToolCallRecord,

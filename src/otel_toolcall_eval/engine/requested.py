@@ -16,20 +16,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from otel_toolcall_eval.checks.outcome import REPLY_ERROR
 from otel_toolcall_eval.engine.call import Scorer
 from otel_toolcall_eval.records import (
     NO_ERROR,
     CallHistory,
     CallScore,
-    ErrorEvidence,
     ToolCallRecord,
     ToolDefinition,
     ToolReply,
 )
 
 REQUEST_CONVENTION: Final = "request"  # the convention of a call scored from the requests (no tool span)
-# what the request's error flag stands for: MCP's ``isError`` is ``error.type = tool_error`` on a span, the same
-_REPLY_ERROR: Final = ErrorEvidence(error_type="tool_error")
 
 
 def requested_call_record(
@@ -42,7 +40,7 @@ def requested_call_record(
     if reply is not None:
         record.result = reply.content
         record.result_recorded = reply.content is not None
-        record.error = _REPLY_ERROR if reply.is_error else NO_ERROR
+        record.error = REPLY_ERROR if reply.is_error else NO_ERROR
     return record
 
 

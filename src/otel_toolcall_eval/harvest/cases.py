@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import format_trace_id
 
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval.checks.outcome import REPLY_ERROR
 from otel_toolcall_eval.checks.parse import parse_arguments
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.config.judge import Redaction
@@ -229,8 +230,11 @@ def _recorded_calls(
     records (``toolcall_eval.same_call_as``, a second instrumentation) is skipped. A call that ran on no tool span
     and was scored from the requests (``toolcall_eval.requested.<N>.*`` on the model span whose input answered it)
     comes as the record ``engine.requested`` built online (the arguments the model sent, the reply it got back) with
-    its scores under their tool-span names."""
+    its scores under their tool-span names. A call whose span read as a success but whose reply said it failed
+    (``trace.late_outcome.*`` on the root: its span cannot record the error) comes with that reply and its flag,
+    and the outcome the root gives it."""
     sent: dict[str, Any] = {}  # call id -> the arguments the model sent, from the model spans so far
+    late = _late_outcomes(spans)
     for span in spans:
         attrs = span.attributes or {}
         if A.SAME_CALL_AS in attrs:
@@ -238,10 +242,35 @@ def _recorded_calls(
         convention = conventions.recognise(span, attrs)
         record = convention.extract(span, attrs) if convention is not None else None
         if record is not None:
+            step = attrs.get(A.STEP)
+            failed = late.get(step) if late and isinstance(step, int) else None
+            if failed is not None:
+                record.error, record.result, record.result_recorded = REPLY_ERROR, failed[1], True
+                attrs = {**attrs, A.OUTCOME: failed[0]}
             yield attrs, record
         elif is_llm_span(attrs):
             yield from _requested(span, attrs, sent)
             requested_calls(attrs, sent)
+
+
+def _late_outcomes(spans: Sequence[ReadableSpan]) -> dict[int, tuple[str, str]]:
+    """Step -> (outcome, reply) of the calls the root says failed by their reply (``checks.late_outcome``)."""
+    for span in spans:
+        attrs = span.attributes or {}
+        steps = _sequence(attrs.get(A.TRACE_LATE_OUTCOME_FAILED_STEPS))
+        outcomes = _sequence(attrs.get(A.TRACE_LATE_OUTCOME_OUTCOMES))
+        replies = _sequence(attrs.get(A.TRACE_LATE_OUTCOME_REPLIES))
+        if steps and len(steps) == len(outcomes) == len(replies):
+            return {
+                step: (str(outcome), str(reply))
+                for step, outcome, reply in zip(steps, outcomes, replies, strict=True)
+                if isinstance(step, int)
+            }
+    return {}
+
+
+def _sequence(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, (list, tuple)) else ()
 
 
 def _requested(

@@ -20,6 +20,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.late_schema import waits_for_schema
 from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
+from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import call_attributes
@@ -119,10 +120,13 @@ class CallStage:
                 score = None  # scored from the requests before this span arrived: that model span carries it
             else:
                 requests = state.requests
+                model_id: str | None = None  # the model's id of this call, where a request named it
                 if requests is None:  # no turn requested a call yet: this one is remembered as answered early
                     requests = state.requests = Requests()
                 elif requests.call_arguments:
-                    _borrow_requested(requests, record)
+                    model_id = _borrow_requested(requests, record)
+                elif record.call_id is not None and record.call_id in requests.call_names:
+                    model_id = record.call_id
                 late = record.convention in LATE_REQUEST_CONVENTIONS
                 batch = requests.batch_for(record.call_id, record.name, max_calls, late, remote)
                 score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
@@ -131,6 +135,8 @@ class CallStage:
                 # its schema may come on a span that ends later (checks.late_schema; a call with a schema does not)
                 if score.schema_source is None and waits_for_schema(score):
                     state.note_waiting(score, max_calls)
+                if model_id is not None and score.outcome is Outcome.SUCCESS and _no_error_flag(span):
+                    state.note_awaiting_reply(model_id, score, max_calls)  # its reply decides (checks.late_outcome)
                 if parent is not None:  # a server's span of the call may come later when this is its client's
                     client = self._segments and span.kind is SpanKind.CLIENT
                     _note_scored(state, parent, span_id, score, client, max_calls)
@@ -230,33 +236,45 @@ def _claim_prevented(state: TraceState, span_id: int, call_id: str | None) -> bo
         return state.prevented is not None and state.prevented.claims(span_id, call_id)
 
 
-def _borrow_requested(requests: Requests, record: ToolCallRecord) -> None:
+def _borrow_requested(requests: Requests, record: ToolCallRecord) -> str | None:
     """The arguments the model sent for this call id: the evidence when the tool span records none; claimed either
-    way (kept, they would stay for the trace's life: ~700 bytes a trace). Under the trace's lock."""
+    way (kept, they would stay for the trace's life: ~700 bytes a trace). Under the trace's lock. Returns the
+    model's id of the call: its own when a request named it, else the one of the request it borrowed from."""
     requested = requests.call_arguments
     assert requested is not None
-    sent = requested.pop(record.call_id, None) if record.call_id is not None else None
-    if sent is None and record.raw_arguments is None and record.call_id not in requests.call_names:
+    call_id = record.call_id
+    model_id = call_id if call_id is not None and call_id in requests.call_names else None
+    sent = requested.pop(call_id, None) if call_id is not None else None
+    if sent is None and record.raw_arguments is None and model_id is None:
         # no id the requests named (none recorded, or a server's own JSON-RPC id): the one pending request of this
         # tool's name, when there is exactly one. A call id a request did name that carried no arguments borrows
         # nothing: another call's arguments are not its own.
-        sent = _only_request_of(requests.call_names, requested, record.name)
+        model_id = _only_request_of(requests.call_names, requested, record.name)
+        if model_id is not None:
+            sent = requested.pop(model_id)
     if record.raw_arguments is None:
         record.raw_arguments = sent
     if not requested:
         requests.call_arguments = None
+    return model_id
 
 
-def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str) -> Any:
-    """The arguments of the one requested call of ``name`` not yet claimed (popped), or None when there are none or
-    several (which of them ran is then unknown: nothing is borrowed)."""
+def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str) -> str | None:
+    """The id of the one requested call of ``name`` whose arguments are not yet claimed, or None when there are none
+    or several (which of them ran is then unknown: nothing is borrowed)."""
     found = None
     for call_id, requested_name in names.items():
         if requested_name == name and call_id in requested:
             if found is not None:
                 return None
             found = call_id
-    return None if found is None else requested.pop(found)
+    return found
+
+
+def _no_error_flag(span: ReadableSpan) -> bool:
+    """The span's instrumentation cannot record a reply's error flag (its shape row, ``records_error_flag``)."""
+    shape = shape_for(span.instrumentation_scope)
+    return shape is not None and not shape.records_error_flag
 
 
 def _scored_client(clients: dict[int, ScoredChild], parent: int | None, record: ToolCallRecord) -> ScoredChild | None:

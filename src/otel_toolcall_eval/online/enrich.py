@@ -160,6 +160,16 @@ def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
         if late.invalid_steps:
             out[A.TRACE_LATE_SCHEMA_INVALID_STEPS] = list(late.invalid_steps)
             out[A.TRACE_LATE_SCHEMA_ERRORS] = list(late.errors)
+    outcomes = verdict.late_outcome
+    if outcomes is not None:
+        out[A.TRACE_LATE_OUTCOME_CHECKED] = len(outcomes.checked_steps)
+        out[A.TRACE_LATE_OUTCOME_FAILED] = len(outcomes.failed_steps)
+        out[A.TRACE_LATE_OUTCOME_CHECKED_STEPS] = list(outcomes.checked_steps)
+        if outcomes.failed_steps:
+            out[A.TRACE_LATE_OUTCOME_FAILED_STEPS] = list(outcomes.failed_steps)
+            out[A.TRACE_LATE_OUTCOME_OUTCOMES] = list(outcomes.outcomes)
+            out[A.TRACE_LATE_OUTCOME_ERROR_SOURCES] = list(outcomes.error_sources)
+            out[A.TRACE_LATE_OUTCOME_REPLIES] = list(outcomes.replies)
     return out
 
 

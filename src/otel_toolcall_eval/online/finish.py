@@ -103,9 +103,12 @@ class FinishStage:
         configured = self._config_tools
         unlisted = state.unlisted_calls(configured) if state.listed_late else None
         late = state.late_schema
+        outcomes = state.late_outcome
         requests = state.requests
         if requests is None or not requests.turns:
-            return trace_verdict(state.history, self._step_budget, unlisted_calls=unlisted, late_schema=late)
+            return trace_verdict(
+                state.history, self._step_budget, unlisted_calls=unlisted, late_schema=late, late_outcome=outcomes
+            )
         return trace_verdict(
             state.history,
             self._step_budget,
@@ -113,6 +116,7 @@ class FinishStage:
             requests.unexecuted_calls,
             unlisted,
             late,
+            outcomes,
         )
 
     # --- cost, latency, recovery and the tool list (issue 18) -------------------------------------------------

@@ -27,6 +27,7 @@ from mypy_extensions import mypyc_attr
 
 from otel_toolcall_eval import _fork
 from otel_toolcall_eval._lru import pop_expired
+from otel_toolcall_eval.checks.late_outcome import AwaitingReply, read_replies
 from otel_toolcall_eval.checks.late_schema import WaitingCall, validate_waiting
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
@@ -38,8 +39,10 @@ from otel_toolcall_eval.online.trace_stats import TraceStats
 from otel_toolcall_eval.records import (
     CallHistory,
     CallScore,
+    LateOutcomeVerdict,
     LateSchemaVerdict,
     ToolDefinition,
+    ToolReply,
     new_call_history,
 )
 
@@ -150,6 +153,10 @@ class TraceState:
     waiting: list[WaitingCall] | None = None
     waiting_bytes: int = 0
     late_schema: LateSchemaVerdict | None = None  # the verdicts of those validated so far
+    # model call id -> a call that read as a success on a span whose instrumentation cannot record its error flag,
+    # until the next request carries its reply (``checks.late_outcome``; at most ``max_calls_per_trace``)
+    awaiting_reply: dict[str, AwaitingReply] | None = None
+    late_outcome: LateOutcomeVerdict | None = None  # the outcomes read from those replies so far
     # parent span id -> the latest scored tool span under it (bounded by ``max_calls_per_trace``)
     tool_children: dict[int, ScoredChild] | None = None
     # ``remote_parents="segment"``: span id -> a scored client tool span (an MCP client's), its key compacted, for a
@@ -235,6 +242,23 @@ class TraceState:
             if not still:
                 self.waiting_bytes = 0
 
+    def note_awaiting_reply(self, call_id: str, score: CallScore, max_entries: int) -> None:
+        """A call that read as a success on a span that cannot record its error: its reply decides
+        (``checks.late_outcome``)."""
+        awaiting = self.awaiting_reply
+        if awaiting is None:
+            awaiting = self.awaiting_reply = {}
+        if len(awaiting) < max_entries:
+            awaiting[call_id] = AwaitingReply(score.step, score.name)
+
+    def read_awaited_replies(self, replies: list[ToolReply], input_error_types: Any, max_length: int) -> None:
+        """A model span's input carried these replies: the waiting calls they answer are read now."""
+        awaiting = self.awaiting_reply
+        if awaiting:
+            self.late_outcome = read_replies(awaiting, replies, self.late_outcome, input_error_types, max_length)
+            if not awaiting:
+                self.awaiting_reply = None
+
     def note_request_scored(self, call_id: str, name: str, span_id: int, max_entries: int) -> None:
         """A call scored from the requests, its scores on the model span ``span_id`` (``engine.requested``)."""
         self.request_scored += 1
@@ -314,6 +338,8 @@ def new_trace_state(now: float) -> TraceState:
     state.waiting = None
     state.waiting_bytes = 0
     state.late_schema = None
+    state.awaiting_reply = None
+    state.late_outcome = None
     state.tool_children = None
     state.client_spans = None
     state.last_seen = now

@@ -18,6 +18,7 @@ from otel_toolcall_eval.conventions.llm_spans import (
     requested_calls,
     span_tool_replies,
     tool_definitions,
+    tool_replies,
     unknown_tool_replies,
 )
 from otel_toolcall_eval.engine import Scorer
@@ -111,6 +112,8 @@ class TurnStage:
                 # a model turn inside an agent's trace that was offered tools decided whether to call one; an agent's
                 # creation, or an instrumented client's own root span, decided nothing
                 state.offered = state.offered or (op != "create_agent" and not is_root)
+            if state.awaiting_reply:  # calls whose spans cannot record an error: their replies (checks.late_outcome)
+                state.read_awaited_replies(tool_replies(attrs), self.scorer.input_error_types, self._max_length)
             requests = state.requests
             if requests is not None and requests.call_names:
                 # requests no tool span answered yet: did the framework reply "unknown tool"?

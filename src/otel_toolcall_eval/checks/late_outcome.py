@@ -1,0 +1,92 @@
+"""Outcomes that arrive late: a call that read as a success on a span that cannot record its error, re-read from
+the reply the next model request carries back.
+
+Some instrumentations cannot record a tool reply's error flag at all (their shape row says so, ``records_error_
+flag``): the MCP Python SDK's client span (``MCP send tools/call <tool>``) records nothing of an ``isError``
+result, so a tool that raised on a server in its own process reads as a success in the agent's trace. The model
+still gets the reply ("Error executing tool get_population"), in its next request, under the call's id. So such a
+call waits in the trace's state (``AwaitingReply``, by the model's call id: its span's own, or the one of the
+request it borrowed its arguments from) until a model span's input carries that reply, which is then read as a
+tool span's result would be: an unknown-tool reply, else a reply that says its tool failed
+(``outcome.error_reply``), classified with the flag the span could not record (``REPLY_ERROR``), so a rejection
+text is a malformed call and any other failure an execution failure. The tool span went out before; the verdicts
+go on the trace's root (``trace.late_outcome.*``) and into its verdict: each failure is a tool error, and a
+malformed one fails ``trace.correct`` (``checks.verdict``).
+
+Pure functions over plain records: the online trace state keeps the waiting calls; replay runs the same
+processor, and harvest gives the failed calls the reply the root names, so ``eval`` scores them the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from otel_toolcall_eval.checks.outcome import REPLY_ERROR, classify_outcome, error_reply, reply_text, unknown_tool_reply
+from otel_toolcall_eval.records import LateOutcomeVerdict, Outcome, ToolReply
+
+
+@dataclass(slots=True, frozen=True)
+class AwaitingReply:
+    """A call scored a success on a span whose instrumentation cannot record its error flag."""
+
+    step: int
+    name: str
+
+
+def reply_outcome(content: Any, input_error_types: Collection[str]) -> tuple[Outcome, str] | None:
+    """What a reply the model got says of its call's outcome: None when it says nothing failed."""
+    if unknown_tool_reply(content):
+        return Outcome.MALFORMED_CALL, "unknown_tool"
+    if not error_reply(content):
+        return None
+    outcome, source = classify_outcome(None, None, None, REPLY_ERROR, content, True, input_error_types, ())
+    return outcome, source or "error.type"
+
+
+def read_replies(
+    awaiting: dict[str, AwaitingReply],
+    replies: Iterable[ToolReply],
+    verdict: LateOutcomeVerdict | None,
+    input_error_types: Collection[str],
+    max_length: int = 256,
+) -> LateOutcomeVerdict | None:
+    """The waiting calls these replies answer (removed from ``awaiting``), read: ``verdict`` with them added in step
+    order (unchanged when none was answered)."""
+    checked: list[int] = []
+    failed: list[tuple[int, str, str, str, str]] = []
+    for reply in replies:
+        call = awaiting.pop(reply.call_id, None)
+        if call is None:
+            continue
+        checked.append(call.step)
+        found = reply_outcome(reply.content, input_error_types)
+        if found is not None:
+            text = reply_text(reply.content)
+            text = text if isinstance(text, str) else str(text)
+            failed.append((call.step, call.name, found[0].value, found[1], text[:max_length]))
+    if not checked:
+        return verdict
+    before = verdict if verdict is not None else LateOutcomeVerdict()
+    rows = sorted(
+        [
+            *zip(
+                before.failed_steps,
+                before.failed_tools,
+                before.outcomes,
+                before.error_sources,
+                before.replies,
+                strict=True,
+            ),
+            *failed,
+        ]
+    )
+    return LateOutcomeVerdict(
+        tuple(sorted((*before.checked_steps, *checked))),
+        tuple(row[0] for row in rows),
+        tuple(row[1] for row in rows),
+        tuple(row[2] for row in rows),
+        tuple(row[3] for row in rows),
+        tuple(row[4] for row in rows),
+    )

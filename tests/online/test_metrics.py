@@ -256,3 +256,19 @@ def test_latencies_past_the_per_trace_bound_are_recorded_at_once_and_none_twice(
     metrics.record_trace(TraceVerdict(n, 0, False, 0, 0, True), "root", trace)
     assert total(reader, "toolcall_eval.tool.latency", **{"service.name": "travel"}, tool="search") == n
     assert total(reader, "toolcall_eval.tool_calls") == n
+
+
+def test_coverage_is_by_source_so_a_service_that_records_less_shows() -> None:
+    agents = Agents()
+    agents.trace("travel", "1.4.0", "planner", "search", "book")
+    agents.trace("support", None, "helpdesk", "lookup")
+    travel = {"service.name": "travel", "gen_ai.agent.name": "planner", "service.version": "1.4.0"}
+    support = {"service.name": "support", "gen_ai.agent.name": "helpdesk"}
+    assert sorted(points(agents.reader, "toolcall_eval.coverage.calls"), key=repr) == [
+        (support | {"convention": "genai"}, 1),
+        (travel | {"convention": "genai"}, 2),
+    ]
+    # no schema is known for any tool here
+    assert (travel | {"convention": "genai", "missing": "schema"}, 2) in points(
+        agents.reader, "toolcall_eval.coverage.missing"
+    )

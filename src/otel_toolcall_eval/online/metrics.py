@@ -277,15 +277,16 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         COVERAGE_CALLS,
         "counter",
         "{call}",
-        "`convention`",
+        f"{SOURCE_LABELS_TEXT}, `convention`",
         "toolcall_eval_coverage_calls_total",
-        "tool calls scored, by the convention that recognised them: the denominator of the coverage ratios",
+        "tool calls scored, by the trace's source and the convention that recognised them: the denominator of the "
+        "coverage ratios",
     ),
     MetricDoc(
         COVERAGE_MISSING,
         "counter",
         "{call}",
-        "`convention`, `missing`",
+        f"{SOURCE_LABELS_TEXT}, `convention`, `missing`",
         "toolcall_eval_coverage_missing_total",
         "tool calls scored without evidence a check needs: `missing` is `arguments` (none recorded: no parse or "
         "schema verdict), `schema` (no schema known for a tool not known to be missing: no schema verdict) or "
@@ -469,18 +470,23 @@ class _Calls(_Tally):
         ]
 
     def observe_coverage(self, options: CallbackOptions) -> Iterable[Observation]:
-        totals: dict[str, int] = {}
-        for (_, _, _, convention, *_), n in self._items():
-            totals[convention] = totals.get(convention, 0) + n
-        return [Observation(n, {"convention": c}) for c, n in totals.items()]
+        totals: dict[tuple[Source, str], int] = {}
+        for (source, _, _, convention, *_), n in self._items():
+            key = (source, convention)
+            totals[key] = totals.get(key, 0) + n
+        return [Observation(n, source_attributes(s) | {"convention": c}) for (s, c), n in totals.items()]
 
     def observe_missing(self, options: CallbackOptions) -> Iterable[Observation]:
-        totals: dict[tuple[str, str], int] = {}
-        for (_, _, _, convention, *flags), n in self._items():
+        totals: dict[tuple[Source, str, str], int] = {}
+        for (source, _, _, convention, *flags), n in self._items():
             for part, missing in zip(MISSING_PARTS, flags, strict=True):
                 if missing:
-                    totals[(convention, part)] = totals.get((convention, part), 0) + n
-        return [Observation(n, {"convention": c, "missing": part}) for (c, part), n in totals.items()]
+                    key = (source, convention, part)
+                    totals[key] = totals.get(key, 0) + n
+        return [
+            Observation(n, source_attributes(s) | {"convention": c, "missing": part})
+            for (s, c, part), n in totals.items()
+        ]
 
 
 _NO_FINDINGS: Final[tuple[str, ...]] = ()

@@ -31,10 +31,12 @@ from otel_toolcall_eval.conventions.shapes import SHAPES
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
 from otel_toolcall_eval.errors import EXIT_CODE_MEANINGS, ExitCode
 from otel_toolcall_eval.guard.record import GUARD_METRICS
+from otel_toolcall_eval.judge.emit import NOT_BY_SOURCE as JUDGE_NOT_BY_SOURCE
 from otel_toolcall_eval.offline import docs as offline_docs
 from otel_toolcall_eval.offline import runs
 from otel_toolcall_eval.online import LAYERS as ONLINE_LAYERS
-from otel_toolcall_eval.online.metrics import METRICS
+from otel_toolcall_eval.online.metrics import METRICS, NOT_BY_SOURCE
+from otel_toolcall_eval.serve.metrics import NOT_BY_SOURCE as SERVE_NOT_BY_SOURCE
 
 
 def attribute_table() -> str:
@@ -46,6 +48,16 @@ def attribute_table() -> str:
 def metric_table() -> str:
     rows = ["| metric | kind | unit | labels | Prometheus name | meaning |", "|---|---|---|---|---|---|"]
     rows += [f"| `{m.name}` | {m.kind} | `{m.unit}` | {m.labels} | `{m.prometheus}` | {m.meaning} |" for m in METRICS]
+    return "\n".join(rows)
+
+
+def not_by_source_table() -> str:
+    """The metrics without the source labels, and why (``online.metrics.NOT_BY_SOURCE``, the judge's, the
+    service's)."""
+    rows = ["| metric | why it carries no service, agent or version |", "|---|---|"]
+    rows += [f"| `{name}` | {why} |" for name, why in NOT_BY_SOURCE.items()]
+    rows += [f"| `toolcall_eval.judge.*` | {JUDGE_NOT_BY_SOURCE} |"]
+    rows += [f"| `toolcall_eval.serve.*` | {SERVE_NOT_BY_SOURCE} |"]
     return "\n".join(rows)
 
 
@@ -314,6 +326,7 @@ def api_reference() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "attributes": attribute_table,
     "metrics": metric_table,
+    "metrics-not-by-source": not_by_source_table,
     "conventions": convention_table,
     "frameworks": framework_table,
     "shapes": shape_table,
@@ -336,7 +349,7 @@ TABLES: dict[str, Callable[[], str]] = {
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/frameworks.md": ("frameworks", "shapes"),
     "docs/reference/attributes.md": ("attributes",),
-    "docs/reference/metrics.md": ("metrics",),
+    "docs/reference/metrics.md": ("metrics", "metrics-not-by-source"),
     "docs/reference/conventions.md": ("conventions",),
     "docs/reference/config.md": ("config",),
     "docs/reference/cli.md": ("cli",),

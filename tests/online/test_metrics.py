@@ -272,3 +272,14 @@ def test_coverage_is_by_source_so_a_service_that_records_less_shows() -> None:
     assert (travel | {"convention": "genai", "missing": "schema"}, 2) in points(
         agents.reader, "toolcall_eval.coverage.missing"
     )
+
+
+def test_every_metric_is_by_source_or_says_why_not() -> None:
+    """The metrics reference lists each metric without the source labels with its reason (``NOT_BY_SOURCE``)."""
+    from otel_toolcall_eval.guard.record import GUARD_METRICS
+    from otel_toolcall_eval.online.metrics import METRICS, NOT_BY_SOURCE, SOURCE_LABELS_TEXT
+
+    by_source = {doc.name for doc in METRICS if doc.labels.startswith(SOURCE_LABELS_TEXT)}
+    assert by_source | set(NOT_BY_SOURCE) == {doc.name for doc in METRICS}
+    assert by_source.isdisjoint(NOT_BY_SOURCE)
+    assert all(labels.startswith(SOURCE_LABELS_TEXT) for _, _, labels, _, _ in GUARD_METRICS)

@@ -48,6 +48,14 @@ SAMPLE_RATE: Final = "toolcall_eval.judge.sample_rate"
 AGREEMENT_KAPPA: Final = "toolcall_eval.judge.agreement.kappa"
 AGREEMENT_MIN_KAPPA: Final = "toolcall_eval.judge.agreement.min_kappa"
 
+# why the judge's metrics carry no source yet (the metrics reference says it)
+NOT_BY_SOURCE: Final = (
+    "not yet: the judge is offered a call before its trace names its agent (on the root, which ends last) and "
+    "answers on its own worker, often before the trace ends; its verdict spans link to the judged span, whose "
+    "trace's metrics carry the source. Counting verdicts by source means holding them until their trace finishes. "
+    "The queue, sampling rate, budget and calibration figures are the judge's own"
+)
+
 JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
         VERDICTS,

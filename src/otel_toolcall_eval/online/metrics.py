@@ -355,6 +355,25 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
 )
 
 
+# The metrics above that carry no source, and why: each is about the processor (its health, its bounds, its
+# window) or its labels, not about an agent; the metrics reference lists them (``_docs``, checked by a test)
+NOT_BY_SOURCE: Final[dict[str, str]] = {
+    INTERNAL_ERRORS: "the processor's own failures (a bug or a hostile span), not an agent's behaviour",
+    STATE_DROPPED: "a bound of the processor's memory (`limits.max_traces`, the TTL) shared by every source; the "
+    "dropped trace's verdict still counts by its source in `toolcall_eval.traces` (`finalized_by`)",
+    QUEUE_WAITS: "the background queue is the processor's, shared by every source",
+    QUEUE_SIZE: "the background queue is the processor's, shared by every source",
+    LATE_SPANS: "the scorer's window (`serve.root_grace_seconds`) against the exporters' delay; the late call "
+    "itself counts by its trace's source in `toolcall_eval.tool_calls`",
+    RECOVERY_UNCLASSIFIED: "a bound of the held spans releasing one early; its class still counts by source in "
+    "`toolcall_eval.recoveries`",
+    COVERAGE_SUSPECT: "a verdict on an instrumentation scope's shape over every service that uses the scope (the "
+    "scope names the shape row to fix); `toolcall_eval.coverage.*` split by source",
+    LABEL_OVERFLOW: "counts the uses of the overflow value itself (`label` names the bound)",
+    SESSION_DROPPED: "a bound of the processor's memory (`limits.max_sessions`); the evicted session's verdict "
+    "still counts by its source in `toolcall_eval.sessions`",
+}
+
 _OUTCOME_TEXT: dict[Outcome, str] = {o: o.value for o in Outcome}  # a dict lookup, not the Enum.value property
 _ABSENT: Final = ParseStatus.ABSENT  # module globals: no enum class attribute lookup per call
 _SUCCESS: Final = Outcome.SUCCESS

@@ -28,6 +28,13 @@ ADDED_LATENCY: Final = "toolcall_eval.serve.added_latency"
 # normally, seconds when a slow next hop backs the export queue up.
 LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
+# why these carry no source (the metrics reference says it): they count requests and spans as they arrive and
+# leave, before a span is read or its trace has a source; the scores' metrics split by source
+NOT_BY_SOURCE: Final = (
+    "transport: requests and spans as they arrive and leave, counted before a span is read (a refused request "
+    "is never decoded) or its trace has a source; the scoring metrics split by source"
+)
+
 # name -> (label key, unit, description); the label's values are fixed strings chosen by the service
 _COUNTERS: Final = {
     RECEIVED: ("protocol", "{span}", "spans accepted into the scoring queue, by receiver (grpc, http)"),

@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -153,6 +154,18 @@ class Figure:
         out = asdict(self)
         out["met"] = self.met
         return out
+
+
+def part(rows: Sequence[tuple[str, str]], measure: Callable[[], list[Figure]]) -> list[Figure]:
+    """One independently measured part of a suite: its figures, or, when it raises, one ``error`` row for each of
+    ``rows`` (id, title) with the exception (its traceback on stderr). A suite made of parts keeps the figures of
+    the parts that ran when another crashes (a callgrind child on a loaded machine must not throw away the CPU-time
+    figures measured before it); an error row still makes ``python -m benchmarks`` exit 1."""
+    try:
+        return measure()
+    except Exception as exc:  # noqa: BLE001 - reported as error rows, the run exits 1
+        traceback.print_exc()
+        return [Figure(fig_id, title, "-", "-", None, "-", "error", note=f"crashed: {exc!r}") for fig_id, title in rows]
 
 
 def at_most(ratio: float, limit: float) -> Status:

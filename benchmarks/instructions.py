@@ -88,15 +88,29 @@ def _count(kind: str, with_processor: bool, traces: int, timeout: float) -> int:
 
 
 def measure(traces: int = TRACES, timeout: float = 900.0) -> dict[str, Any]:
-    """Every count, two children at a time (the machine has two cores; callgrind runs one thread at a time)."""
+    """Every count, two children at a time (the machine has two cores; callgrind runs one thread at a time). A
+    child that fails costs only its kind's figure: that kind gets ``{"error": ...}``, the others their counts."""
     jobs = [(kind, proc, n) for kind in KINDS for proc in (False, True) for n in (0, traces)]
+
+    def count(job: tuple[str, bool, int]) -> int | str:
+        try:
+            return _count(job[0], job[1], job[2], timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            return repr(exc)
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        counts = list(pool.map(lambda job: _count(job[0], job[1], job[2], timeout), jobs))
+        counts = list(pool.map(count, jobs))
     raw = {f"{kind}/{'with' if proc else 'without'}/{n}": c for (kind, proc, n), c in zip(jobs, counts, strict=True)}
     out: dict[str, Any] = {"traces": traces, "counts": raw}
     for kind in KINDS:
-        with_ = raw[f"{kind}/with/{traces}"] - raw[f"{kind}/with/0"]
-        without = raw[f"{kind}/without/{traces}"] - raw[f"{kind}/without/0"]
+        mine = {k: v for k, v in raw.items() if k.startswith(f"{kind}/")}
+        failed = [f"{k}: {v}" for k, v in mine.items() if isinstance(v, str)]
+        if failed:
+            out[kind] = {"error": "; ".join(failed)}
+            continue
+        n = {k: v for k, v in mine.items() if isinstance(v, int)}
+        with_ = n[f"{kind}/with/{traces}"] - n[f"{kind}/with/0"]
+        without = n[f"{kind}/without/{traces}"] - n[f"{kind}/without/0"]
         out[kind] = {"with_per_trace": with_ / traces, "without_per_trace": without / traces, "ratio": with_ / without}
     return out
 
@@ -115,6 +129,9 @@ def run(sizes: Sizes) -> list[Figure]:
     for kind in KINDS:
         r = result[kind]
         target = TARGETS[kind]
+        if "error" in r:
+            figures.append(Figure(ids[kind], TITLES[kind], "-", "-", None, f"<= {target}x", "error", note=r["error"]))
+            continue
         figures.append(
             Figure(
                 ids[kind],

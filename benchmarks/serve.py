@@ -34,12 +34,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from typing import IO, Any
 
-from benchmarks.harness import REPO_ROOT, Figure, Sizes, at_most, interleave, unavailable
+from benchmarks.harness import REPO_ROOT, Figure, Sizes, at_most, interleave, part, unavailable
 from benchmarks.instructions import COLLECTED
 
 TARGET = 2.0  # CPU per span, scoring service / pass-through
@@ -47,17 +47,25 @@ SENDERS = 4
 TRACES_PER_REQUEST = 8  # 64 spans per request: a busy agent's BatchSpanProcessor batch
 SCHEDULE_DELAY_MS = 50  # the service's export batching delay, in both sides' latency
 EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+# Waiting for a round's spans to be exported: as long as the service makes progress, however slowly (callgrind on a
+# loaded machine runs it a hundred times slower and more); a span refused or whose export failed or went unanswered
+# fails the round at once; a service none of whose counters moved for STALL_SECONDS has lost a span without counting
+# it (under callgrind the child's own timeout instead). The child reports its counts every HEARTBEAT_SECONDS meanwhile.
+STALL_SECONDS = 120.0
+HEARTBEAT_SECONDS = 20.0
+LOST = ("export_failed", "export_timed_out", "rejected")  # counters of spans that will never reach the sink
 
 
 # --- the service process ---------------------------------------------------------------------------------
 
 
-def _child(mode: str, sink_port: int) -> None:
-    """One service on free ports, driven over stdin: ``cpu`` -> its process CPU time (ns), ``exported N`` -> waits
-    for N spans exported, ``stop`` -> the stop report. Answers are JSON lines on stdout."""
+def _child(mode: str, sink_port: int, slow: bool) -> None:
+    """One service on free ports, driven over stdin: ``cpu`` -> its process CPU time (ns), ``exported N STALL`` ->
+    waits for N spans exported (``wait_exported``), ``stop`` -> the stop report. Answers are JSON lines on stdout.
+    ``slow`` (under callgrind): the export's timeout and the stop's at their longest, the wait polling at 20 Hz
+    (its instructions are counted too, and their number follows the wall clock)."""
     from benchmarks.workload import SCHEMA_5, policy_config
     from otel_toolcall_eval.serve import Service
-    from otel_toolcall_eval.serve.metrics import EXPORTED
 
     base = policy_config(SCHEMA_5)
     serve = base.serve.model_validate(
@@ -74,6 +82,7 @@ def _child(mode: str, sink_port: int) -> None:
                 "protocol": "grpc",
                 "max_queue_spans": 8192,
                 "schedule_delay_millis": SCHEDULE_DELAY_MS,
+                **({"timeout_seconds": 600} if slow else {}),
             },
         }
     )
@@ -85,14 +94,62 @@ def _child(mode: str, sink_port: int) -> None:
         if command == "cpu":
             _answer({"cpu_ns": time.process_time_ns()})
         elif command == "exported":
-            want, deadline = int(rest[0]), time.monotonic() + 120
-            while service.metrics.total(EXPORTED, "ok") < want and time.monotonic() < deadline:
-                time.sleep(0.002)
-            _answer({"exported": service.metrics.total(EXPORTED, "ok"), "cpu_ns": time.process_time_ns()})
+            poll = 0.05 if slow else 0.002
+            got = wait_exported(service.metrics, int(rest[0]), stall=float(rest[1]), poll=poll, beat=_answer)
+            _answer({**got, "cpu_ns": time.process_time_ns()})
         elif command == "stop":
-            report = service.stop(timeout=30)
+            report = service.stop(timeout=600 if slow else 30)
             _answer({"complete": report.complete, "exported": report.exported})
             return
+
+
+def service_counts(metrics: Any) -> dict[str, int]:
+    """A service's span counters (``serve.metrics``): what it received, scored, exported, and lost."""
+    from otel_toolcall_eval.serve.metrics import EXPORTED, RECEIVED, REJECTED_SPANS, SCORED
+
+    return {
+        "received": metrics.total(RECEIVED),
+        "scored": metrics.total(SCORED),
+        "exported": metrics.total(EXPORTED, "ok"),
+        "export_failed": metrics.total(EXPORTED, "failed"),
+        "export_timed_out": metrics.total(EXPORTED, "timed_out"),
+        "rejected": metrics.total(REJECTED_SPANS),
+    }
+
+
+def wait_exported(
+    metrics: Any,
+    want: int,
+    *,
+    stall: float,
+    poll: float,
+    beat: Callable[[dict[str, Any]], None],
+    heartbeat: float = HEARTBEAT_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Wait until the service exported ``want`` spans, and return its counts with a ``state``: ``done``; ``lost``
+    at once when a span was refused or its export failed or went unanswered (it will never be exported: waiting
+    longer would only hide it); ``stalled`` when no counter moved for ``stall`` seconds. No deadline while the
+    counters move: how long a round takes is the machine's business, whether every span arrives is the bench's.
+    ``beat`` gets the counts (state ``waiting``) every ``heartbeat`` seconds meanwhile."""
+    last: dict[str, int] = {}
+    moved = beaten = clock()
+    while True:
+        counts = service_counts(metrics)
+        now = clock()
+        if counts["exported"] >= want:
+            return {**counts, "state": "done"}
+        if any(counts[k] for k in LOST):
+            return {**counts, "state": "lost"}
+        if counts != last:
+            last, moved = counts, now
+        elif now - moved > stall:
+            return {**counts, "state": "stalled"}
+        if now - beaten >= heartbeat:
+            beat({**counts, "state": "waiting"})
+            beaten = now
+        sleep(poll)
 
 
 def _answer(obj: dict[str, Any]) -> None:
@@ -101,17 +158,23 @@ def _answer(obj: dict[str, Any]) -> None:
 
 
 class ServiceProcess:
-    """One service child; ``prefix`` runs it under another program (``valgrind``, for the instruction counts)."""
+    """One service child; ``prefix`` runs it under another program (``valgrind``, for the instruction counts: the
+    child is then told it is slow). ``timeout``: how long one answer may take (a heartbeat comes every
+    ``HEARTBEAT_SECONDS`` while it waits for spans); ``stall``: how long the service may show no progress at all."""
 
-    def __init__(self, mode: str, sink_port: int, timeout: float, prefix: Sequence[str] = ()) -> None:
+    def __init__(
+        self, mode: str, sink_port: int, timeout: float, prefix: Sequence[str] = (), stall: float = STALL_SECONDS
+    ) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
         if prefix:
             env["PYTHONHASHSEED"] = "0"  # set and dict layouts repeat from run to run
         self.mode = mode
+        self.stall = stall
         self._timeout = timeout
+        slow = ["--slow"] if prefix else []
         self._proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "benchmarks.serve", "--child", mode, "--sink-port", str(sink_port)],
+            [*prefix, sys.executable, "-m", "benchmarks.serve", "--child", mode, "--sink-port", str(sink_port), *slow],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -127,6 +190,13 @@ class ServiceProcess:
         stdin.write(command + "\n")
         stdin.flush()
         return self._read()
+
+    def wait_exported(self, want: int) -> dict[str, Any]:
+        """The child's ``wait_exported`` answer, its heartbeats read past."""
+        answer = self.ask(f"exported {want} {self.stall}")
+        while answer.get("state") == "waiting":
+            answer = self._read()
+        return answer
 
     def _read(self) -> dict[str, Any]:
         stdout = self._proc.stdout
@@ -279,8 +349,9 @@ class Traffic:
         return bodies, spans
 
 
-def send_all(port: int, bodies: Sequence[bytes]) -> list[float]:
-    """Every body over gRPC from ``SENDERS`` threads (one channel each); returns each request's start time."""
+def send_all(port: int, bodies: Sequence[bytes], timeout: float = 60.0) -> list[float]:
+    """Every body over gRPC from ``SENDERS`` threads (one channel each); returns each request's start time. A
+    request refused or unanswered within ``timeout`` raises here (its spans would never arrive)."""
     import grpc
 
     starts = [0.0] * len(bodies)
@@ -290,22 +361,24 @@ def send_all(port: int, bodies: Sequence[bytes]) -> list[float]:
             export: Any = channel.unary_unary(EXPORT_METHOD)  # raw bytes: the encoding was done before the round
             for i in range(k, len(bodies), SENDERS):
                 starts[i] = time.monotonic()
-                export(bodies[i], timeout=60)
+                export(bodies[i], timeout=timeout)
 
-    threads = [threading.Thread(target=sender, args=(k,)) for k in range(SENDERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with futures.ThreadPoolExecutor(max_workers=SENDERS, thread_name_prefix="bench-sender") as pool:
+        for sent in [pool.submit(sender, k) for k in range(SENDERS)]:
+            sent.result()
     return starts
 
 
 def wait_for(sink: Sink, service: ServiceProcess, spans: int) -> list[Arrived]:
     service.exported += spans
-    answer = service.ask(f"exported {service.exported}")
-    if answer["exported"] < service.exported:
-        raise RuntimeError(f"the {service.mode} service exported {answer['exported']} of {service.exported} spans")
-    deadline = time.monotonic() + 60
+    answer = service.wait_exported(service.exported)
+    if answer["state"] != "done":
+        raise RuntimeError(
+            f"the {service.mode} service exported {answer['exported']} of {service.exported} spans, {answer['state']}"
+            f" (received {answer['received']}, scored {answer['scored']}, export failed {answer['export_failed']},"
+            f" unanswered {answer['export_timed_out']}, refused {answer['rejected']})"
+        )
+    deadline = time.monotonic() + 60  # the exporter had its answer: the sink holds them
     arrivals: list[tuple[float, bytes]] = []
     got = 0
     while True:  # the exporter's answer came back, so the sink has them; decoded once complete
@@ -331,7 +404,7 @@ def _count(raw: bytes) -> int:
 def cost_round(sink: Sink, service: ServiceProcess, traffic: Traffic) -> float:
     bodies, spans = traffic.requests()
     before = service.ask("cpu")["cpu_ns"]
-    send_all(service.grpc_port, bodies)
+    send_all(service.grpc_port, bodies, timeout=max(60.0, service.stall))
     arrived = wait_for(sink, service, spans)
     after = service.ask("cpu")["cpu_ns"]
     if len(arrived) != spans:
@@ -405,10 +478,14 @@ INSTRUCTION_TRACES = 100  # per round under callgrind: 800 spans
 INSTRUCTION_ROUNDS = 2  # measured rounds, after one warm-up round that both children run
 
 
-def _instructions(sink: Sink, mode: str, traffic: Traffic, rounds: int, timeout: float) -> int:
+def _instructions(sink: Sink, mode: str, traffic: Traffic, rounds: int, timeout: float, stall: float) -> int:
     """Instructions (callgrind's Ir, every thread) of one service child that takes ``rounds`` cost rounds."""
     service = ServiceProcess(
-        mode, sink.port, timeout, prefix=("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+        mode,
+        sink.port,
+        timeout,
+        prefix=("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"),
+        stall=stall,
     )
     try:
         for _ in range(rounds):
@@ -423,7 +500,7 @@ def _instructions(sink: Sink, mode: str, traffic: Traffic, rounds: int, timeout:
     return int(found.group(1))
 
 
-def instruction_counts(timeout: float) -> dict[str, Any]:
+def instruction_counts(timeout: float, stall: float) -> dict[str, Any]:
     """Per span, the instructions the service executes (receivers, scoring, export: every thread), scoring and
     pass-through: for each, a child that takes one warm-up round and one that takes ``1 + INSTRUCTION_ROUNDS``,
     the difference divided by the spans of the extra rounds (start-up and warm-up cancel out). Under callgrind the
@@ -434,7 +511,7 @@ def instruction_counts(timeout: float) -> dict[str, Any]:
         traffic = Traffic(recorded_traces(INSTRUCTION_TRACES))
         spans = INSTRUCTION_ROUNDS * INSTRUCTION_TRACES * traffic.spans_per_trace
         counts = {
-            f"{mode}/{rounds}": _instructions(sink, mode, traffic, rounds, timeout)
+            f"{mode}/{rounds}": _instructions(sink, mode, traffic, rounds, timeout, stall)
             for mode in ("pass", "score")
             for rounds in (1, 1 + INSTRUCTION_ROUNDS)
         }
@@ -444,14 +521,25 @@ def instruction_counts(timeout: float) -> dict[str, Any]:
     return {"spans": spans, "counts": counts, "per_span": per_span, "ratio": per_span["score"] / per_span["pass"]}
 
 
+THROUGHPUT = (
+    "serve.throughput",
+    "scoring service, receive + score + export over OTLP/gRPC, CPU per span against the pass-through",
+)
+LATENCY = ("serve.latency", "latency the scoring service adds, request start to arrival at the next hop, p50 / p99")
+COMPLETE = ("serve.complete", "every span the services accepted was exported when they stopped")
+INSTRUCTIONS = (
+    "serve.instructions",
+    "scoring service, receive + score + export over OTLP/gRPC, instructions per span against the pass-through",
+)
+
+
 def _instruction_figure(sizes: Sizes) -> Figure:
-    fig_id = "serve.instructions"
-    title = "scoring service, receive + score + export over OTLP/gRPC, instructions per span against the pass-through"
+    fig_id, title = INSTRUCTIONS
     if sizes.name == "quick":
         return unavailable(fig_id, title, "-", "not in --quick (minutes under callgrind)")
     if shutil.which("valgrind") is None:
         return unavailable(fig_id, title, "-", "valgrind not installed")
-    r = instruction_counts(timeout=sizes.child_timeout * 3)
+    r = instruction_counts(timeout=sizes.child_timeout * 3, stall=sizes.child_timeout)
     return Figure(
         fig_id,
         title,
@@ -468,72 +556,108 @@ def _instruction_figure(sizes: Sizes) -> Figure:
     )
 
 
-def run(sizes: Sizes) -> list[Figure]:
+class Services:
+    """The sink and the two service children (pass-through, scoring) of the CPU-time and latency parts."""
+
+    def __init__(self, sizes: Sizes) -> None:
+        self.sink = Sink()
+        self.all: list[ServiceProcess] = []
+        try:
+            for mode in ("pass", "score"):
+                self.all.append(ServiceProcess(mode, self.sink.port, sizes.child_timeout))
+        except BaseException:
+            self.close()
+            raise
+        self.passthrough, self.scoring = self.all
+
+    def stop(self) -> list[Figure]:
+        """Stop both; an error row when one did not export everything it accepted (a span lost at the end)."""
+        stops = [s.stop() for s in self.all]
+        if all(s["complete"] for s in stops):
+            return []
+        return [Figure(*COMPLETE, "-", "-", None, "-", "error", note=f"stop reports: {stops}")]
+
+    def close(self) -> None:
+        for s in self.all:
+            if s._proc.poll() is None:
+                s._proc.kill()
+        self.sink.close()
+
+
+def _throughput(services: Services, traffic: Traffic, traces: int, rounds: int) -> Figure:
+    sink, passthrough, scoring = services.sink, services.passthrough, services.scoring
+    cmp = interleave(
+        lambda: cost_round(sink, passthrough, traffic),
+        lambda: cost_round(sink, scoring, traffic),
+        rounds,
+    )
+    spans = traffic.spans_per_trace * traces
+    per_core = {k: 1e9 / v for k, v in (("score", cmp.subject_median), ("pass", cmp.baseline_median))}
+    return Figure(
+        *THROUGHPUT,
+        f"{per_core['score']:,.0f} spans/s per core ({cmp.subject_median / 1000:.1f} us CPU/span)",
+        f"{per_core['pass']:,.0f} spans/s per core ({cmp.baseline_median / 1000:.1f} us CPU/span, pass-through)",
+        cmp.ratio,
+        f"<= {TARGET}x cost",
+        at_most(cmp.ratio, TARGET),
+        note=f"{spans:,} spans per round in requests of {TRACES_PER_REQUEST} agent traces, {SENDERS} senders",
+        data={"unit": "ns CPU/span", "spans": spans, **cmp.as_json()},
+    )
+
+
+def _latency(services: Services, spans_per_trace: int, rate: float, seconds: float) -> Figure:
+    latencies: dict[str, list[float]] = {"pass": [], "score": []}
+    rates: dict[str, list[float]] = {"pass": [], "score": []}
+    paced = Traffic(recorded_traces(int(rate * seconds / 2 / spans_per_trace) + 1))
+    p, s = services.passthrough, services.scoring
+    for service in (p, s, s, p):  # ABBA, each run half the time
+        got, achieved = latency_run(services.sink, service, paced, rate, seconds / 2)
+        latencies[service.mode] += got
+        rates[service.mode].append(achieved)
+    pct = {k: (percentile(v, 0.5) * 1000, percentile(v, 0.99) * 1000) for k, v in latencies.items()}
+    load = f"{statistics.median(rates['score']):,.0f} spans/s offered"
+    return Figure(
+        *LATENCY,
+        f"p50 {pct['score'][0]:.1f} ms, p99 {pct['score'][1]:.1f} ms",
+        f"p50 {pct['pass'][0]:.1f} ms, p99 {pct['pass'][1]:.1f} ms (pass-through)",
+        pct["score"][1] / pct["pass"][1],
+        "-",
+        "info",
+        note=(
+            f"{load}, one 8-span trace per request, open loop; export batching delay "
+            f"{SCHEDULE_DELAY_MS} ms in both; ratio of the p99s"
+        ),
+        data={
+            "p50_ms": {k: round(v[0], 3) for k, v in pct.items()},
+            "p99_ms": {k: round(v[1], 3) for k, v in pct.items()},
+            "samples": {k: len(v) for k, v in latencies.items()},
+            "achieved_spans_per_s": rates,
+        },
+    )
+
+
+def _with_services(sizes: Sizes) -> list[Figure]:
     full = sizes.name == "full"
     traces = 300 if full else 40
     rate, seconds = (1000.0, 8.0) if full else (500.0, 1.5)
-    sink = Sink()
-    services: list[ServiceProcess] = []
+    services = Services(sizes)
     try:
-        services = [ServiceProcess(mode, sink.port, sizes.child_timeout) for mode in ("pass", "score")]
-        passthrough, scoring = services
         traffic = Traffic(recorded_traces(traces))
-        cmp = interleave(
-            lambda: cost_round(sink, passthrough, traffic),
-            lambda: cost_round(sink, scoring, traffic),
-            sizes.rounds,
-        )
-        latencies: dict[str, list[float]] = {"pass": [], "score": []}
-        rates: dict[str, list[float]] = {"pass": [], "score": []}
-        paced = Traffic(recorded_traces(int(rate * seconds / 2 / traffic.spans_per_trace) + 1))
-        for service in (passthrough, scoring, scoring, passthrough):  # ABBA, each run half the time
-            got, achieved = latency_run(sink, service, paced, rate, seconds / 2)
-            latencies[service.mode] += got
-            rates[service.mode].append(achieved)
-        stops = [s.stop() for s in services]
-        if not all(s["complete"] for s in stops):
-            raise RuntimeError(f"a service did not export everything it accepted: {stops}")
+        return [
+            *part([THROUGHPUT], lambda: [_throughput(services, traffic, traces, sizes.rounds)]),
+            *part([LATENCY], lambda: [_latency(services, traffic.spans_per_trace, rate, seconds)]),
+            *part([COMPLETE], services.stop),
+        ]
     finally:
-        for s in services:
-            if s._proc.poll() is None:
-                s._proc.kill()
-        sink.close()
-    spans = traffic.spans_per_trace * traces
-    per_core = {k: 1e9 / v for k, v in (("score", cmp.subject_median), ("pass", cmp.baseline_median))}
-    p = {k: (percentile(v, 0.5) * 1000, percentile(v, 0.99) * 1000) for k, v in latencies.items()}
-    load = f"{statistics.median(rates['score']):,.0f} spans/s offered"
+        services.close()
+
+
+def run(sizes: Sizes) -> list[Figure]:
+    """Three parts, each reported on its own (``harness.part``): CPU per span, latency, instructions; a part that
+    fails (a span lost, a child that crashed or did not answer) is an error row, and the others keep their figures."""
     return [
-        Figure(
-            "serve.throughput",
-            "scoring service, receive + score + export over OTLP/gRPC, CPU per span against the pass-through",
-            f"{per_core['score']:,.0f} spans/s per core ({cmp.subject_median / 1000:.1f} us CPU/span)",
-            f"{per_core['pass']:,.0f} spans/s per core ({cmp.baseline_median / 1000:.1f} us CPU/span, pass-through)",
-            cmp.ratio,
-            f"<= {TARGET}x cost",
-            at_most(cmp.ratio, TARGET),
-            note=f"{spans:,} spans per round in requests of {TRACES_PER_REQUEST} agent traces, {SENDERS} senders",
-            data={"unit": "ns CPU/span", "spans": spans, **cmp.as_json()},
-        ),
-        Figure(
-            "serve.latency",
-            "latency the scoring service adds, request start to arrival at the next hop, p50 / p99",
-            f"p50 {p['score'][0]:.1f} ms, p99 {p['score'][1]:.1f} ms",
-            f"p50 {p['pass'][0]:.1f} ms, p99 {p['pass'][1]:.1f} ms (pass-through)",
-            p["score"][1] / p["pass"][1],
-            "-",
-            "info",
-            note=(
-                f"{load}, one 8-span trace per request, open loop; export batching delay "
-                f"{SCHEDULE_DELAY_MS} ms in both; ratio of the p99s"
-            ),
-            data={
-                "p50_ms": {k: round(v[0], 3) for k, v in p.items()},
-                "p99_ms": {k: round(v[1], 3) for k, v in p.items()},
-                "samples": {k: len(v) for k, v in latencies.items()},
-                "achieved_spans_per_s": rates,
-            },
-        ),
-        _instruction_figure(sizes),
+        *part([THROUGHPUT, LATENCY], lambda: _with_services(sizes)),
+        *part([INSTRUCTIONS], lambda: [_instruction_figure(sizes)]),
     ]
 
 
@@ -541,8 +665,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.serve")
     parser.add_argument("--child", choices=["score", "pass"], required=True)
     parser.add_argument("--sink-port", type=int, required=True)
+    parser.add_argument("--slow", action="store_true", help="under callgrind: the longest timeouts, slower polling")
     args = parser.parse_args(argv)
-    _child(args.child, args.sink_port)
+    _child(args.child, args.sink_port, args.slow)
     return 0
 
 

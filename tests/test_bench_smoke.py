@@ -153,3 +153,95 @@ def test_the_guard_figures_are_measured(report: dict[str, Any]) -> None:
     for fig_id in ("guard.decision", "guard.allowed_call", "guard.blocked_call", "guard.decorated_function"):
         assert _measured(figures[fig_id]), figures[fig_id]
         assert len(figures[fig_id]["data"]["subject_rounds"]) == report["sizes"]["rounds"]
+
+
+# --- a part that fails, a span that is lost (no service started, no clock read: the rules themselves) -------------
+
+
+def test_a_part_that_fails_is_an_error_row_and_the_other_parts_keep_their_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pure build's serve suite lost its CPU-time figure when its callgrind part crashed afterwards."""
+    from benchmarks import serve
+    from benchmarks.harness import FULL, Figure
+
+    measured = Figure("serve.throughput", "t", "1", "1", 2.0, "<= 2.0x cost", "met")
+
+    def crash(sizes: object) -> Figure:
+        raise RuntimeError("the score service exported 633 of 800 spans, lost")
+
+    monkeypatch.setattr(serve, "_with_services", lambda sizes: [measured])
+    monkeypatch.setattr(serve, "_instruction_figure", crash)
+    figures = serve.run(FULL)
+    assert [(f.id, f.status) for f in figures] == [("serve.throughput", "met"), ("serve.instructions", "error")]
+    assert "633 of 800" in figures[1].note
+
+
+class _Steps:
+    """A clock that moves only when the wait sleeps, and what the service does meanwhile (one step per sleep)."""
+
+    def __init__(self, steps: list[tuple[str, str, int]]) -> None:
+        from otel_toolcall_eval.serve.metrics import ServeMetrics
+
+        self.metrics = ServeMetrics()
+        self.now = 0.0
+        self._steps = steps
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        if self._steps:
+            name, value, amount = self._steps.pop(0)
+            self.metrics.add(name, amount, value)
+
+
+def _wait(steps: _Steps, want: int, beats: list[dict[str, Any]]) -> dict[str, Any]:
+    from benchmarks.serve import wait_exported
+
+    return wait_exported(
+        steps.metrics,
+        want,
+        stall=10.0,
+        poll=1.0,
+        beat=beats.append,
+        heartbeat=5.0,
+        clock=lambda: steps.now,
+        sleep=steps.sleep,
+    )
+
+
+def test_a_slow_service_is_waited_for_as_long_as_it_makes_progress() -> None:
+    """Under callgrind on a loaded machine a round takes many minutes: no deadline while a counter moves."""
+    from otel_toolcall_eval.serve.metrics import EXPORTED, SCORED
+
+    # 100 steps of a few spans each, every one 1 s apart: 100 s in all, ten times the stall window
+    steps = _Steps([(SCORED, "", 8) if i % 2 else (EXPORTED, "ok", 16) for i in range(100)])
+    beats: list[dict[str, Any]] = []
+    got = _wait(steps, 800, beats)
+    assert (got["state"], got["exported"]) == ("done", 800)
+    assert len(beats) >= 15 and all(b["state"] == "waiting" for b in beats)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("toolcall_eval.serve.spans.exported", "failed"),
+        ("toolcall_eval.serve.spans.exported", "timed_out"),
+        ("toolcall_eval.serve.spans.rejected", "queue_full"),
+    ],
+)
+def test_a_lost_span_fails_the_round_at_once(name: str, value: str) -> None:
+    from otel_toolcall_eval.serve.metrics import EXPORTED
+
+    steps = _Steps([(EXPORTED, "ok", 100), (name, value, 1), *[(EXPORTED, "ok", 100)] * 10])
+    got = _wait(steps, 800, [])
+    assert (got["state"], got["exported"]) == ("lost", 100)
+    assert steps.now == 2.0  # not a moment longer: waiting would only hide it
+
+
+def test_a_span_gone_without_a_count_fails_the_round_after_the_stall_window() -> None:
+    from otel_toolcall_eval.serve.metrics import EXPORTED, SCORED
+
+    steps = _Steps([(SCORED, "", 800), (EXPORTED, "ok", 799)])
+    got = _wait(steps, 800, [])
+    assert (got["state"], got["exported"], got["scored"]) == ("stalled", 799, 800)
+    assert 10.0 < steps.now <= 13.0

@@ -73,6 +73,10 @@ class Ticker:
         self._stopped = False
         self._poke = threading.Event()  # wakes a parked thread (``ensure_started``, ``stop``)
         self._parked = False  # True from the first empty tick until the thread is poked
+        # the thread runs and has not published ``_parked``: ``ensure_started`` would do nothing, so an owner's hot
+        # path reads this instead of calling it. Only the thread sets it, True while ``_parked`` is False (which
+        # only the thread makes True, after clearing this): never True when a poke is due.
+        self.awake = False
 
     def _after_fork_in_child(self) -> None:
         stopped = self._stopped
@@ -119,10 +123,12 @@ class Ticker:
 
     def _run(self) -> None:
         park = False
+        self.awake = True
         while True:
             if park:  # until the next held span or session turn, or stop: no wake-up meanwhile
                 self._wait(self._poke, None)
                 self._parked = park = False
+                self.awake = True
                 if self._stopped or self._tick() is None:  # stopped, or the owner is gone (``_owner_gone``)
                     return
                 continue  # what woke it was just held or opened: its first tick is a period away
@@ -138,11 +144,14 @@ class Ticker:
             finally:
                 del tick
             if busy is not False:
+                if not self._parked:
+                    self.awake = True
                 continue
             if self._parked:  # published by the previous tick and not poked since: nothing came, park
                 park = True
             else:  # what is held or opened from now on finds this and pokes the thread (an older poke is spent)
                 self._poke.clear()
+                self.awake = False
                 self._parked = True
 
 

@@ -347,7 +347,8 @@ def test_the_hot_path_factories_set_every_field_by_name() -> None:
     import inspect
     from dataclasses import fields
 
-    from otel_toolcall_eval.online.trace_state import ScoredChild, new_scored_child
+    from otel_toolcall_eval.online.call import new_scored_child
+    from otel_toolcall_eval.online.trace_state import ScoredChild
     from otel_toolcall_eval.records import (
         CallScore,
         TraceVerdict,

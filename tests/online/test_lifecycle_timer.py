@@ -296,3 +296,30 @@ def test_the_processor_timer_parks_once_nothing_is_held_and_wakes_for_the_next_h
     assert len(p.by_name("execute_tool get_weather")) == 2
     p.provider.shutdown()
     assert not ticker.running
+
+
+class _Busy:
+    def __init__(self) -> None:
+        self.busy = True
+
+    def tick(self) -> bool:
+        return self.busy
+
+
+def test_awake_says_when_ensure_started_would_do_nothing() -> None:
+    """``Ticker.awake``, what the pipeline reads before it calls ``ensure_started`` on a held span's path: True only
+    while the thread runs and has not published that it will park (then a poke is due: the call is made)."""
+    owner, steps = _Busy(), TimerSteps()
+    ticker = Ticker(1.0, owner.tick, wait=steps.wait)
+    assert not ticker.awake  # not started
+    ticker.ensure_started()
+    steps.reached_wait()
+    assert ticker.awake
+    owner.busy = False
+    steps.tick()  # an empty tick: from now on what is held must poke the thread
+    assert not ticker.awake
+    ticker.ensure_started()  # the poke
+    owner.busy = True
+    steps.tick()
+    assert ticker.awake
+    assert ticker.stop(10)

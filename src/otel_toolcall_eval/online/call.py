@@ -28,7 +28,7 @@ from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
-from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore, new_scored_child
+from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore
 from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats, tool_latency
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition
 
@@ -221,6 +221,28 @@ def _note_scored(
         if len(clients) < max_entries:
             child.arguments_key()  # compacted now: the state never keeps argument text
             clients[span_id] = child
+
+
+def new_scored_child(
+    name: str,
+    span_id: int,
+    arguments: dict[str, Any] | None,
+    raw_arguments: Any,
+    key: str | bytes | None,
+    normalised: str | None = None,
+) -> ScoredChild:
+    """The call stage's constructor of a ``ScoredChild`` (one per scored tool span under a parent): the slots set
+    by name, without the Python frame of the dataclass's generated ``__init__`` (``records.new_call_score``), nor a
+    move into ``trace_state`` on the span's walk.
+    ``tests/checks/test_checks.py`` checks that it sets every field."""
+    child = ScoredChild.__new__(ScoredChild)
+    child.name = name
+    child.span_id = span_id
+    child.arguments = arguments
+    child.raw_arguments = raw_arguments
+    child.key = key
+    child.normalised = normalised
+    return child
 
 
 def _note_tool_child(state: TraceState, parent_span_id: int, child: ScoredChild, max_entries: int) -> None:

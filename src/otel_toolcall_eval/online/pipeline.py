@@ -306,6 +306,8 @@ class Pipeline:
         ticker = self.ticker
         if ticker is None:
             return False
+        if ticker.awake:  # running, not parked: ``ensure_started`` would do nothing
+            return True
         try:
             ticker.ensure_started()
         except Exception:  # noqa: BLE001

@@ -99,27 +99,6 @@ class ScoredChild:
         return key
 
 
-def new_scored_child(
-    name: str,
-    span_id: int,
-    arguments: dict[str, Any] | None,
-    raw_arguments: Any,
-    key: str | bytes | None,
-    normalised: str | None = None,
-) -> ScoredChild:
-    """The processor's constructor of a ``ScoredChild`` (one per scored tool span under a parent): the slots set
-    by name, without the Python frame of the dataclass's generated ``__init__`` (``records.new_call_score``).
-    ``tests/checks/test_checks.py`` checks that it sets every field."""
-    child = ScoredChild.__new__(ScoredChild)
-    child.name = name
-    child.span_id = span_id
-    child.arguments = arguments
-    child.raw_arguments = raw_arguments
-    child.key = key
-    child.normalised = normalised
-    return child
-
-
 @dataclass(slots=True)
 class TraceState:
     """What one trace has shown so far: tool definitions, model turns and the call history."""
@@ -289,7 +268,7 @@ class TraceState:
             span_id = names[name].pop(0)
         elif span_id is not None and span_id in names.get(name, ()):
             names[name].remove(span_id)
-        return None if span_id is None else new_scored_child(name, span_id, None, None, None)
+        return None if span_id is None else ScoredChild(name, span_id)
 
     @property
     def requests_only(self) -> bool:

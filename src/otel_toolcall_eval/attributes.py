@@ -307,9 +307,11 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "N.<score>",
         "LLM span",
         "a call the model requested that ran on no tool span (the instrumentation records tool activity only in "
-        "model requests: the Anthropic SDK under OpenInference's or OpenLLMetry's instrumentation), scored from the "
-        "requests on the model span whose input carried its result back: `toolcall_eval.requested.<N>.` + `tool`, "
-        "`call_id` and each score a tool span carries (`outcome`, `parse_ok`, `tool_known`, `schema_valid`, `step`, "
+        "model requests: the Anthropic SDK under OpenInference's or OpenLLMetry's instrumentation, Haystack's Agent; "
+        "or, among calls with spans, a tool the framework ran no span for), scored from the requests on the model "
+        "span whose input carried its result back: `toolcall_eval.requested.<N>.` + `tool`, `call_id` (`@k`, its "
+        "position in the conversation, where the instrumentation records no ids) and each score a tool span carries "
+        "(`outcome`, `parse_ok`, `tool_known`, `schema_valid`, `step`, "
         "...; `convention` is `request`); counted in the trace's verdict, its stats and recovery classes, and in "
         "`harvest` run lines; offered to the judge (`toolcall_eval.requested.<N>.judge.sampled`; its verdict links to "
         "this model span) and counted in a session's repeated failures, as a tool span's call is",
@@ -341,8 +343,9 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         TRACE_UNEXECUTED_CALLS,
         "int",
         "local root span",
-        "tool calls the model requested (chat spans' output messages) that no tool span answered, e.g. a tool the "
-        "framework refused to run; informational, not part of the composite (absent when no requests were recorded)",
+        "tool calls the model requested (chat spans' output messages) that neither a tool span nor a later "
+        "request's reply answered, e.g. a tool the framework refused to run without telling the model; "
+        "informational, not part of the composite (absent when no requests were recorded)",
     ),
     AttributeDoc(
         TRACE_UNKNOWN_TOOL_REQUESTS,

@@ -572,3 +572,70 @@ def test_a_root_an_instrumentation_stamped_as_a_chat_span_still_gets_the_verdict
         tool_span(p.tracer, "get_weather", {"city": "Paris"}, error=ConnectionError("down"))
     root = scores(p.one("app"))
     assert (root["trace.tool_calls"], root["trace.errors"], root["trace.model_calls"]) == (1, 1, 1)
+
+
+# --- Python reprs where JSON belongs (Haystack's ``Tool(...)``, ``ToolCallResult(...)``): conventions.reprs ------
+
+HAYSTACK = "openinference.instrumentation.haystack"
+_TOOL_REPR = (
+    "Tool(name='get_weather', description='Current weather in a city.', parameters={'properties': {'city': "
+    "{'type': 'string'}, 'unit': {'enum': ['celsius', 'fahrenheit'], 'type': 'string'}}, 'required': ['city', "
+    "'unit'], 'type': 'object'}, function=<function main.<locals>.get_weather at 0x7f207d5809a0>, "
+    "outputs_to_string=None)"
+)
+
+
+def test_haystack_tool_reprs_are_read_as_definitions_only_for_its_scope() -> None:
+    from otel_toolcall_eval.conventions.shapes import shape_named
+
+    attrs = {"openinference.span.kind": "LLM", "input.value": json.dumps({"messages": [], "tools": [_TOOL_REPR]})}
+    (tool,) = tool_definitions(attrs, DefinitionCache(), shape_named(HAYSTACK))
+    unit = {"enum": ["celsius", "fahrenheit"], "type": "string"}
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "unit": unit}, "required": ["city", "unit"]}
+    assert (tool.name, tool.description, tool.parameters) == ("get_weather", "Current weather in a city.", schema)
+    assert tool_definitions(attrs, DefinitionCache()) == []  # another scope: never guessed from the value
+    assert tool_definitions(attrs, DefinitionCache(), shape_named(LLAMA)) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__import__('os').system('touch /tmp/toolcall-eval-repr-ran')",  # a call is a record, never run
+        "Tool(name=(lambda: open('/tmp/toolcall-eval-repr-ran', 'w'))())",
+        "Tool(name='a' * 10**9)",  # an operator has no value: nothing is computed
+        "Tool(name='x', parameters=" + "[" * 500 + "]" * 500 + ")",  # deeper than the parser allows
+        "Tool(name='x', parameters='" + "a" * (64 * 1024) + "')",  # longer than one repr may be
+        "Tool(name='open, description=<function>)",  # a string left open
+        "Tool(name=<ChatRole.TOOL: 'tool'>",  # a bracket left open
+        "Tool(name='x', n=" + "9" * 5000 + ")",  # an integer longer than Python converts
+    ],
+)
+def test_a_repr_is_read_bounded_and_never_evaluated(text: str) -> None:
+    from pathlib import Path
+
+    from otel_toolcall_eval.conventions import reprs
+
+    value = reprs.read(text)
+    assert not Path("/tmp/toolcall-eval-repr-ran").exists()
+    assert value is None or (isinstance(value, dict) and value.get("name") in (None, "x"))
+    assert list(reprs.calls_of([text], "Tool")) in ([], [value])
+
+
+def test_a_repr_reads_literals_calls_and_objects_in_angle_brackets() -> None:
+    from otel_toolcall_eval.conventions import reprs
+
+    text = "ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result=\"it's <down>\", error=True)])"
+    assert reprs.read(text) == {
+        reprs.CLASS_KEY: "ChatMessage",
+        "_role": None,
+        "_content": [{reprs.CLASS_KEY: "ToolCallResult", "result": "it's <down>", "error": True}],
+    }
+    assert list(reprs.calls_of([text, "TextContent(text='ToolCallResult(')"], "ToolCallResult")) == [
+        {reprs.CLASS_KEY: "ToolCallResult", "result": "it's <down>", "error": True}
+    ]
+    assert reprs.read("{'a': (1, -2.5, None), 'b': b'x', 'c': 1j, 'd': ...}") == {
+        "a": [1, -2.5, None],
+        "b": None,
+        "c": None,
+        "d": None,
+    }

@@ -16,7 +16,8 @@ import pytest
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from otel_toolcall_eval.checks.outcome import error_reply
-from otel_toolcall_eval.conventions.llm_spans import span_tool_replies, tool_replies
+from otel_toolcall_eval.conventions.llm_spans import requested_calls, span_tool_replies, tool_replies
+from otel_toolcall_eval.conventions.shapes import shape_named
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.engine.requested import (
     REQUEST_CONVENTION,
@@ -101,11 +102,57 @@ def _anthropic_turn(call_id: str, content: str, is_error: bool) -> dict[str, Any
     }
 
 
+HAYSTACK_OI = shape_named("openinference.instrumentation.haystack")
+
+
 def test_the_anthropic_request_bodys_error_flag_is_read_only_where_the_shape_row_says_so() -> None:
     attrs = _anthropic_turn("c1", "ConnectionError('down')", is_error=True)
     assert tool_replies(attrs, anthropic_body=True) == [ToolReply("c1", "ConnectionError('down')", True)]
     assert tool_replies(attrs) == [ToolReply("c1", "ConnectionError('down')", None)]
     assert tool_replies(_anthropic_turn("c1", "sunny", is_error=False), anthropic_body=True)[0].is_error is False
+
+
+def _haystack_turn(replies: list[tuple[str, bool]], calls: list[tuple[str, str]] = ()) -> dict[str, Any]:
+    """OpenInference's Haystack LLM span: no call ids anywhere; the user's message, then per reply the assistant's
+    call and its tool message (roles only in the indexed messages, the ``ToolCallResult`` in the ``input.value``
+    reprs); ``calls``: what this turn requests ((name, JSON arguments))."""
+    attrs: dict[str, Any] = {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user"}
+    messages = ["ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[TextContent(text='Weather?')], _meta={})"]
+    for i, (text, error) in enumerate(replies):
+        attrs[f"llm.input_messages.{2 * i + 1}.message.role"] = "assistant"
+        attrs[f"llm.input_messages.{2 * i + 2}.message.role"] = "tool"
+        origin = "ToolCall(tool_name='t', arguments={}, id=None, extra=None)"
+        messages.append("ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[" + origin + "])")
+        result = f"ToolCallResult(result={text!r}, origin={origin}, error={error})"
+        messages.append(f"ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[{result}], _meta={{}})")
+    attrs["input.value"] = json.dumps({"messages": messages, "tools": []})
+    for j, (name, arguments) in enumerate(calls):
+        attrs[f"llm.output_messages.0.message.tool_calls.{j}.tool_call.function.name"] = name
+        attrs[f"llm.output_messages.0.message.tool_calls.{j}.tool_call.function.arguments"] = arguments
+    return attrs
+
+
+def test_without_call_ids_calls_and_replies_are_matched_by_position_where_the_shape_row_says_so() -> None:
+    """Haystack's row (``positional_calls``): a call gets its position in the conversation (after the tool messages
+    its request carried), the k-th tool message answers it with the text and error flag of its ``ToolCallResult``
+    repr; without the row nothing is identified."""
+    first = _haystack_turn([], [("get_weather", '{"city": "Oslo"}'), ("book_flight", "{}")])
+    sent: dict[str, Any] = {}
+    assert requested_calls(first, sent, positional=True) == [("@0", "get_weather"), ("@1", "book_flight")]
+    assert sent == {"@0": '{"city": "Oslo"}', "@1": "{}"}
+    assert requested_calls(first) == [(None, "get_weather"), (None, "book_flight")]
+    second = _haystack_turn([("sunny", False), ("Tool 'book_flight' not found", True)], [("get_weather", "{}")])
+    assert requested_calls(second, None, positional=True) == [("@2", "get_weather")]
+    assert HAYSTACK_OI is not None
+    positional = {"positional": True, "replies_repr": HAYSTACK_OI.replies_repr}
+    assert tool_replies(second, **positional) == [
+        ToolReply("@0", "sunny", False),
+        ToolReply("@1", "Tool 'book_flight' not found", True),
+    ]
+    assert tool_replies(second) == []
+    # the reprs unreadable (cut): the tool messages still answer by position, their content unrecorded
+    second["input.value"] = second["input.value"][:200] + "..."
+    assert tool_replies(second, **positional) == [ToolReply("@0", None, None), ToolReply("@1", None, None)]
 
 
 @pytest.mark.parametrize(
@@ -185,17 +232,25 @@ def test_a_trace_with_tool_activity_only_in_requests_gets_a_verdict_per_call() -
     assert (root["trace.unexecuted_calls"], root["trace.correct"]) == (1, False)
 
 
-def test_a_trace_with_tool_spans_keeps_scoring_the_spans_and_nothing_from_the_requests() -> None:
+@pytest.mark.parametrize("span_id", ["c1", None, "rpc-7"])  # the model's id; none; a server's own (by name)
+def test_a_mixed_trace_scores_the_request_no_span_ran_for_and_not_the_calls_with_spans(span_id: str | None) -> None:
+    """Some tools ran on spans, one request on none (a tool the agent does not have): that request is scored from
+    the requests like a trace with no tool span at all, not only counted in ``trace.unknown_tool_requests``; the call
+    its span claimed (by id, or by name when the span records none or another id) is not scored a second time."""
     p = make_pipeline()
     with p.tracer.start_as_current_span("agent"):
         _chat(p, "turn 1", [("c1", "get_weather", {"city": "Oslo"})])
-        tool_span(p.tracer, "get_weather", {"city": "Oslo"}, call_id="c1", result="sunny")
-        _chat(p, "turn 2", [("c2", "get_weather", {"city": "Rome"})], [("c1", "sunny")])
-        _chat(p, "turn 3", [], [("c2", "sunny")])  # c2 ran on no span, in a trace whose tools have spans
-    assert not any(k.startswith("requested.") for s in p.spans() for k in scores(s))
+        tool_span(p.tracer, "get_weather", {"city": "Oslo"}, call_id=span_id, result="sunny")
+        _chat(p, "turn 2", [("c2", "book_flight", {"to": "Oslo"})], [("c1", "sunny")])
+        _chat(p, "turn 3", [], [("c2", "Error: tool book_flight not found")])
+    assert not any(k.startswith("requested.") for k in scores(p.one("turn 2")))
+    answered = scores(p.one("turn 3"))
+    assert (answered["requested.0.tool"], answered["requested.0.call_id"]) == ("book_flight", "c2")
+    assert (answered["requested.0.outcome"], answered["requested.0.error_source"]) == ("malformed_call", "unknown_tool")
+    assert "requested.1.tool" not in answered
     root = scores(p.one("agent"))
-    assert (root["trace.tool_calls"], root["trace.unexecuted_calls"]) == (1, 1)
-    assert "trace.request_scored_calls" not in root
+    assert (root["trace.tool_calls"], root["trace.request_scored_calls"], root["trace.errors"]) == (2, 1, 1)
+    assert (root["trace.unexecuted_calls"], root["trace.unknown_tool_requests"], root["trace.correct"]) == (0, 0, False)
 
 
 def test_the_calls_scored_from_requests_are_counted_under_their_own_convention() -> None:

@@ -26,7 +26,7 @@ from opentelemetry.trace import SpanKind
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.serve import Service
-from tests.framework_scenario import Expected, _content, check, roots_with_verdict, scored
+from tests.framework_scenario import _SPANLESS, Expected, _content, check, roots_with_verdict, scored
 from tests.helpers import node_ready, scored_spans, wait_for_root_verdict
 
 from .otlp_receiver import GrpcTraceReceiver
@@ -85,8 +85,11 @@ def run(remote_parents: str) -> list[ReadableSpan]:
 
 
 # valid, valid, the bad enum (the server runs it unchecked; the agent's schema, from the tool list on its LLM spans,
-# flags it), the failing tool (an isError result: ``error.type`` tool_error); book_flight never reaches the server
-CROSS_SERVICE = Expected(_content(True, "error.type"), correct=False, errors=2, unknown_tool_requests=1)
+# flags it), the failing tool (an isError result: ``error.type`` tool_error); book_flight never reaches the server:
+# the agent's reply to it (by call id) answers its request, scored from the requests (issue 26)
+CROSS_SERVICE = Expected(
+    _content(True, "error.type"), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS
+)
 
 
 def test_a_python_agent_and_a_node_mcp_server_get_one_trace_and_one_verdict() -> None:
@@ -106,9 +109,10 @@ def test_a_python_agent_and_a_node_mcp_server_get_one_trace_and_one_verdict() ->
     (root,) = roots_with_verdict(mine)
     assert root.name == "invoke_agent weather-agent" and root.parent is None
     attributes = dict(root.attributes or {})
-    # book_flight: the agent told the model it has no such tool; the server's spans, exported before the agent's
-    # chat spans that requested them, still answer their requests (matched by name: their ids are JSON-RPC ids)
-    assert attributes[A.TRACE_UNEXECUTED_CALLS] == 1
+    # book_flight: the agent told the model it has no such tool (scored from that reply, not unexecuted); the
+    # server's spans, exported before the agent's chat spans that requested them, still answer their requests
+    # (matched by name: their ids are JSON-RPC ids), and are not scored from the replies a second time
+    assert (attributes[A.TRACE_UNEXECUTED_CALLS], attributes[A.TRACE_REQUEST_SCORED_CALLS]) == (0, 1)
 
 
 def test_with_remote_parents_as_roots_each_service_gets_its_own_verdict() -> None:

@@ -265,8 +265,9 @@ def test_pydantic_ai_model_retry_is_a_rejected_input(otel: Otel) -> None:
     assert otel.verdict() == verdict(calls=1, errors=1, correct=False)
 
 
-def test_pydantic_ai_unregistered_tool_is_counted_as_unexecuted(otel: Otel) -> None:
-    # pydantic-ai runs no execute_tool span for a tool it does not have: only the chat span shows the request.
+def test_pydantic_ai_unregistered_tool_is_scored_from_the_requests(otel: Otel) -> None:
+    # pydantic-ai runs no execute_tool span for a tool it does not have: only the chat spans show the request, and
+    # the next one the reply ("Unknown tool name"), by its call id: the call is scored from the requests (issue 26)
     turns = [
         [
             ToolCallPart("get_weather", {"city": "Oslo"}, tool_call_id="w1"),
@@ -276,10 +277,13 @@ def test_pydantic_ai_unregistered_tool_is_counted_as_unexecuted(otel: Otel) -> N
     assert weather_agent(otel, turns).run_sync("?").output == "done"
     assert [scores(s)[A.OUTCOME] for s in otel.tool_spans()] == ["success"]
     root = attrs(otel.root())
-    assert root[A.TRACE_UNEXECUTED_CALLS] == 1
-    assert root[A.TRACE_TOOL_CALLS] == 1
+    assert (root[A.TRACE_UNEXECUTED_CALLS], root[A.TRACE_UNKNOWN_TOOL_REQUESTS]) == (0, 0)
+    assert (root[A.TRACE_TOOL_CALLS], root[A.TRACE_REQUEST_SCORED_CALLS]) == (2, 1)
+    key = A.REQUESTED_PREFIX + "0."
+    (scored,) = [a for s in otel.exporter.get_finished_spans() if key + "tool" in (a := scores(s))]
+    assert (scored[key + "tool"], scored[key + "call_id"]) == ("book_flight", "b1")
+    assert (scored[key + "outcome"], scored[key + "tool_known"]) == ("malformed_call", False)
     # book_flight was never offered: the wrong-tool decision fails the trace though no tool span shows it
-    assert root[A.TRACE_UNKNOWN_TOOL_REQUESTS] == 1
     assert root[A.TRACE_CORRECT] is False and root[A.TRACE_COMPOSITE_OK] is False
 
 

@@ -299,9 +299,11 @@ def test_tool_list_change_is_counted_per_service_and_agent_with_its_source() -> 
 # are not counted twice; a turn without recorded output messages proves no hand-back (autogen-default: carried_on)
 FRAMEWORK_STATS = {
     "adk-legacy": (5, 50, 3, ["switched_tool", "switched_tool", "carried_on"]),
-    "autogen-capture": (6, 60, 3, ["switched_tool", "handed_back"]),
+    # the unknown tool, which ran on no span, is a failed call scored from the requests (issue 26): its own class
+    "autogen-capture": (6, 60, 3, ["switched_tool", "switched_tool", "handed_back"]),
     "autogen-default": (6, 60, 3, ["switched_tool", "carried_on"]),
-    "llama_index-content": (6, 0, 3, ["switched_tool", "handed_back"]),  # its preparation step is no model call
+    # its preparation step is no model call; the unknown tool scored from the requests, as above
+    "llama_index-content": (6, 0, 3, ["switched_tool", "switched_tool", "handed_back"]),
     "openai_agents-content": (5, 50, 3, ["switched_tool", "switched_tool"]),  # book_flight asked for, never run
     "smolagents-content": (6, 60, 3, ["switched_tool", "switched_tool"]),  # final_answer is a tool call
     "strands-default": (6, 60, 3, ["switched_tool", "switched_tool", "carried_on"]),

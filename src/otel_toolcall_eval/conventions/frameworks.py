@@ -276,9 +276,11 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
     FrameworkSupport(
         "Haystack 3.4 `Agent`",
         "openinference-instrumentation-haystack 0.1.46",
-        "model calls and the requested calls only (`trace.unexecuted_calls`): the Agent runs its tools on no span "
-        "and the tool definitions are Python reprs, so no per-call verdict, no tool list (the unknown tool is not "
-        "told from the offered ones); `doctor` says the tools are not instrumented",
+        "each requested call scored from the requests (the Agent runs its tools on no span): "
+        "`toolcall_eval.requested.N.*` on the model span whose input answered it, matched by position (no call ids "
+        "anywhere); schemas and the tool list from the `Tool(...)` reprs in `input.value` (read bounded, never "
+        "evaluated), outcomes from each reply's `ToolCallResult(error=)` repr: the bad enum, the unknown tool and the "
+        "raising tool each fail the verdict; `doctor` says the tools are not instrumented",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
         "nothing of the calls: no verdict",
         "test_agent_frameworks_pairs.py::test_haystack_agent_openinference (own extra: `make test-pairs`)",

@@ -13,6 +13,8 @@ from typing import Any
 from otel_toolcall_eval import _json
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import BytesBoundedCache
+from otel_toolcall_eval.conventions import reprs
+from otel_toolcall_eval.conventions.shapes import SHAPES, ReprSlice, Shape, shape_for
 from otel_toolcall_eval.records import ToolDefinition, ToolReply
 
 Attrs = Mapping[str, Any]
@@ -27,6 +29,9 @@ _TL_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.(id|name)
 ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"  # Google ADK's legacy schema: the whole request, as JSON
 # The Vercel AI SDK's legacy model-call spans (its tool definitions and requested calls are on these)
 VERCEL_AI_MODEL_CALLS = frozenset({"ai.generateText.doGenerate", "ai.streamText.doStream"})
+# the keys a shape row names for a span that lists the tools offered but is no model request (Semantic Kernel's
+# ``sk.available_functions``): read only on a span of that row's scope
+NAMES_KEYS = frozenset(row.definitions_names for row in SHAPES if row.definitions_names)
 LLM_KEYS = frozenset(  # an LLM span carries at least one of these
     {
         A.GEN_AI_OPERATION_NAME,
@@ -35,8 +40,13 @@ LLM_KEYS = frozenset(  # an LLM span carries at least one of these
         A.GEN_AI_TOOL_DEFINITIONS,
         ADK_LLM_REQUEST,
         A.VERCEL_AI_OPERATION_ID,
+        *NAMES_KEYS,
     }
 )
+# the id of a call whose request and reply carry none (a shape row's ``positional_calls``): ``@k``, its position
+# among the calls of the conversation, which the k-th tool message of a later request answers
+POSITIONAL_ID = "@"
+MAX_NAMES = 256  # tool names read from one ``definitions_names`` attribute
 
 
 def is_llm_span(attrs: Attrs) -> bool:
@@ -51,7 +61,7 @@ def is_llm_span(attrs: Attrs) -> bool:
         return True
     if "llm.request.type" in attrs or A.GEN_AI_TOOL_DEFINITIONS in attrs or ADK_LLM_REQUEST in attrs:
         return True
-    return attrs.get(A.VERCEL_AI_OPERATION_ID) in VERCEL_AI_MODEL_CALLS
+    return attrs.get(A.VERCEL_AI_OPERATION_ID) in VERCEL_AI_MODEL_CALLS or not NAMES_KEYS.isdisjoint(attrs)
 
 
 def definition_from(item: Any) -> ToolDefinition | None:
@@ -131,10 +141,30 @@ class DefinitionCache:
         self._items.put(raw, defs, DEFINITION_COST_FACTOR * len(raw) + 256)
         return defs
 
+    def parse_repr(self, raw: str, cls: str) -> tuple[ToolDefinition, ...]:
+        """The definition in one repr of class ``cls`` (Haystack's ``Tool(name=, description=, parameters=)``)."""
+        key = f"\0repr\0{cls}\0{raw}"  # never a JSON text's key
+        hit = self._items.get(key)
+        if hit is not None:
+            return hit
+        defs = tuple(d for d in map(definition_from, reprs.calls_of([raw], cls)) if d is not None)
+        self._items.put(key, defs, DEFINITION_COST_FACTOR * len(key) + 256)
+        return defs
 
-def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinition]:
-    """Every tool definition an LLM span carries, in any of the known conventions."""
+
+def tool_definitions(attrs: Attrs, cache: DefinitionCache, shape: Shape | None = None) -> list[ToolDefinition]:
+    """Every tool definition an LLM span carries, in any of the known conventions, and where the row of its scope
+    (``shape``) says its instrumentation records them in a form of its own (reprs, a list of names)."""
     out: list[ToolDefinition] = []
+    if shape is not None:
+        if shape.definitions_repr is not None:
+            items = repr_slice(attrs, shape.definitions_repr)
+            for item in items[: reprs.MAX_ITEMS] if isinstance(items, list) else ():
+                if isinstance(item, str):
+                    out.extend(cache.parse_repr(item, shape.definitions_repr.cls))
+        names = attrs.get(shape.definitions_names) if shape.definitions_names else None
+        if isinstance(names, str) and len(names) <= reprs.MAX_REPR_CHARS:
+            out.extend(ToolDefinition(n) for n in (x.strip() for x in names.split(",")[:MAX_NAMES]) if n)
     for key in (A.GEN_AI_TOOL_DEFINITIONS, A.VERCEL_AI_PROMPT_TOOLS):
         raw = attrs.get(key)
         if raw is None:
@@ -167,6 +197,16 @@ def tool_definitions(attrs: Attrs, cache: DefinitionCache) -> list[ToolDefinitio
     return out
 
 
+def repr_slice(attrs: Attrs, where: ReprSlice) -> Any:
+    """The list of reprs a shape row points at: ``where.key`` of the JSON object in ``where.attribute`` (None when
+    absent, not such an object, or longer than ``reprs.MAX_INPUT_CHARS``)."""
+    raw = attrs.get(where.attribute)
+    if not isinstance(raw, str) or len(raw) > reprs.MAX_INPUT_CHARS:
+        return None
+    value = _json.try_loads(raw)
+    return value.get(where.key) if type(value) is dict else None
+
+
 def _adk_definitions(raw: str) -> list[ToolDefinition]:
     """``config.tools[].function_declarations[]`` of an ADK ``llm_request`` (its legacy telemetry schema)."""
     request = _json.try_loads(raw)
@@ -181,11 +221,25 @@ def _adk_definitions(raw: str) -> list[ToolDefinition]:
     return out
 
 
-def requested_calls(attrs: Attrs, arguments: dict[str, Any] | None = None) -> list[tuple[str | None, str | None]]:
+def requested_calls(
+    attrs: Attrs, arguments: dict[str, Any] | None = None, positional: bool = False
+) -> list[tuple[str | None, str | None]]:
     """``(call_id, tool_name)`` of each tool call the model asked for in this turn (one parallel batch).
 
     With ``arguments``, also fills it with each identified call's arguments as the model sent them: the evidence for
-    a tool span that records none (AutoGen's, beside the official OpenAI instrumentation's chat spans)."""
+    a tool span that records none (AutoGen's, beside the official OpenAI instrumentation's chat spans).
+    ``positional``: the instrumentation records no call ids (its row's ``positional_calls``): a call without one
+    gets its position in the conversation (``POSITIONAL_ID``), after the tool messages the request carried."""
+    return _requested_calls(attrs, arguments, _tool_messages(attrs) if positional else None)
+
+
+def _tool_messages(attrs: Attrs) -> int:
+    return sum(1 for m in input_messages(attrs) if m.get("role") == "tool")
+
+
+def _requested_calls(
+    attrs: Attrs, arguments: dict[str, Any] | None, position: int | None
+) -> list[tuple[str | None, str | None]]:
     calls: list[tuple[str | None, str | None]] = []
     raw = attrs.get(A.GEN_AI_OUTPUT_MESSAGES)
     if raw is not None:
@@ -221,8 +275,10 @@ def requested_calls(attrs: Attrs, arguments: dict[str, Any] | None = None) -> li
             field = "name" if m.group(3) in ("function.name", "name") else "id"
             indexed.setdefault((int(m.group(1)), int(m.group(2))), {})[field] = _str(value)
     for (turn, index), item in sorted(indexed.items()):  # indices need not start at 0 or be contiguous
-        calls.append((item.get("id"), item.get("name")))
         call_id = item.get("id")
+        if call_id is None and position is not None:
+            call_id = f"{POSITIONAL_ID}{position + len(calls)}"
+        calls.append((call_id, item.get("name")))
         if arguments is not None and call_id is not None:
             key = f"llm.output_messages.{turn}.message.tool_calls.{index}.tool_call.function.arguments"
             if key in attrs:
@@ -320,20 +376,31 @@ def unknown_tool_replies(attrs: Attrs) -> list[str]:
     ]
 
 
-def tool_replies(attrs: Attrs, anthropic_body: bool = False, error_text: bool = False) -> list[ToolReply]:
+def tool_replies(
+    attrs: Attrs,
+    anthropic_body: bool = False,
+    error_text: bool = False,
+    positional: bool = False,
+    replies_repr: ReprSlice | None = None,
+) -> list[ToolReply]:
     """The tool results this LLM span's input carried back to the model (``tool`` messages with a call id).
 
     ``anthropic_body``: the span's ``input.value`` is the Anthropic Messages request as sent (OpenInference's
     Anthropic instrumentation; its shape row says so), whose ``tool_result`` blocks keep the ``is_error`` flag the
     indexed messages drop. ``error_text``: the instrumentation cannot record the flag at all (its row's
     ``records_error_flag``): a reply whose text says its tool failed (``checks.outcome.error_reply``) is flagged, any
-    other keeps None. Called only while a trace has requests waiting for their result."""
+    other keeps None. ``positional``: the messages carry no call ids (its row's ``positional_calls``), so the k-th
+    tool message gets the id ``@k``, its text and error flag read from the messages' reprs where recorded
+    (``replies_repr``: Haystack's ``ToolCallResult(result=, error=)``). Called only while a trace has requests
+    waiting for their result."""
     from otel_toolcall_eval.checks.outcome import error_reply
 
     errors: dict[str, bool] = _anthropic_errors(attrs.get("input.value")) if anthropic_body else {}
-    out = []
+    out: list[ToolReply] = []
     for m in input_messages(attrs):
         call_id = m.get("tool_call_id")
+        if call_id is None and positional and m.get("role") == "tool":
+            call_id = f"{POSITIONAL_ID}{len(out)}"
         if m.get("role") == "tool" and call_id is not None:
             call_id = str(call_id)
             content = m.get("content")
@@ -341,18 +408,36 @@ def tool_replies(attrs: Attrs, anthropic_body: bool = False, error_text: bool = 
             if flag is None and error_text and error_reply(content):
                 flag = True
             out.append(ToolReply(call_id, content, flag))
+    if positional and replies_repr is not None:
+        recorded = _repr_replies(attrs, replies_repr)
+        if recorded is not None and len(recorded) == len(out):  # the same tool messages, their content recorded
+            return recorded
+    return out
+
+
+def _repr_replies(attrs: Attrs, where: ReprSlice) -> list[ToolReply] | None:
+    """Each call of ``where.cls`` (``ToolCallResult(result=, error=)``) in the messages' reprs, in order, with its
+    position's id; None when the messages are not recorded or not readable."""
+    messages = repr_slice(attrs, where)
+    if not isinstance(messages, list):
+        return None
+    out: list[ToolReply] = []
+    for result in reprs.calls_of(messages, where.cls):
+        error = result.get("error")
+        flag = error if type(error) is bool else None
+        out.append(ToolReply(f"{POSITIONAL_ID}{len(out)}", result.get("result"), flag))
     return out
 
 
 def span_tool_replies(span: Any, attrs: Attrs) -> list[ToolReply]:
     """``tool_replies`` of a model span, read as its instrumentation scope's shape row says (``conventions.shapes``:
     the request body's error flag, or the reply's text where the scope records no flag)."""
-    from otel_toolcall_eval.conventions.shapes import shape_for
-
     shape = shape_for(getattr(span, "instrumentation_scope", None))
     if shape is None:
         return tool_replies(attrs)
-    return tool_replies(attrs, shape.anthropic_request_body, not shape.records_error_flag)
+    return tool_replies(
+        attrs, shape.anthropic_request_body, not shape.records_error_flag, shape.positional_calls, shape.replies_repr
+    )
 
 
 def _anthropic_errors(raw: Any) -> dict[str, bool]:

@@ -48,6 +48,17 @@ class Wrapper:
 
 
 @dataclass(frozen=True, slots=True)
+class ReprSlice:
+    """Where an instrumentation records a part of the conversation as Python reprs instead of JSON (Haystack's
+    ``Tool(...)``, ``ChatMessage(...)``): ``attribute`` holds a JSON object whose ``key`` is a list of repr strings,
+    of which those of class ``cls`` are read (``conventions.reprs``: bounded, nothing evaluated)."""
+
+    attribute: str
+    key: str
+    cls: str
+
+
+@dataclass(frozen=True, slots=True)
 class Shape:
     """One instrumentation scope: where its tool spans keep each part of a call, and how to get more of them.
 
@@ -78,6 +89,18 @@ class Shape:
     # success there: its outcome is read from the reply the next model request carries back for its call id
     # (``checks.outcome.error_reply``, then the unknown-tool and rejection texts), for this scope only
     records_error_flag: bool = True
+    # its requests and replies carry no call ids (Haystack): a request's calls and the next requests' tool messages
+    # are matched by position, the k-th tool message of a conversation answering the k-th call it requested (both
+    # get the id ``@k``: ``llm_spans.POSITIONAL_ID``)
+    positional_calls: bool = False
+    # the tool definitions offered, as reprs on its LLM spans (Haystack's ``Tool(name=, description=, parameters=)``)
+    definitions_repr: ReprSlice | None = None
+    # the replies a request carries back, as reprs of its messages whose content holds ``ToolCallResult(result=,
+    # error=)`` (Haystack): each reply's text and error flag, in position order
+    replies_repr: ReprSlice | None = None
+    # an attribute listing the names of the tools offered, comma-separated, on a span that is no model request
+    # (Semantic Kernel's ``AutoFunctionInvocationLoop``: ``sk.available_functions``): names only, no schema
+    definitions_names: str = ""
     # what a tool span of this scope without a tool name is, when it is not a call (BeeAI: an event of the call
     # above it); "" reads such a span as a call, whose empty name ``doctor`` reports
     nameless_spans: str = ""
@@ -338,16 +361,32 @@ SHAPES: tuple[Shape, ...] = (
         "imported; `SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true` traces without content)",
         cannot_record="requested calls and the replies to them (SK writes chat messages as log records, not on "
         "spans): the call of a tool the agent does not have runs no span and is unseen; without an agent "
-        "(`Kernel` with automatic function calling) no definitions, only the names in "
-        "`AutoFunctionInvocationLoop`'s `sk.available_functions` (not read)",
+        "(`Kernel` with automatic function calling) no schemas, only the names in "
+        "`AutoFunctionInvocationLoop`'s `sk.available_functions` (its own row)",
+    ),
+    Shape(
+        "semantic_kernel.connectors.ai.chat_completion_client_base",
+        "semantic-kernel 1.45 (its `AutoFunctionInvocationLoop` span, written with or without its diagnostics)",
+        definitions_names="sk.available_functions",
+        definitions="the `AutoFunctionInvocationLoop` span's `sk.available_functions`: the names of the functions "
+        "offered (a `Kernel` with automatic function calling, no agent), no schemas; it ends after the loop's tool "
+        "spans (names checked then: `trace.unlisted_calls`)",
+        content_switch="none: written whatever the diagnostics switches say",
+        cannot_record="the functions' schemas (names only)",
     ),
     Shape(
         "openinference.instrumentation.haystack",
         "openinference-instrumentation-haystack 0.1.46 (haystack-ai 3.4)",
-        definitions="none: the LLM spans' `input.value` lists the tools as Python reprs (not read)",
+        positional_calls=True,
+        definitions_repr=ReprSlice("input.value", "tools", "Tool"),
+        replies_repr=ReprSlice("input.value", "messages", "ToolCallResult"),
+        definitions="the LLM spans' `input.value`: its `tools`, each a `Tool(name=, description=, parameters=)` "
+        "Python repr, read bounded and never evaluated (`conventions.reprs`)",
         content_switch=OI_SWITCH,
-        cannot_record="tool runs (its `Agent` invokes the tools outside any component span), definitions and call "
-        "ids: the model's requested calls (names and arguments, on the LLM spans) are the only evidence",
+        cannot_record="tool runs (its `Agent` invokes the tools outside any component span) and call ids: each "
+        "requested call is scored from the requests, matched to the next request's tool message by position (the "
+        "k-th tool message of a conversation answers its k-th call), its outcome from that message's "
+        "`ToolCallResult(result=, error=)` repr in `input.value`",
     ),
     Shape(
         "openinference.instrumentation.beeai",

@@ -33,6 +33,7 @@ from otel_toolcall_eval.conventions.llm_spans import (
     span_tool_replies,
     tool_definitions,
 )
+from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
 from otel_toolcall_eval.engine.requested import requested_call_record
@@ -59,7 +60,7 @@ def case_from_trace(
         attrs = span.attributes or {}
         if not is_llm_span(attrs):
             continue
-        for d in tool_definitions(attrs, cache):
+        for d in tool_definitions(attrs, cache, shape_for(span.instrumentation_scope)):
             tools.setdefault(d.name, {"name": d.name, "description": d.description, "parameters": d.parameters})
         if not messages:
             messages = input_messages(attrs)
@@ -250,7 +251,8 @@ def _recorded_calls(
             yield attrs, record
         elif is_llm_span(attrs):
             yield from _requested(span, attrs, sent)
-            requested_calls(attrs, sent)
+            shape = shape_for(span.instrumentation_scope)
+            requested_calls(attrs, sent, shape is not None and shape.positional_calls)
 
 
 def _late_outcomes(spans: Sequence[ReadableSpan]) -> dict[int, tuple[str, str]]:

@@ -138,8 +138,18 @@ class Requests:
             batch = pending.pop(0)
             if not pending:
                 self._answered(name)
+            if self.call_names:  # the request's own id, if it had one: no reply scores that call again
+                self._claim_id(name, batch)
             return batch
         return None
+
+    def _claim_id(self, name: str, batch: int) -> None:
+        names = self.call_names
+        for call_id, named in names.items():
+            if named == name and self.call_batches.get(call_id) == batch:
+                del names[call_id]
+                del self.call_batches[call_id]
+                return
 
     def _answered(self, name: str) -> None:
         """Every request of ``name`` is claimed: its entry goes (the dict's table too, once it is empty)."""

@@ -21,6 +21,7 @@ from otel_toolcall_eval.conventions.llm_spans import (
     tool_replies,
     unknown_tool_replies,
 )
+from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.engine.requested import (
     REQUEST_CONVENTION,
@@ -93,11 +94,12 @@ class TurnStage:
     ) -> RequestScored | None:
         """One LLM span of the trace (``is_root``: the trace's root, an instrumented client's own span). Returns the
         calls scored from the requests that this span's input answered (None: none)."""
-        definitions = tool_definitions(attrs, self.definitions)
+        shape = shape_for(getattr(span, "instrumentation_scope", None))  # where its scope records what it does
+        definitions = tool_definitions(attrs, self.definitions, shape)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
         not_turn = op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT"
         arguments: dict[str, Any] = {}
-        calls = [] if not_turn else requested_calls(attrs, arguments)
+        calls = [] if not_turn else requested_calls(attrs, arguments, shape is not None and shape.positional_calls)
         max_calls = self._max_calls
         decided: Decisions | None = None
         answered: list[tuple[ToolCallRecord, CallScore]] = []
@@ -118,8 +120,8 @@ class TurnStage:
             if requests is not None and requests.call_names:
                 # requests no tool span answered yet: did the framework reply "unknown tool"?
                 requests.note_unknown_replies(unknown_tool_replies(attrs))
-                if state.requests_only:  # no tool span in the trace: a reply is the only evidence of its call
-                    decided = self._score_answered(state, requests, attrs, span, answered)
+                # a request no tool span claimed (none ran, or none for this call): its reply is the evidence
+                decided = self._score_answered(state, requests, attrs, span, answered)
             response_id = None if not_turn else attrs.get(A.GEN_AI_RESPONSE_ID)
             if response_id is not None and state.seen_response(str(response_id), max_calls):
                 not_turn, calls = True, []  # a second span of a request counted already: its tools only
@@ -164,6 +166,9 @@ class TurnStage:
         verdict links to). Returns the recoveries they decided."""
         replies = span_tool_replies(span, attrs)
         answered = answered_requests(replies, requests.call_names) if replies else []
+        stopped = state.prevented
+        if stopped is not None and answered:  # the guard's reply to a call it stopped: no call that ran
+            answered = [(r, n) for r, n in answered if r.call_id not in stopped.call_ids and n not in stopped.tools]
         if not answered:
             return None
         decided: Decisions = []

@@ -24,7 +24,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions import ConventionRegistry, default_registry
 from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS, FrameworkSupport
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, is_llm_span, requested_calls, tool_definitions
-from otel_toolcall_eval.conventions.shapes import shape_named
+from otel_toolcall_eval.conventions.shapes import shape_for, shape_named
 
 MAX_GROUPS: Final = 100
 MAX_SUSPECTS: Final = 50
@@ -267,7 +267,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
             if len(model_scopes) < MAX_GROUPS:
                 model_scopes.setdefault(_scope(span), set()).add(trace_id)
             defined = schemas.setdefault(trace_id, {})
-            for d in tool_definitions(attrs, cache):
+            for d in tool_definitions(attrs, cache, shape_for(span.instrumentation_scope)):
                 if len(defined) < MAX_GROUPS and (d.name not in defined or d.parameters is not None):
                     defined[d.name] = d.parameters
     out.traces = len(traces)

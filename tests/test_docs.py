@@ -10,6 +10,7 @@ import pytest
 
 from otel_toolcall_eval import _docs
 from otel_toolcall_eval.demo import default_config_path
+from tests.helpers import COMPILED
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -101,3 +102,19 @@ def test_every_link_of_the_readme_reaches_a_file() -> None:
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
     relative = [t for t in targets if not re.match(r"[a-z]+:", t)]
     assert relative and [t for t in relative if not (ROOT / t).exists()] == []
+
+
+@pytest.mark.skipif(COMPILED, reason="the walk is counted on the interpreted build (compiled calls are unseen)")
+def test_the_online_pipeline_page_states_the_span_walk_as_measured() -> None:
+    """docs/explanation/online-pipeline.md's "now" rows are what ``benchmarks/span_walk.py`` counts (deterministic:
+    the same code, the same walk)."""
+    from benchmarks.span_walk import layer_of_modules, walk_one_tool_span
+
+    page = (ROOT / "docs" / "explanation" / "online-pipeline.md").read_text()
+    block = re.search(r"<!-- walk:now -->\n(.*?)<!-- /walk:now -->", page, re.S)
+    assert block is not None
+    for label, valid in (("valid arguments", True), ("invalid arguments", False)):
+        walk = walk_one_tool_span(valid=valid)
+        got = walk.summary(layer_of_modules(walk.stays))
+        row = f"| {label} | {got['stays']} | {got['modules']} | {got['climbs']} | {got['returns']} |"
+        assert row in block.group(1), f"measured: {row}"

@@ -77,6 +77,10 @@ class CallStage:
         # "segment": a span with a remote parent is part of a trace whose root is in another service
         self._segments = segments
         self._histograms = histograms
+        # the last instrumentation scope seen and whether its shape row records no reply's error flag: in-process
+        # every span of an instrumentation has the same scope object, so its row is looked up once, then one
+        # identity test per call (a tuple swapped whole: safe between threads)
+        self._scope_row: tuple[Any, bool] | None = None
 
     def score(
         self,
@@ -135,7 +139,7 @@ class CallStage:
                 # its schema may come on a span that ends later (checks.late_schema; a call with a schema does not)
                 if score.schema_source is None and waits_for_schema(score):
                     state.note_waiting(score, max_calls)
-                if model_id is not None and score.outcome is Outcome.SUCCESS and _no_error_flag(span):
+                if model_id is not None and score.outcome is Outcome.SUCCESS and self._no_error_flag(span):
                     state.note_awaiting_reply(model_id, score, max_calls)  # its reply decides (checks.late_outcome)
                 if parent is not None:  # a server's span of the call may come later when this is its client's
                     client = self._segments and span.kind is SpanKind.CLIENT
@@ -187,6 +191,15 @@ class CallStage:
             return CallResult(extra)
         failed_step = score.step if score.outcome is not Outcome.SUCCESS else None
         return CallResult(extra, score, tools, slot, failed_step)
+
+    def _no_error_flag(self, span: ReadableSpan) -> bool:
+        """The span's instrumentation cannot record a reply's error flag (its shape row, ``records_error_flag``)."""
+        scope = span.instrumentation_scope
+        last = self._scope_row
+        if last is None or last[0] is not scope:
+            shape = shape_for(scope)
+            last = self._scope_row = (scope, shape is not None and not shape.records_error_flag)
+        return last[1]
 
     def note_prevented(self, state: TraceState, parent: int | None, attrs: dict[str, Any]) -> None:
         """The guard's span of a call it stopped (``online.prevented``): remembered for the trace's verdict, and so
@@ -291,12 +304,6 @@ def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str
                 return None
             found = call_id
     return found
-
-
-def _no_error_flag(span: ReadableSpan) -> bool:
-    """The span's instrumentation cannot record a reply's error flag (its shape row, ``records_error_flag``)."""
-    shape = shape_for(span.instrumentation_scope)
-    return shape is not None and not shape.records_error_flag
 
 
 def _scored_client(clients: dict[int, ScoredChild], parent: int | None, record: ToolCallRecord) -> ScoredChild | None:

@@ -94,6 +94,9 @@ class Expected:
     requested: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # (checked, invalid) calls validated when a schema arrived after them (``trace.late_schema.*``); None: absent
     late_schema: tuple[int, int] | None = None
+    # checked when set: the tools the trace listed (``trace.tool_list.count``) and, of the calls scored before that
+    # list came, those not on it (``trace.unlisted_calls``)
+    tool_list: tuple[int, int] | None = None
     # (checked, failed) calls that read as a success on spans that cannot record an error, whose reply in the next
     # model request was read (``trace.late_outcome.*``); None: absent
     late_outcome: tuple[int, int] | None = None
@@ -131,6 +134,8 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
         assert root[A.TRACE_MODEL_CALLS] == expected.model_calls
     late = (root.get(A.TRACE_LATE_SCHEMA_CHECKED), root.get(A.TRACE_LATE_SCHEMA_INVALID))
     assert late == (expected.late_schema or (None, None))
+    if expected.tool_list is not None:
+        assert (root.get(A.TRACE_TOOL_LIST_COUNT), root.get(A.TRACE_UNLISTED_CALLS)) == expected.tool_list
     read = (root.get(A.TRACE_LATE_OUTCOME_CHECKED), root.get(A.TRACE_LATE_OUTCOME_FAILED))
     assert read == (expected.late_outcome or (None, None))
 
@@ -630,8 +635,16 @@ EXPECTED: dict[str, Expected] = {
     # root's schemas when it ends (the bad enum: ``trace.late_schema.invalid``)
     "semantic_kernel-plain": Expected(_semantic_kernel(None), correct=False, errors=2, model_calls=6),
     # SK's default, diagnostics off: its ``execute_tool`` spans are written all the same, under an
-    # ``AutoFunctionInvocationLoop`` root (no agent or chat spans): the outcomes, no tool list, no model calls
-    "semantic_kernel-off": Expected(_semantic_kernel(None), correct=False, errors=2),
+    # ``AutoFunctionInvocationLoop`` root (no agent or chat spans): the outcomes, no model calls; the tool list by
+    # name from that root's ``sk.available_functions`` (its row)
+    "semantic_kernel-off": Expected(_semantic_kernel(None), correct=False, errors=2, tool_list=(2, 0)),
+    # no agent: a ``Kernel`` with automatic function calling (``FunctionChoiceBehavior.Auto``), diagnostics with
+    # content: no ``invoke_agent`` span, so no schemas; the functions offered only by name, in the
+    # ``AutoFunctionInvocationLoop`` span's ``sk.available_functions`` (its row), which ends after the tool spans: the
+    # names checked there (``trace.unlisted_calls`` 0, the tool list on the root)
+    "semantic_kernel-kernel": Expected(
+        _semantic_kernel(True), correct=False, errors=2, model_calls=6, tool_list=(2, 0)
+    ),
     "semantic_kernel-sensitive": Expected(
         _semantic_kernel(True), correct=False, errors=2, model_calls=6, late_schema=(4, 1)
     ),

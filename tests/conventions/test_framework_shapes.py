@@ -639,3 +639,18 @@ def test_a_repr_reads_literals_calls_and_objects_in_angle_brackets() -> None:
         "c": None,
         "d": None,
     }
+
+
+def test_semantic_kernels_available_functions_are_read_as_names_only_for_its_scope() -> None:
+    """SK's ``AutoFunctionInvocationLoop`` span (a ``Kernel`` with automatic function calling, no agent) names the
+    functions offered; its scope's row reads them, names only; the same key on a span of another scope is not."""
+    from otel_toolcall_eval.conventions.llm_spans import is_llm_span
+    from otel_toolcall_eval.conventions.shapes import shape_named
+
+    attrs = {"sk.available_functions": "Weather-get_weather, Weather-get_population,"}
+    assert is_llm_span(attrs)
+    loop = shape_named("semantic_kernel.connectors.ai.chat_completion_client_base")
+    defs = tool_definitions(attrs, DefinitionCache(), loop)
+    assert [(d.name, d.parameters) for d in defs] == [("Weather-get_weather", None), ("Weather-get_population", None)]
+    assert tool_definitions(attrs, DefinitionCache(), shape_named(LLAMA)) == []
+    assert tool_definitions(attrs, DefinitionCache()) == []

@@ -391,12 +391,14 @@ def _semantic_kernel_diagnostics(monkeypatch: pytest.MonkeyPatch, mode: str) -> 
         monkeypatch.setattr(module, "tracer", PROVIDER.get_tracer(module.__name__))
 
 
-@pytest.mark.parametrize("mode", ["off", "plain", "sensitive"])
+@pytest.mark.parametrize("mode", ["off", "plain", "sensitive", "kernel"])
 def test_semantic_kernel_agent(run: Run, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``ChatCompletionAgent`` with a plugin, on SK's OpenAI connector against the local fake. The model is offered
     (and calls) the tools by their fully qualified names (``Weather-get_weather``); the unit is an ``Enum``, which SK
     turns into a JSON Schema enum and parses itself (a ``Literal`` would be advertised as ``{"type": "object"}``).
-    ``off``: neither variable set (SK's default), ``plain``: diagnostics, ``sensitive``: diagnostics with content."""
+    ``off``: neither variable set (SK's default), ``plain``: diagnostics, ``sensitive``: diagnostics with content;
+    ``kernel``: no agent, the plugin on a ``Kernel`` whose chat service calls the functions itself
+    (``FunctionChoiceBehavior.Auto``), diagnostics with content."""
     pytest.importorskip("semantic_kernel", reason="the pairs extra is not installed")
     import asyncio
     from enum import Enum
@@ -421,7 +423,7 @@ def test_semantic_kernel_agent(run: Run, mode: str, monkeypatch: pytest.MonkeyPa
         def population(self, city: str) -> int:
             return get_population(city)
 
-    _semantic_kernel_diagnostics(monkeypatch, mode)
+    _semantic_kernel_diagnostics(monkeypatch, "sensitive" if mode == "kernel" else mode)
     # the scenario's calls under the plugin's names; the unknown tool as the model invents it
     script = [
         (call_id, name if name == "book_flight" else f"Weather-{name}", args)
@@ -436,8 +438,25 @@ def test_semantic_kernel_agent(run: Run, mode: str, monkeypatch: pytest.MonkeyPa
         )
         return str((await weather.get_response(messages="Weather in Paris, Rome and Oslo?")).content)
 
+    async def kernel(base_url: str) -> str:
+        from semantic_kernel import Kernel
+        from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
+        from semantic_kernel.connectors.ai.open_ai import OpenAIChatPromptExecutionSettings
+        from semantic_kernel.contents import ChatHistory
+
+        client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+        service = OpenAIChatCompletion(ai_model_id="fake-model", async_client=client)
+        weather = Kernel()
+        weather.add_service(service)
+        weather.add_plugin(Weather(), plugin_name="Weather")
+        settings = OpenAIChatPromptExecutionSettings(function_choice_behavior=FunctionChoiceBehavior.Auto())
+        history = ChatHistory()
+        history.add_user_message("Weather in Paris, Rome and Oslo?")
+        reply = await service.get_chat_message_content(history, settings, kernel=weather)
+        return str(reply.content if reply is not None else "")
+
     with scripted_openai(script=script) as fake:
-        assert asyncio.run(agent(fake.base_url)) == FINAL_TEXT
+        assert asyncio.run(kernel(fake.base_url) if mode == "kernel" else agent(fake.base_url)) == FINAL_TEXT
     run.finish(f"semantic_kernel-{mode}")
 
 

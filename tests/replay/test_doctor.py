@@ -364,3 +364,13 @@ def test_a_root_stamped_with_a_model_request_is_a_gap_naming_the_span_per_reques
         assert "USE_OTEL_LITELLM_REQUEST_SPAN=true" in report["model_root_fix"]
     else:
         assert report["model_root_fix"] is None
+
+
+def test_tools_listed_by_name_only_are_not_called_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    """Semantic Kernel without an agent: the functions offered by name only (``sk.available_functions``); doctor
+    says the schemas are missing, not that the trace has no definitions of the tools."""
+    _, report = _doctor_json(capsys, str(fixture_path("semantic_kernel-kernel")))
+    group = _only_group(report)
+    assert (group["tool_spans"], group["with_schema"], group["with_tool_list"]) == (4, 0, 4)
+    (fix,) = [f for f in group["fixes"] if "had no schema" in f]
+    assert "by name only" in fix and "no definitions of these tools in the trace" not in fix

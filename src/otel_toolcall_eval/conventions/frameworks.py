@@ -265,7 +265,9 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "parameter's type as a rejection (`input_rejected`); the tool list from the root `invoke_agent` span, which "
         "ends after the tool spans (`trace.unlisted_calls`); the unknown tool unseen (no span, no requests recorded). "
         "With diagnostics off (SK's default) its `execute_tool` spans are written all the same, under an "
-        "`AutoFunctionInvocationLoop` root: the same outcomes, no tool list, no model calls",
+        "`AutoFunctionInvocationLoop` root: the same outcomes, no model calls, the tool list by name from that "
+        "span's `sk.available_functions`, also all a `Kernel` without an agent (automatic function calling) offers "
+        "(no schemas)",
         "`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true`",
         "also parse verdicts; the schemas arrive with the root, after every tool span: the recorded arguments are "
         "validated then and the root carries the verdicts (`trace.late_schema.*`; the bad enum, which SK rejected "

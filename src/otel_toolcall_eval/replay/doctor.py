@@ -59,6 +59,11 @@ SCHEMA_FIX: Final = (
     "no definitions of these tools in the trace: instrument the model client too (its chat spans carry the tools "
     "offered), or list their schemas under `tools:` in the config"
 )
+# the trace lists the tools, by name only (Semantic Kernel's ``sk.available_functions``: a ``Kernel`` without an agent)
+NAMES_ONLY_FIX: Final = (
+    "the trace lists these tools by name only, without schemas: list their schemas under `tools:` in the config, or "
+    "record the definitions where the instrumentation can"
+)
 TOOL_LIST_FIX: Final = (
     "no tool list in the trace, so calls of tools the agent does not have are not flagged: instrument the model "
     "client, or list the agent's tools under `tools:` in the config"
@@ -428,10 +433,11 @@ def _fixes(group: Coverage) -> list[str]:
     expected = n - group.unknown
     if group.schema < expected:
         shape, row = shape_named(group.scope), _framework(group.scope)
+        lead = SCHEMA_FIX if group.tool_list < n else NAMES_ONLY_FIX
         if shape is not None and shape.definitions:
-            fix = f"{SCHEMA_FIX}; {shape.instrumentation} records them in: {shape.definitions}; {_capture(group)}"
+            fix = f"{lead}; {shape.instrumentation} records them in: {shape.definitions}; {_capture(group)}"
         else:
-            fix = f"{SCHEMA_FIX}; {row.name}: {row.capture}" if row is not None and row.capture else SCHEMA_FIX
+            fix = f"{lead}; {row.name}: {row.capture}" if row is not None and row.capture else lead
         names = ", ".join(group.without_schema)
         fixes.append(f"{expected - group.schema} of {expected} calls had no schema ({names}): {fix}")
     if group.tool_list < n:

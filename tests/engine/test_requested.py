@@ -265,14 +265,17 @@ def test_the_calls_scored_from_requests_are_counted_under_their_own_convention()
 # --- offline: harvest's run lines carry them, eval gives the same verdicts -------------------------------------
 
 
-@pytest.mark.parametrize("fixture", ["anthropic_openinference-content", "anthropic_openllmetry-content"])
+@pytest.mark.parametrize(
+    "fixture", ["anthropic_openinference-content", "anthropic_openllmetry-content", "haystack-content"]
+)
 def test_harvest_and_eval_give_the_calls_scored_from_requests_their_online_verdicts(
     tmp_path: Path, fixture: str
 ) -> None:
-    """The Anthropic tool runner under OpenInference's or OpenLLMetry's instrumentation (its tools run on no span),
-    scored by the processor, written as OTLP JSON, harvested (``--runs-out``) and evaluated by ``eval``'s scorer:
-    every call is in the run line with the arguments the model sent and the reply's error (OpenLLMetry's: read
-    from the reply's text, its row records no flag), and gets the verdicts it got online."""
+    """The Anthropic tool runner under OpenInference's or OpenLLMetry's instrumentation, and Haystack's Agent under
+    OpenInference's (their tools run on no span), scored by the processor, written as OTLP JSON, harvested
+    (``--runs-out``) and evaluated by ``eval``'s scorer: every call is in the run line with the arguments the model
+    sent and the reply's error (OpenLLMetry's: read from the reply's text, its row records no flag; Haystack's:
+    matched by position, from the ``ToolCallResult`` repr), and gets the verdicts it got online."""
     from otel_toolcall_eval.cli import main
     from otel_toolcall_eval.dataset import read_cases
     from otel_toolcall_eval.replay import replay_spans

@@ -18,7 +18,7 @@ Trace data is untrusted, so this evaluates nothing and is bounded in bytes and w
   and attribute access have no value (None).
 
 Cost: linear in the text (the scan, the parser, the walk over at most ``MAX_REPR_CHARS`` characters' worth of
-nodes); callers cache what they derive by the raw text (``llm_spans.DefinitionCache``).
+nodes), once per distinct repr (``calls_of`` keeps what each gave, bounded in bytes).
 """
 
 from __future__ import annotations
@@ -27,10 +27,17 @@ import ast
 from collections.abc import Iterator
 from typing import Any, Final
 
+from otel_toolcall_eval._lru import BytesBoundedCache
+
 CLASS_KEY: Final = "__class__"  # a call's class name, in the dict of its keyword arguments
 MAX_REPR_CHARS: Final = 64 * 1024  # one repr (one tool, one message): longer is not read
 MAX_ITEMS: Final = 256  # reprs read from one list (tools offered, messages of a request)
 MAX_INPUT_CHARS: Final = 1024 * 1024  # the JSON attribute holding the list: longer is not decoded
+# Every request of a conversation carries its whole history again (Haystack's ``messages``): what each repr holds is
+# kept by its text, so a conversation's k-th request parses its new messages only, not k of them. What the walk gives
+# costs a multiple of the text (dicts, lists: ~5x measured for definitions, see llm_spans); bounded in bytes.
+FOUND_COST_FACTOR: Final = 8
+_FOUND: BytesBoundedCache[tuple[str, str], tuple[dict[str, Any], ...]] = BytesBoundedCache(8 * 1024 * 1024, 4096)
 
 
 def read(text: str) -> Any:
@@ -60,7 +67,12 @@ def calls_of(items: Any, cls: str) -> Iterator[dict[str, Any]]:
     opening = cls + "("
     for item in items[:MAX_ITEMS]:
         if isinstance(item, str) and opening in item:
-            yield from _found(read(item), cls)
+            key = (cls, item)
+            found = _FOUND.get(key)
+            if found is None:
+                found = tuple(_found(read(item), cls))
+                _FOUND.put(key, found, FOUND_COST_FACTOR * len(item) + 256)
+            yield from found
 
 
 def _found(value: Any, cls: str) -> Iterator[dict[str, Any]]:

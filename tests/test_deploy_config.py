@@ -58,7 +58,10 @@ GATEWAY_FILE = ROOT / "collector-config" / "gateway.yaml"
 DEPLOYMENT_DOC = ROOT / "docs" / "deployment.md"
 
 # The LLM judge's metrics (judge/emit.py), by Prometheus name, with their labels.
-JUDGE_METRIC_LABELS = {doc.prometheus: set(re.findall(r"`(\w+)`", doc.labels.split("(")[0])) for doc in JUDGE_METRICS}
+JUDGE_METRIC_LABELS = {
+    doc.prometheus: {label.replace(".", "_") for label in re.findall(r"`([\w.]+)`", doc.labels.split("(")[0])}
+    for doc in JUDGE_METRICS
+}
 # Labels Prometheus adds to every scraped series (target labels, OTel scope labels).
 TARGET_LABELS = {"job", "instance", "otel_scope_name", "otel_scope_version", "otel_scope_schema_url"}
 # Component types renamed in 2026 (the old names are deprecated aliases) or unmaintained, per kind.

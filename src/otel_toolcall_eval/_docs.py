@@ -31,11 +31,12 @@ from otel_toolcall_eval.conventions.shapes import SHAPES
 from otel_toolcall_eval.dataset.models import JSON_COLUMNS, DatasetCase, ExpectedCall, TrajectoryOptions
 from otel_toolcall_eval.errors import EXIT_CODE_MEANINGS, ExitCode
 from otel_toolcall_eval.guard.record import GUARD_METRICS
+from otel_toolcall_eval.judge.emit import JUDGE_METRICS
 from otel_toolcall_eval.judge.emit import NOT_BY_SOURCE as JUDGE_NOT_BY_SOURCE
 from otel_toolcall_eval.offline import docs as offline_docs
 from otel_toolcall_eval.offline import runs
 from otel_toolcall_eval.online import LAYERS as ONLINE_LAYERS
-from otel_toolcall_eval.online.metrics import METRICS, NOT_BY_SOURCE
+from otel_toolcall_eval.online.metrics import METRICS, NOT_BY_SOURCE, MetricDoc
 from otel_toolcall_eval.serve.metrics import NOT_BY_SOURCE as SERVE_NOT_BY_SOURCE
 
 
@@ -45,9 +46,9 @@ def attribute_table() -> str:
     return "\n".join(rows)
 
 
-def metric_table() -> str:
+def metric_table(metrics: tuple[MetricDoc, ...] = METRICS) -> str:
     rows = ["| metric | kind | unit | labels | Prometheus name | meaning |", "|---|---|---|---|---|---|"]
-    rows += [f"| `{m.name}` | {m.kind} | `{m.unit}` | {m.labels} | `{m.prometheus}` | {m.meaning} |" for m in METRICS]
+    rows += [f"| `{m.name}` | {m.kind} | `{m.unit}` | {m.labels} | `{m.prometheus}` | {m.meaning} |" for m in metrics]
     return "\n".join(rows)
 
 
@@ -327,6 +328,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "attributes": attribute_table,
     "metrics": metric_table,
     "metrics-not-by-source": not_by_source_table,
+    "judge-metrics": lambda: metric_table(JUDGE_METRICS),
     "conventions": convention_table,
     "frameworks": framework_table,
     "shapes": shape_table,
@@ -356,6 +358,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "docs/reference/formats.md": ("dataset-case", "dataset-call", "dataset-trajectory", "run-file"),
     "docs/explanation/formulas.md": ("offline-metrics", "tool-metrics"),
     "docs/guardrail.md": ("guard-attributes", "guard-metrics"),
+    "docs/judge.md": ("judge-metrics",),
     "docs/reference/python-api.md": ("python-api",),
     "docs/explanation/online-pipeline.md": ("online-layout",),
 }

@@ -344,7 +344,7 @@ class OfferedJudge:
     def observe_llm_span(self, trace_id: int, attrs: Any, /) -> None:
         pass
 
-    def trace_done(self, trace_id: int, /) -> None:
+    def trace_done(self, trace_id: int, source: tuple[str, str, str], /) -> None:
         pass
 
     def force_flush(self, deadline: Any, /) -> bool:

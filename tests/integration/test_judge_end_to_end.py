@@ -20,6 +20,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -97,7 +98,12 @@ def _shutdown() -> Iterator[None]:
         assert stack.processor.judge is not None and not stack.processor.judge.worker.alive
 
 
-def make_stack(server: FakeJudgeServer, tools: list[dict[str, Any]] | None = None, **judge: Any) -> Stack:
+def make_stack(
+    server: FakeJudgeServer,
+    tools: list[dict[str, Any]] | None = None,
+    resource: Resource | None = None,
+    **judge: Any,
+) -> Stack:
     section: dict[str, Any] = {
         "provider": "openai",
         "model": "gpt-4o-mini",
@@ -113,7 +119,7 @@ def make_stack(server: FakeJudgeServer, tools: list[dict[str, Any]] | None = Non
     exporter, logs, reader = InMemorySpanExporter(), InMemoryLogRecordExporter(), InMemoryMetricReader()
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    provider = TracerProvider()
+    provider = TracerProvider(resource=resource) if resource is not None else TracerProvider()
     processor = ToolCallEvalProcessor(
         SimpleSpanProcessor(exporter),
         config,
@@ -305,6 +311,24 @@ def test_a_verdict_before_the_root_ends_does_not_end_the_trace(server: FakeJudge
         tool_span(stack.tracer, "get_weather", {"city": "Lyon"})
     (root,) = stack.spans("invoke_agent")
     assert (root.attributes or {})[A.TRACE_TOOL_CALLS] == 2  # the trace's state survived the verdict span
+
+
+def test_verdict_metrics_carry_the_judged_traces_service_agent_and_version(server: FakeJudgeServer) -> None:
+    """A verdict that comes before its trace's root (which names the agent) waits for it, then counts with the
+    trace's source, as the trace's own metrics do (issue 30)."""
+    resource = Resource.create({"service.name": "travel", "service.version": "1.5.0"})
+    stack = make_stack(server, resource=resource, questions=["tool_appropriateness"])
+    root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
+    with stack.tracer.start_as_current_span("invoke_agent planner", attributes=root):
+        chat(stack.tracer, request=REQUEST, calls=["get_weather"])
+        tool_span(stack.tracer, "get_weather", {"city": "Paris"})
+        assert stack.processor.force_flush(20_000)
+        assert len(stack.verdicts()) == 1 and stack.metric(emit.VERDICTS) == 0  # answered; the agent not named yet
+    source = {"service.name": "travel", "gen_ai.agent.name": "planner", "service.version": "1.5.0"}
+    assert stack.metric(emit.VERDICTS, **source, question="tool_appropriateness") == 1
+    assert stack.metric(emit.COST, **source) > 0 and stack.metric(emit.TOKENS, **source, type="input") > 0
+    assert stack.metric(emit.DURATION, **source) == 1
+    assert stack.metric("toolcall_eval.traces", **source) == 1  # the same source as the trace's
 
 
 def test_force_flush_waits_for_slow_verdicts_and_shutdown_drains(server: FakeJudgeServer) -> None:

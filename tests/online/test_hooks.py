@@ -107,7 +107,7 @@ class FakeJudge:
     def observe_llm_span(self, trace_id: int, attrs: Mapping[str, Any], /) -> None:
         pass
 
-    def trace_done(self, trace_id: int, /) -> None:
+    def trace_done(self, trace_id: int, source: tuple[str, str, str], /) -> None:
         self.done.append(trace_id)
 
     def force_flush(self, deadline: Deadline, /) -> bool:

@@ -8,10 +8,13 @@ The event is a log record whose context is the judged span, as the GenAI convent
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
 from opentelemetry import _logs as logs_api
 from opentelemetry import metrics as metrics_api
 from opentelemetry import trace as trace_api
@@ -19,9 +22,10 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from otel_toolcall_eval import _fork
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._version import __version__
-from otel_toolcall_eval.online.metrics import MetricDoc
+from otel_toolcall_eval.online.metrics import NO_SOURCE, SOURCE_LABELS_TEXT, MetricDoc, Source, source_labels
 
 SCOPE: Final = "otel_toolcall_eval.judge"
 SPAN_PREFIX: Final = "toolcall_eval.judge "
@@ -48,20 +52,20 @@ SAMPLE_RATE: Final = "toolcall_eval.judge.sample_rate"
 AGREEMENT_KAPPA: Final = "toolcall_eval.judge.agreement.kappa"
 AGREEMENT_MIN_KAPPA: Final = "toolcall_eval.judge.agreement.min_kappa"
 
-# why the judge's metrics carry no source yet (the metrics reference says it)
+# the judge's metrics that carry no source, and why (the metrics reference says it)
 NOT_BY_SOURCE: Final = (
-    "not yet: the judge is offered a call before its trace names its agent (on the root, which ends last) and "
-    "answers on its own worker, often before the trace ends; its verdict spans link to the judged span, whose "
-    "trace's metrics carry the source. Counting verdicts by source means holding them until their trace finishes. "
-    "The queue, sampling rate, budget and calibration figures are the judge's own"
+    "`toolcall_eval.judge.dropped`, `.over_reported`, `.skipped`, `.queue.size`, `.sample_rate` and `.agreement.*` "
+    "are the judge's own queue, budget, sampling and calibration; its verdicts, errors, cost, tokens and duration "
+    "carry the judged trace's source"
 )
+MAX_WAITING_VERDICTS: Final = 16  # verdicts of one open trace held for its source; past this counted without
 
 JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
         VERDICTS,
         "counter",
         "{verdict}",
-        "`question`, `label`",
+        f"{SOURCE_LABELS_TEXT}, `question`, `label`",
         "toolcall_eval_judge_verdicts_total",
         "verdicts by question and label",
     ),
@@ -69,7 +73,7 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         ERRORS,
         "counter",
         "{error}",
-        "`question`, `error_type`",
+        f"{SOURCE_LABELS_TEXT}, `question`, `error_type`",
         "toolcall_eval_judge_errors_total",
         "judge calls that gave no verdict: `timeout`, `http_<status>`, `connection_error`, `invalid_response`, "
         "`response_too_large`, `non_json_answer`, `answer_too_large`, `invalid_answer`, `empty_answer`, `refused`",
@@ -78,7 +82,7 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         COST,
         "counter",
         "{currency}",
-        "`question`",
+        f"{SOURCE_LABELS_TEXT}, `question`",
         "toolcall_eval_judge_cost_total",
         "what the judge's calls cost, in the budget's currency",
     ),
@@ -86,7 +90,7 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         TOKENS,
         "counter",
         "{token}",
-        "`type` (`input`/`output`)",
+        f"{SOURCE_LABELS_TEXT}, `type` (`input`/`output`)",
         "toolcall_eval_judge_tokens_total",
         "tokens the judge's calls used",
     ),
@@ -118,7 +122,7 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         DURATION,
         "histogram",
         "s",
-        "`question`",
+        f"{SOURCE_LABELS_TEXT}, `question`",
         "toolcall_eval_judge_duration_seconds_bucket",
         "time per judge call, retries included",
     ),
@@ -173,8 +177,64 @@ class Verdict:
     data: dict[str, Any] | None = None  # what the question received (kept for ``judge.labelling``)
 
 
+@mypyc_attr(native_class=False)  # registered with ``_fork`` by weak reference
+class TraceSources:
+    """The source each judged trace's verdicts count under (issue 30). The judge is offered a call before its trace
+    names its agent (on the root, which ends last) and often answers before the trace ends: a verdict of a trace
+    still open waits for ``finished`` (at most ``MAX_WAITING_VERDICTS`` per trace, ``max_traces`` open traces, the
+    oldest let go of first, its verdicts then counted without a source); a finished trace's source is kept for its
+    later verdicts (``max_traces``, least recently finished first out). Thread-safe and fork-safe."""
+
+    def __init__(self, max_traces: int) -> None:
+        self._max = max_traces
+        self._init_state()
+        _fork.reinit_after_fork(self)
+
+    def _init_state(self) -> None:
+        self._open: OrderedDict[int, list[Verdict]] = OrderedDict()
+        self._done: OrderedDict[int, Source] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _after_fork_in_child(self) -> None:
+        self._init_state()  # the parent's traces are the parent's
+
+    def opened(self, trace_id: int) -> list[Verdict]:
+        """A call of the trace is about to be judged; returns the waiting verdicts of a trace let go of for room."""
+        with self._lock:
+            if trace_id in self._open or trace_id in self._done:
+                return []
+            self._open[trace_id] = []
+            if len(self._open) > self._max:
+                return self._open.popitem(last=False)[1]
+        return []
+
+    def finished(self, trace_id: int, source: Source) -> list[Verdict]:
+        """The trace's source is known: returns its waiting verdicts."""
+        with self._lock:
+            waiting = self._open.pop(trace_id, None)
+            if waiting is None:
+                return []
+            self._done[trace_id] = source
+            if len(self._done) > self._max:
+                self._done.popitem(last=False)
+        return waiting
+
+    def source(self, trace_id: int, verdict: Verdict) -> Source | None:
+        """The trace's source; None when ``verdict`` now waits for it."""
+        with self._lock:
+            source = self._done.get(trace_id)
+            if source is not None:
+                return source
+            waiting = self._open.get(trace_id)
+            if waiting is not None and len(waiting) < MAX_WAITING_VERDICTS:
+                waiting.append(verdict)
+                return None
+        return NO_SOURCE
+
+
 class JudgeTelemetry:
-    """Where verdicts go. Providers default to the global ones, resolved when the first verdict is emitted."""
+    """Where verdicts go. Providers default to the global ones, resolved when the first verdict is emitted.
+    Verdict metrics carry the judged trace's source (``TraceSources``), bounded as the processor's are."""
 
     def __init__(
         self,
@@ -188,8 +248,11 @@ class JudgeTelemetry:
         queue_size: Callable[[], int] = lambda: 0,
         sample_rate: Callable[[], float] = lambda: 0.0,
         agreement: Callable[[], list[tuple[str, float | None, float]]] = list,
+        max_traces: int = 10_000,
     ) -> None:
         self._provider = provider
+        self._labels = source_labels(meter_provider)
+        self.sources = TraceSources(max_traces)
         self._model = model
         self._parented = parent_to_judged_span
         self._tracer_provider = tracer_provider
@@ -247,22 +310,36 @@ class JudgeTelemetry:
     # --- one verdict -------------------------------------------------------------------------------
     def emit(self, verdict: Verdict, trace_id: int, span_id: int) -> None:
         judged = SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
-        self._record_metrics(verdict)
+        source = self.sources.source(trace_id, verdict)
+        if source is not None:  # else counted when its trace finishes
+            self._record_metrics(verdict, source)
         self._span(verdict, judged)
         self._event(verdict, judged)
 
-    def _record_metrics(self, v: Verdict) -> None:
-        q = {"question": v.question}
+    def opened(self, trace_id: int) -> None:
+        """A call of the trace is about to be judged: its verdicts wait for the trace's source."""
+        for verdict in self.sources.opened(trace_id):
+            self._record_metrics(verdict, NO_SOURCE)
+
+    def trace_finished(self, trace_id: int, source: Source) -> None:
+        """The trace's source (``online.hooks.TraceFinished.source``): its waiting verdicts are counted with it."""
+        for verdict in self.sources.finished(trace_id, source):
+            self._record_metrics(verdict, source)
+
+    def _record_metrics(self, v: Verdict, source: Source) -> None:
+        labels = self._labels
+        bounded = labels.bound(source)
+        q = labels.with_source(bounded, {"question": v.question})
         if v.error is None and v.label is not None:
-            self._verdicts.add(1, {"question": v.question, "label": v.label})
+            self._verdicts.add(1, {**q, "label": v.label})
         else:
-            self._errors.add(1, {"question": v.question, "error_type": v.error or "unknown"})
+            self._errors.add(1, {**q, "error_type": v.error or "unknown"})
         if v.cost:
             self._cost.add(v.cost, q)
         if v.input_tokens:
-            self._tokens.add(v.input_tokens, {"type": "input"})
+            self._tokens.add(v.input_tokens, labels.with_source(bounded, {"type": "input"}))
         if v.output_tokens:
-            self._tokens.add(v.output_tokens, {"type": "output"})
+            self._tokens.add(v.output_tokens, labels.with_source(bounded, {"type": "output"}))
         if v.end_ns >= v.start_ns > 0:
             self._duration.record((v.end_ns - v.start_ns) / 1e9, q)
 

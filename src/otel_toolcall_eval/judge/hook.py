@@ -28,8 +28,9 @@ class JudgeHook(Protocol):
     def observe_llm_span(self, trace_id: int, attrs: Mapping[str, Any], /) -> None:
         """An LLM span of the trace (its plain attributes): the user's request, the reaction to a failure."""
 
-    def trace_done(self, trace_id: int, /) -> None:
-        """The processor let go of the trace (root ended, evicted, expired, shutdown)."""
+    def trace_done(self, trace_id: int, source: tuple[str, str, str], /) -> None:
+        """The processor let go of the trace (root ended, evicted, expired, shutdown); ``source``: its (bounded)
+        service, agent and version, as its metrics were labelled (empty when it had no verdict)."""
 
     def force_flush(self, deadline: Deadline, /) -> bool:
         """Wait, until ``deadline`` at most, for what was sampled so far."""

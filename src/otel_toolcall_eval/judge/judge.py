@@ -55,6 +55,7 @@ from otel_toolcall_eval.judge.redis_ledger import make_ledger
 from otel_toolcall_eval.judge.sampler import Sampler, trace_draw
 from otel_toolcall_eval.judge.verdicts import VerdictLog
 from otel_toolcall_eval.judge.worker import Worker
+from otel_toolcall_eval.online.metrics import NO_SOURCE, Source
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, ToolDefinition
 
 MAX_PENDING_PER_TRACE: Final = 8
@@ -169,6 +170,7 @@ class Judge:
             queue_size=lambda: self.worker.queued,
             sample_rate=lambda: self.sampler.rate,
             agreement=self.calibration.observations,
+            max_traces=max_traces,
         )
 
     # --- application thread (``JudgeHook``) -----------------------------------------------------
@@ -187,6 +189,7 @@ class Judge:
             self._follow_up(trace_id, record, score)
         if not self.sampler.decide(trace_draw(trace_id, self._draw_seed), self.sampler.risk_class(score)):
             return False
+        self.telemetry.opened(trace_id)  # before the worker can answer: its verdicts wait for the trace's source
         return self._accept(trace_id, record, score, tools, ctx)
 
     def observe_llm_span(self, trace_id: int, attrs: Mapping[str, Any], /) -> None:
@@ -216,8 +219,10 @@ class Judge:
                     item.reaction = _merged(item.reaction, reaction)
                     self.worker.submit(item)
 
-    def trace_done(self, trace_id: int, /) -> None:
-        """The processor let go of the trace (root ended, evicted, expired, shutdown): release waiting items."""
+    def trace_done(self, trace_id: int, source: Source = NO_SOURCE, /) -> None:
+        """The processor let go of the trace (root ended, evicted, expired, shutdown): release waiting items; its
+        verdicts count under its ``source`` (as its metrics were labelled)."""
+        self.telemetry.trace_finished(trace_id, source)
         ctx = self._traces.pop(trace_id)
         if ctx is not None:
             self._submit_all(ctx.pending or ())

@@ -52,4 +52,4 @@ class JudgeFeature:
 
     def on_trace_finished(self, event: TraceFinished) -> None:
         if event.known:  # the judge keeps state only for traces the pipeline saw
-            self.judge.trace_done(event.trace_id)
+            self.judge.trace_done(event.trace_id, event.source)

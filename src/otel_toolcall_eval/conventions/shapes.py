@@ -91,7 +91,8 @@ class Shape:
     records_error_flag: bool = True
     # its requests and replies carry no call ids (Haystack): a request's calls and the next requests' tool messages
     # are matched by position, the k-th tool message of a conversation answering the k-th call it requested (both
-    # get the id ``@k``: ``llm_spans.POSITIONAL_ID``)
+    # get the id ``@k``: ``llm_spans.POSITIONAL_ID``); one conversation per trace (two agents' conversations in one
+    # trace would share the positions)
     positional_calls: bool = False
     # the tool definitions offered, as reprs on its LLM spans (Haystack's ``Tool(name=, description=, parameters=)``)
     definitions_repr: ReprSlice | None = None

@@ -104,6 +104,8 @@ def test_every_panel_shows_data_from_the_shipped_demo_config(tmp_path: Path, pro
         "toolcall_eval_judge_agreement_kappa",  # not only the configured minimum
         'toolcall_eval_guard_decisions_total{decision="block"}',
         "toolcall_eval_session_turns_bucket",  # not only the dropped sessions
+        # the judge's verdicts count by their judged trace's source: each version's, its agent named by the root
+        *(f'toolcall_eval_judge_verdicts_total{{service_version="{v}", gen_ai_agent_name!=""}}' for v in VERSIONS),
     ):
         assert api.get("/api/v1/query", query=query)["result"], query
     # the comparison panels compare the two versions: both appear

@@ -124,7 +124,7 @@ def run(sizes: Sizes) -> list[Figure]:
         ]
     if shutil.which("valgrind") is None:
         return [unavailable(ids[k], TITLES[k], f"<= {TARGETS[k]}x", "valgrind not installed") for k in KINDS]
-    result = measure(timeout=sizes.child_timeout * 3)
+    result = measure(timeout=sizes.child_timeout)
     figures = []
     for kind in KINDS:
         r = result[kind]

@@ -50,8 +50,9 @@ EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 # Waiting for a round's spans to be exported: as long as the service makes progress, however slowly (callgrind on a
 # loaded machine runs it a hundred times slower and more); a span refused or whose export failed or went unanswered
 # fails the round at once; a service none of whose counters moved for STALL_SECONDS has lost a span without counting
-# it (under callgrind the child's own timeout instead). The child reports its counts every HEARTBEAT_SECONDS meanwhile.
+# it (under callgrind CALLGRIND_STALL_SECONDS). The child reports its counts every HEARTBEAT_SECONDS meanwhile.
 STALL_SECONDS = 120.0
+CALLGRIND_STALL_SECONDS = 600.0
 HEARTBEAT_SECONDS = 20.0
 LOST = ("export_failed", "export_timed_out", "rejected")  # counters of spans that will never reach the sink
 
@@ -539,7 +540,7 @@ def _instruction_figure(sizes: Sizes) -> Figure:
         return unavailable(fig_id, title, "-", "not in --quick (minutes under callgrind)")
     if shutil.which("valgrind") is None:
         return unavailable(fig_id, title, "-", "valgrind not installed")
-    r = instruction_counts(timeout=sizes.child_timeout * 3, stall=sizes.child_timeout)
+    r = instruction_counts(timeout=sizes.child_timeout, stall=CALLGRIND_STALL_SECONDS)
     return Figure(
         fig_id,
         title,

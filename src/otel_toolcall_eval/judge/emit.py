@@ -52,13 +52,16 @@ SAMPLE_RATE: Final = "toolcall_eval.judge.sample_rate"
 AGREEMENT_KAPPA: Final = "toolcall_eval.judge.agreement.kappa"
 AGREEMENT_MIN_KAPPA: Final = "toolcall_eval.judge.agreement.min_kappa"
 
+MAX_WAITING_VERDICTS: Final = 16  # verdicts of one open trace held for its source; past this counted without
 # the judge's metrics that carry no source, and why (the metrics reference says it)
 NOT_BY_SOURCE: Final = (
     "`toolcall_eval.judge.dropped`, `.over_reported`, `.skipped`, `.queue.size`, `.sample_rate` and `.agreement.*` "
     "are the judge's own queue, budget, sampling and calibration; its verdicts, errors, cost, tokens and duration "
-    "carry the judged trace's source"
+    "carry the judged trace's source, as that trace's metrics were labelled: taken when the trace finishes (only "
+    "its root, which ends last, may name the agent), so a verdict answered earlier is counted then (at most "
+    f"{MAX_WAITING_VERDICTS} wait per trace; past that, or for an open trace let go of for room, counted without a "
+    "source)"
 )
-MAX_WAITING_VERDICTS: Final = 16  # verdicts of one open trace held for its source; past this counted without
 
 JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
     MetricDoc(
@@ -67,7 +70,7 @@ JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
         "{verdict}",
         f"{SOURCE_LABELS_TEXT}, `question`, `label`",
         "toolcall_eval_judge_verdicts_total",
-        "verdicts by question and label",
+        "verdicts by the judged trace's source, question and label (counted once that trace finishes)",
     ),
     MetricDoc(
         ERRORS,

@@ -21,6 +21,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.judge import Judge
 from otel_toolcall_eval.judge import emit as E
 from otel_toolcall_eval.online import metrics as M
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord
 from tests.helpers import metric_points, tool_span
 
 QUESTION = {
@@ -113,3 +114,19 @@ def test_a_verdict_of_a_trace_open_at_shutdown_counts_with_what_its_source_was_t
     provider.shutdown()
     expected = {A.SERVICE_NAME: "shop", A.SERVICE_VERSION: "1.4.0", "question": "tool_choice", "label": "yes"}
     assert metric_points(reader, E.VERDICTS) == [(expected, 1)]
+
+
+def test_a_judge_without_a_pipeline_counts_waiting_verdicts_without_source_at_shutdown() -> None:
+    """Red before: a verdict of a trace that never finished waited for its source past shutdown, never counted."""
+    reader = InMemoryMetricReader()
+    config = EvalConfig.from_dict({"judge": JUDGE})
+    assert config.judge is not None
+    judge = Judge(
+        config.judge, meter_provider=MeterProvider(metric_readers=[reader]), transport=httpx.MockTransport(_answer)
+    )
+    record = ToolCallRecord(name="lookup", raw_arguments="{}", trace_id=f"{7:032x}", span_id=f"{7:016x}")
+    assert judge.offer(7, record, CallScore(name="lookup", step=1, outcome=Outcome.SUCCESS, arguments={}), None)
+    assert judge.force_flush(20_000)
+    assert metric_points(reader, E.VERDICTS) == []  # waiting for a finish that never comes
+    judge.shutdown(5_000)
+    assert metric_points(reader, E.VERDICTS) == [({"question": "tool_choice", "label": "yes"}, 1)]

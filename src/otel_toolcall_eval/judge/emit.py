@@ -59,8 +59,8 @@ NOT_BY_SOURCE: Final = (
     "are the judge's own queue, budget, sampling and calibration; its verdicts, errors, cost, tokens and duration "
     "carry the judged trace's source, as that trace's metrics were labelled: taken when the trace finishes (only "
     "its root, which ends last, may name the agent), so a verdict answered earlier is counted then (at most "
-    f"{MAX_WAITING_VERDICTS} wait per trace; past that, or for an open trace let go of for room, counted without a "
-    "source)"
+    f"{MAX_WAITING_VERDICTS} wait per trace; past that, or for an open trace let go of for room or at shutdown, "
+    "counted without a source)"
 )
 
 JUDGE_METRICS: Final[tuple[MetricDoc, ...]] = (
@@ -222,6 +222,13 @@ class TraceSources:
                 self._done.popitem(last=False)
         return waiting
 
+    def let_go_of_open(self) -> list[Verdict]:
+        """Every open trace is let go of (shutdown): returns their waiting verdicts."""
+        with self._lock:
+            waiting = [verdict for verdicts in self._open.values() for verdict in verdicts]
+            self._open.clear()
+        return waiting
+
     def source(self, trace_id: int, verdict: Verdict) -> Source | None:
         """The trace's source; None when ``verdict`` now waits for it."""
         with self._lock:
@@ -322,6 +329,12 @@ class JudgeTelemetry:
     def opened(self, trace_id: int) -> None:
         """A call of the trace is about to be judged: its verdicts wait for the trace's source."""
         for verdict in self.sources.opened(trace_id):
+            self._record_metrics(verdict, NO_SOURCE)
+
+    def let_go_of_open(self) -> None:
+        """Shutdown: the verdicts still waiting for a trace's source (a judge used without a pipeline, whose traces
+        never finish) are counted without one."""
+        for verdict in self.sources.let_go_of_open():
             self._record_metrics(verdict, NO_SOURCE)
 
     def trace_finished(self, trace_id: int, source: Source) -> None:

@@ -303,7 +303,9 @@ class Judge:
             seconds = min(limit, timeout.remaining())
         else:
             seconds = min(limit, max(0, timeout) / 1000)
-        return self.worker.shutdown(seconds)
+        dropped = self.worker.shutdown(seconds)
+        self.telemetry.let_go_of_open()  # verdicts of traces never finished here: counted without a source, not lost
+        return dropped
 
     def _tick(self) -> None:
         self.sampler.update()

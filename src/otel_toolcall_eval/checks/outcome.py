@@ -73,12 +73,20 @@ def _mentions_tool(text: Any) -> TypeGuard[str]:
 
 def reports_unknown_tool(error: ErrorEvidence, result: Any, result_recorded: bool) -> bool:
     """The framework said the tool does not exist (as an error, or as the result the model was given)."""
+    if error is NO_ERROR:  # no failure recorded (most calls): only the result can say it
+        if not result_recorded:
+            return False  # nothing was said: the common case of a run line or a span without a result
+        return _says_unknown_tool(reply_text(result))
     if not (result_recorded or error.status_description or error.exception_message):
-        return False  # nothing was said: the common case of a run line or a span without a result
+        return False
     for text in (error.status_description, error.exception_message, reply_text(result) if result_recorded else None):
-        if _mentions_tool(text) and _UNKNOWN_TOOL.search(text[:_MAX_TEXT]):
+        if _says_unknown_tool(text):
             return True
     return False
+
+
+def _says_unknown_tool(text: Any) -> bool:
+    return _mentions_tool(text) and _UNKNOWN_TOOL.search(text[:_MAX_TEXT]) is not None
 
 
 def reports_input_rejected(error: ErrorEvidence, result: Any, result_recorded: bool) -> bool:
@@ -125,7 +133,9 @@ def classify_outcome(
         return Outcome.MALFORMED_CALL, "unknown_tool"
     if schema_valid is False:
         return Outcome.MALFORMED_CALL, "schema"
-    if error is NO_ERROR and not result_recorded:  # nothing recorded of the execution: the common case
+    if error is NO_ERROR:  # no failure recorded (the common case): only an empty result can still tell
+        if result_recorded and _is_empty(result, empty_results):
+            return _EMPTY
         return _SUCCESS
     if error.retry_cause is not None:
         return Outcome.MALFORMED_CALL, "input_rejected"
@@ -146,6 +156,7 @@ def classify_outcome(
 
 
 _SUCCESS: tuple[Outcome, str | None] = (Outcome.SUCCESS, None)
+_EMPTY: tuple[Outcome, str | None] = (Outcome.EMPTY_RESULT, "result_text")
 
 
 def _is_empty(result: Any, empty_results: Collection[str]) -> bool:

@@ -117,4 +117,12 @@ def object_or_none(raw: Any, max_bytes: int) -> dict[str, Any] | None:
         value = orjson.loads(raw)
     except (orjson.JSONDecodeError, RecursionError):
         return None
-    return value if type(value) is dict and not _json.text_too_deep(raw, value) else None
+    if type(value) is not dict:
+        return None
+    # ``text_too_deep``'s own first test without its frame: fewer brackets than levels allowed cannot nest too deep
+    if raw.count("{") + raw.count("[") <= _MAX_DEPTH:
+        return value
+    return None if _json.too_deep(value) else value
+
+
+_MAX_DEPTH = _json.MAX_DEPTH

@@ -98,6 +98,13 @@ def hex_ids(span: ReadableSpan) -> tuple[str, str, str | None]:
     trace_hex = span_hex = ""
     parent_hex = None
     try:  # ``int.to_bytes(...).hex()`` is the f-string's lowercase, zero-padded digits at half its cost
+        if _sdk.CONTEXT_ITEMS:  # the SDK's SpanContext is a tuple: its ids by index, no call per id (every tool span)
+            if ctx is not None:
+                trace_hex = ctx[0].to_bytes(16, "big").hex()
+                span_hex = ctx[1].to_bytes(8, "big").hex()
+            if parent is not None:
+                parent_hex = parent[1].to_bytes(8, "big").hex()
+            return trace_hex, span_hex, parent_hex
         if ctx is not None:
             trace_hex = _sdk.trace_id_of(ctx).to_bytes(16, "big").hex()
             span_hex = _sdk.span_id_of(ctx).to_bytes(8, "big").hex()
@@ -200,7 +207,9 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
     schema = None
     schema_keys = convention.schema_keys
     if schema_keys:
-        schema = _json.try_loads(first(attrs, schema_keys)[0])
+        found = first(attrs, schema_keys)[0]
+        if found is not None:  # most tool spans carry none: no decode, no schema test
+            schema = _json.try_loads(found)
     # a subclass's own ``tool_name`` (a method call), the shared body otherwise
     name = convention.tool_name(span, attrs) if convention._overrides_tool_name else tool_name(convention, span, attrs)
     trace_hex, span_hex, parent_hex = hex_ids(span)
@@ -214,7 +223,7 @@ def attribute_record(convention: AttributeFields, span: ReadableSpan, attrs: Att
         error_evidence(span, attrs),
         None if call_id is None else str(call_id),
         convention.name,
-        schema if is_json_schema(schema) else None,
+        schema if schema is not None and is_json_schema(schema) else None,
         trace_hex,
         span_hex,
         parent_hex,

@@ -92,6 +92,40 @@ def test_a_failing_hook_is_contained_and_every_span_goes_on_once() -> None:
     assert metric_sum(reader, M.INTERNAL_ERRORS, stage="hook.on_trace_finished") == 1
 
 
+def test_on_call_failed_hooks_see_only_the_calls_that_did_not_succeed() -> None:
+    """Sessions' repeated failures plug in there: a successful call costs them no call."""
+    scored: list[str] = []
+    failed: list[str] = []
+    hooks = Hooks(
+        on_call_scored=(lambda _t, record, *_: scored.append(record.name),),
+        on_call_failed=(lambda _t, record, *_: failed.append(record.name),),
+    )
+    pipeline = Pipeline(
+        FanOut((Recorder(),), RateLimitedLog()),
+        Contained(lambda _: None),
+        EvalConfig(),
+        default_registry(),
+        EvalMetrics(MeterProvider(metric_readers=[InMemoryMetricReader()])),
+        hooks,
+        segments=False,
+        grace_seconds=0.0,
+    )
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        tool_span(tracer, "get_weather", {"city": "Paris"}, result="ok")
+        tool_span(tracer, "lookup", {"q": "x"}, error=RuntimeError("down"))
+    for span in exporter.get_finished_spans():
+        pipeline.evaluate_and_forward(span)
+    assert scored == ["get_weather", "lookup"] and failed == ["lookup"]
+    both = Hooks(on_call_failed=(_noop,)) + Hooks(on_call_failed=(_other,))
+    assert both.on_call_failed == (_noop, _other)
+    sessions, _ = build((Recorder(),), EvalConfig(), judge=False)
+    assert sessions.hooks.on_call_scored == () and len(sessions.hooks.on_call_failed) == 1
+
+
 class FakeJudge:
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail

@@ -63,6 +63,8 @@ class Hooks:
     """Every hook list of one pipeline, bound at build time (tuples: they never change afterwards)."""
 
     on_call_scored: tuple[OnCallScored, ...] = ()
+    # only the calls that did not succeed (sessions' repeated failures): a successful call costs such a feature nothing
+    on_call_failed: tuple[OnCallScored, ...] = ()
     on_model_turn: tuple[OnModelTurn, ...] = ()
     on_trace_finished: tuple[OnTraceFinished, ...] = ()
     on_flush: tuple[OnFlush, ...] = ()
@@ -74,6 +76,7 @@ class Hooks:
         """Both features' hooks, ``self``'s first in every list."""
         return Hooks(
             self.on_call_scored + other.on_call_scored,
+            self.on_call_failed + other.on_call_failed,
             self.on_model_turn + other.on_model_turn,
             self.on_trace_finished + other.on_trace_finished,
             self.on_flush + other.on_flush,

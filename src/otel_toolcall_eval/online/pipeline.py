@@ -16,6 +16,7 @@ forwarded unscored, exactly once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -41,6 +42,7 @@ from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.sessions import SessionRollup
 from otel_toolcall_eval.online.trace_state import HeldRoot, TraceState, TraceStore
 from otel_toolcall_eval.online.turn import RequestScored, TurnStage
+from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition
 
 
 class Pipeline:
@@ -78,6 +80,7 @@ class Pipeline:
         self._forward = downstream.forward if self._only_on_end is None else self._forward_only
         # the hook lists the span path runs (each an empty tuple when no feature plugs in: one test)
         self._on_call_scored = hooks.on_call_scored
+        self._on_call_failed = hooks.on_call_failed
         self._on_model_turn = hooks.on_model_turn
         self._on_trace_finished = hooks.on_trace_finished
         self._watches = hooks.watches
@@ -217,12 +220,8 @@ class Pipeline:
             assert state is not None
             result = self.calls.score(state, span, record, trace_id, span_id, parent, remote, is_root, attrs)
             score = result.score
-            if score is not None and self._on_call_scored:
-                for hook in self._on_call_scored:
-                    try:
-                        hook(trace_id, record, score, result.tools, result.extra)
-                    except Exception:  # noqa: BLE001
-                        self._failed("hook.on_call_scored")
+            if score is not None and (self._on_call_scored or self._on_call_failed):
+                self._call_hooks(trace_id, record, score, result.tools, result.extra)
             if is_root:
                 return self._finish_trace(trace_id, span, result.extra, attrs, result.failed_step)
             slot = result.slot
@@ -237,7 +236,7 @@ class Pipeline:
             answered = self.turns.observe(state, trace_id, attrs, is_root, span)
             if answered is not None:
                 requested = answered.extra
-                if self._on_call_scored:
+                if self._on_call_scored or self._on_call_failed:
                     self._requested_scored(trace_id, answered)
             if self._on_model_turn:
                 for turn_hook in self._on_model_turn:
@@ -261,13 +260,31 @@ class Pipeline:
         call's ``toolcall_eval.requested.<N>.`` prefix."""
         for index, record, score in answered.calls:
             added: dict[str, Any] = {}
-            for hook in self._on_call_scored:
-                try:
-                    hook(trace_id, record, score, answered.tools, added)
-                except Exception:  # noqa: BLE001
-                    self._failed("hook.on_call_scored")
+            self._call_hooks(trace_id, record, score, answered.tools, added)
             if added:
                 requested_keys(index, added, answered.extra)
+
+    def _call_hooks(
+        self,
+        trace_id: int,
+        record: ToolCallRecord,
+        score: CallScore,
+        tools: Mapping[str, ToolDefinition] | None,
+        extra: dict[str, Any],
+    ) -> None:
+        """One scored call to the ``on_call_scored`` hooks, and, when it did not succeed, the ``on_call_failed``
+        ones (each contained: counted under ``hook.<kind>``)."""
+        for hook in self._on_call_scored:
+            try:
+                hook(trace_id, record, score, tools, extra)
+            except Exception:  # noqa: BLE001
+                self._failed("hook.on_call_scored")
+        if score.outcome is not Outcome.SUCCESS:
+            for hook in self._on_call_failed:
+                try:
+                    hook(trace_id, record, score, tools, extra)
+                except Exception:  # noqa: BLE001
+                    self._failed("hook.on_call_failed")
 
     def _note_watched(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """A span carrying a watched key (a conversation id): its trace gets state here, so that its root, even one

@@ -255,7 +255,7 @@ class SessionTraces:
 
     def hooks(self) -> Hooks:
         return Hooks(
-            on_call_scored=(self.on_call_scored,),
+            on_call_failed=(self.on_call_scored,),
             on_trace_finished=(self.on_trace_finished,),
             on_flush=(self.on_flush,),
             on_shutdown=(self.on_shutdown,),

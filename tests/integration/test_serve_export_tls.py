@@ -27,7 +27,16 @@ from otel_toolcall_eval.serve import encode as E
 from otel_toolcall_eval.serve.metrics import EXPORTED, SCORED
 from tests.helpers import agent_exporter, agent_traces, config_for, plain_spans, wait_until
 
-from .otlp_receiver import GrpcTraceReceiver, HttpTraceReceiver, Sink, _Collector, assert_same, tls_sink, wire
+from .otlp_receiver import (
+    GrpcTraceReceiver,
+    HttpTraceReceiver,
+    Sink,
+    _Collector,
+    assert_same,
+    attributes,
+    tls_sink,
+    wire,
+)
 from .tls_certs import Pki, make_pki
 
 pytestmark = pytest.mark.integration
@@ -118,7 +127,8 @@ def test_scored_spans_reach_a_tls_next_hop_trusting_the_ca_file(
         report = svc.stop(timeout=10)
         sink.close()
     assert report.complete and report.export_failed == 0
-    (record,) = sink.log_records()
+    # the demo agent's own conversations end in session verdicts too: this turn's is the one with its id
+    (record,) = [r for r in sink.log_records() if attributes(r.attributes).get(A.GEN_AI_CONVERSATION_ID) == "conv-tls"]
     assert record.event_name == A.GEN_AI_EVALUATION_RESULT
 
 

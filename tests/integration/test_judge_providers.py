@@ -27,6 +27,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.config.judge import BUILTIN
 from otel_toolcall_eval.judge import Judge, JudgeConfig
 from otel_toolcall_eval.judge.context import JudgeItem
+from otel_toolcall_eval.judge.judge import PROMPT_OVERHEAD_TOKENS
 from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord
 
 from .judge_server import ANTHROPIC_KEY, OPENAI_KEY, Content, FakeJudgeServer, Hold, Raw, Status, fake_judge_server
@@ -68,7 +69,9 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_TEST_ANTHROPIC_KEY", ANTHROPIC_KEY)
 
 
-def make_rig(server: FakeJudgeServer, provider: str, **overrides: Any) -> Rig:
+def make_rig(
+    server: FakeJudgeServer, provider: str, transport: httpx.AsyncBaseTransport | None = None, **overrides: Any
+) -> Rig:
     section: dict[str, Any] = {
         "provider": provider,
         "model": "gpt-4o-mini" if provider == "openai" else "claude-haiku-4-5",
@@ -78,14 +81,16 @@ def make_rig(server: FakeJudgeServer, provider: str, **overrides: Any) -> Rig:
         "budget": {"amount": 10.0},
         "max_retries": 2,
         "retry_backoff_seconds": 0.01,
-        "request_timeout_seconds": 2.0,
+        # A hang guard, not a deadline under test (those tests set their own): at 2 s, a 500 answered late on a
+        # loaded machine (load 30) was a timed-out attempt, charged as the worst case (test_a_timed_out_attempt...).
+        "request_timeout_seconds": 60.0,
         "questions": ["tool_appropriateness"],
     }
     section.update(overrides)
     exporter = InMemorySpanExporter()
     provider_ = TracerProvider()
     provider_.add_span_processor(SimpleSpanProcessor(exporter))
-    judge = Judge(JudgeConfig.model_validate(section), tracer_provider=provider_)
+    judge = Judge(JudgeConfig.model_validate(section), tracer_provider=provider_, transport=transport)
     rig = Rig(judge, exporter, server)
     _RIGS.append(rig)
     return rig
@@ -188,6 +193,46 @@ def test_5xx_is_retried_and_ends_in_an_error_verdict_when_it_persists(
     assert attrs[A.ERROR_TYPE] == "http_500" and len(server.requests) == 6  # 1 + max_retries
     assert span.status.status_code is StatusCode.ERROR
     assert A.GEN_AI_EVALUATION_SCORE_VALUE not in attrs and attrs[A.JUDGE_COST] == 0.0  # 5xx is not billed
+
+
+class _GivesUpOnce(httpx.AsyncHTTPTransport):
+    """Real HTTP to the fake, but the client gives up on its first answer once the server has sent it: the
+    interleaving of an attempt whose answer arrives after its deadline, forced instead of waited for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gave_up = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        if not self.gave_up:
+            self.gave_up = True
+            await response.aclose()
+            raise httpx.ReadTimeout("the answer came after the attempt's deadline", request=request)
+        return response
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_timed_out_attempt_before_5xx_is_charged_its_worst_case(
+    server: FakeJudgeServer, keys: None, provider: str
+) -> None:
+    """The one failure of test_5xx_is_retried... (openai-503, at load 30): ``error.type=http_500`` with a cost of
+    0.00277, exactly the worst case of that prompt (a real answer costs 0.000336), and no score (the assertion's
+    message names the score's key). One of its 500s came after the 2 s deadline: that attempt timed out, and a
+    timed-out attempt may have been billed, so it is charged its worst case; the verdict keeps the last error."""
+    rig = make_rig(server, provider, transport=_GivesUpOnce())
+    server.script.extend([Status(500)] * 3)
+    rig.submit(item())
+    (span,) = rig.verdicts()
+    attrs = dict(span.attributes or {})
+    assert attrs[A.ERROR_TYPE] == "http_500" and len(server.requests) == 3  # the last attempt's error
+    assert span.status.status_code is StatusCode.ERROR
+    assert A.GEN_AI_EVALUATION_SCORE_VALUE not in attrs and A.GEN_AI_EVALUATION_SCORE_LABEL not in attrs
+    assert attrs[A.JUDGE_INPUT_TOKENS] == 0 and attrs[A.JUDGE_OUTPUT_TOKENS] == 0  # no answer was read
+    prompt_bytes = len(server.requests[0].prompt.encode()) - 1  # the fake joins system and user with a newline
+    worst = (prompt_bytes + PROMPT_OVERHEAD_TOKENS) * 1e-6 + 300 * 4e-6  # the price, max_output_tokens' default
+    assert attrs[A.JUDGE_COST] == pytest.approx(worst)  # the timed-out attempt's, once: the two 5xx added nothing
+    assert rig.judge.ledger.spent() == pytest.approx(worst)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -390,7 +435,9 @@ def test_a_drip_fed_answer_ends_at_the_attempts_deadline(keys: None) -> None:
     """Red before: the timeout applied per read, and a byte a second never trips a 2 s read timeout."""
     drip = Streamer(total=30, piece=1, pause=1.0)
     try:
-        rig = make_rig(FakeJudgeServer(), "openai", base_url=drip.url + "/v1", max_retries=0)
+        rig = make_rig(
+            FakeJudgeServer(), "openai", base_url=drip.url + "/v1", max_retries=0, request_timeout_seconds=2.0
+        )
         rig.submit(item())
         attrs = rig.one()
         assert attrs[A.ERROR_TYPE] == "timeout"

@@ -20,7 +20,7 @@ def trace_verdict(
     late_schema: LateSchemaVerdict | None = None,
     late_outcome: LateOutcomeVerdict | None = None,
 ) -> TraceVerdict:
-    """The whole verdict of a trace, in one place (``enrich.verdict_attributes`` writes exactly this).
+    """The whole verdict of a trace, in one place (``online.finish.verdict_attributes`` writes exactly this).
 
     ``unknown_tool_requests``: calls the model asked for, of tools it was not offered, that never ran as a tool
     span (a framework that refuses them runs none): the wrong-tool decision is the model's all the same.

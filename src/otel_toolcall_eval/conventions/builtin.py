@@ -160,6 +160,6 @@ VERCEL_AI = AttributeConvention(
 BUILTIN = (OPENINFERENCE, MCP, GENAI, PYDANTIC_AI_LEGACY, TRACELOOP, LAMINAR, LANGFUSE, VERCEL_AI)
 
 # Conventions whose model-call span (carrying the requested calls) always ends after the tool spans it caused: a
-# tool span whose id no request named claims no request by name (``TraceState.batch_for``). In every convention a
+# tool span whose id no request named claims no request by name (``online.call.claim_request``). In every convention a
 # request arriving after the call it names ran is answered, not unexecuted.
 LATE_REQUEST_CONVENTIONS = frozenset({VERCEL_AI.name})

@@ -23,14 +23,13 @@ from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.online.contain import Contained
-from otel_toolcall_eval.online.enrich import call_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
 from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore
 from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats, tool_latency
-from otel_toolcall_eval.records import CallScore, Outcome, ToolCallRecord, ToolDefinition
+from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolCallRecord, ToolDefinition
 
 
 class CallResult:
@@ -132,7 +131,7 @@ class CallStage:
                 elif record.call_id is not None and record.call_id in requests.call_names:
                     model_id = record.call_id
                 late = record.convention in LATE_REQUEST_CONVENTIONS
-                batch = requests.batch_for(record.call_id, record.name, max_calls, late, remote)
+                batch = claim_request(requests, record.call_id, record.name, max_calls, late, remote)
                 score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, max_calls)
@@ -211,6 +210,46 @@ class CallStage:
             if state.prevented is None:
                 state.prevented = Prevented()
             state.prevented.note(found[0], parent, found[1], self._max_calls)
+
+
+# ``Enum.value`` is a Python-level property; a dict lookup is not (this runs for every tool span)
+_OUTCOME_TEXT: dict[Outcome, str] = {o: o.value for o in Outcome}
+
+
+def call_attributes(score: CallScore, convention: str) -> dict[str, Any]:
+    """The ``toolcall_eval.*`` attributes of one tool span; absent scores are not written."""
+    out: dict[str, Any] = {
+        A.CONVENTION: convention,
+        A.OUTCOME: _OUTCOME_TEXT[score.outcome],
+        A.STEP: score.step,
+        A.DUPLICATE: score.duplicate,
+        A.REPEATED_FAILURE: score.repeated_failure,
+    }
+    if score.parse_ok is not None:
+        out[A.PARSE_OK] = score.parse_ok
+    if score.parse_status is ParseStatus.OVERSIZED:
+        out[A.ARGUMENTS_OVERSIZED] = True
+    if score.tool_known is not None:
+        out[A.TOOL_KNOWN] = score.tool_known
+    if score.schema_valid is not None:
+        out[A.SCHEMA_VALID] = score.schema_valid
+        if score.schema_errors:
+            out[A.SCHEMA_ERRORS] = list(score.schema_errors)
+    if score.undeclared_arguments:
+        out[A.UNDECLARED_ARGUMENTS] = list(score.undeclared_arguments)
+    if score.schema_source is not None:
+        out[A.SCHEMA_SOURCE] = score.schema_source
+    if score.schema_drift is not None:
+        out[A.SCHEMA_DRIFT] = score.schema_drift
+    if score.error_source is not None:
+        out[A.ERROR_SOURCE] = score.error_source
+    if score.batch is not None:
+        out[A.BATCH] = score.batch
+    if score.over_budget is not None:
+        out[A.OVER_BUDGET] = score.over_budget
+    if score.violations:
+        out[A.VIOLATIONS] = list(score.violations)
+    return out
 
 
 def _note_scored(
@@ -292,6 +331,88 @@ def _borrow_requested(requests: Requests, record: ToolCallRecord) -> str | None:
     if not requested:
         requests.call_arguments = None
     return model_id
+
+
+# --- claiming a request: the call stage's side of request matching (``online.matching``) ---------------------
+def claim_request(
+    requests: Requests,
+    call_id: str | None,
+    name: str,
+    max_early: int = 0,
+    late: bool = False,
+    remote: bool = False,
+) -> int | None:
+    """The turn that issued this call (its parallel batch), its request claimed: by call id, else the earliest
+    unclaimed request of this name. Under the trace's lock; here beside ``_borrow_requested`` (the arguments the
+    model sent), so a call claims what its request left in one place, without a move into ``matching``.
+
+    Spans reach the engine in end order, and a tool span can come before the model call that asked for it:
+    the JS SDK takes each span's start from Date.now() in whole milliseconds (a sub-millisecond tool then
+    "ends" before its request), and separate exports, a Collector or another service's exporter reorder too.
+    So a call id no request named yet, with no request of its name to claim, is remembered as answered
+    (``max_early`` bounds how many; 0 for off): its request may still come. A ``remote`` span (its parent is in
+    another service: an MCP server's) is remembered by its name instead, since its id is the server's own (a
+    JSON-RPC id), never the model's: the next request of that name is answered. ``late`` is for conventions
+    whose model-call span always ends after the tool span it caused (the Vercel AI SDK's legacy spans): such
+    an id claims no other request by name once the requests came with ids."""
+    pending = requests.pending_names.get(name)
+    batches = requests.call_batches
+    if call_id is not None and call_id in batches:
+        batch = batches.pop(call_id)
+        names = requests.call_names
+        names.pop(call_id, None)
+        if pending and batch in pending:
+            pending.remove(batch)
+            if not pending:
+                _answered(requests, name)
+        if not batches:  # every request answered: a dict keeps its grown table after pops, a cleared one not
+            batches.clear()
+            if not names:
+                names.clear()
+        return batch
+    claims_none = late and requests.identified and call_id is not None
+    if max_early and (claims_none or not pending):
+        _note_early(requests, call_id, name, remote, max_early)
+    if pending and not claims_none:
+        batch = pending.pop(0)
+        if not pending:
+            _answered(requests, name)
+        if requests.call_names:  # the request's own id, if it had one: no reply scores that call again
+            _claim_id(requests, name, batch)
+        return batch
+    return None
+
+
+def _claim_id(requests: Requests, name: str, batch: int) -> None:
+    names = requests.call_names
+    for call_id, named in names.items():
+        if named == name and requests.call_batches.get(call_id) == batch:
+            del names[call_id]
+            del requests.call_batches[call_id]
+            return
+
+
+def _answered(requests: Requests, name: str) -> None:
+    """Every request of ``name`` is claimed: its entry goes (the dict's table too, once it is empty)."""
+    names = requests.pending_names
+    del names[name]
+    if not names:
+        names.clear()
+
+
+def _note_early(requests: Requests, call_id: str | None, name: str, remote: bool, max_early: int) -> None:
+    if remote:
+        names = requests.early_names
+        if names is None:
+            names = requests.early_names = {}
+        if len(names) < max_early or name in names:
+            names[name] = min(names.get(name, 0) + 1, max_early)
+    elif call_id is not None:
+        early = requests.answered_early
+        if early is None:
+            early = requests.answered_early = set()
+        if len(early) < max_early:
+            early.add(call_id)
 
 
 def _only_request_of(names: dict[str, str], requested: dict[str, Any], name: str) -> str | None:

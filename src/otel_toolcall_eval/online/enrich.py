@@ -1,5 +1,8 @@
 """The enriched copy of an ended span: the only supported way for scores to reach the exporter.
 
+What goes on the copy each stage returns itself (``call.call_attributes``, ``finish``'s verdict attributes); here
+is only the copy, and the prefix under which a model span carries the calls scored from its requests.
+
 ``set_attribute`` is a no-op once a span has ended (also in ``_on_ending``), so the wrapping processor
 forwards this copy downstream instead. Dropped counts of the original are preserved.
 """
@@ -16,7 +19,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.conventions.base import span_events, span_links
-from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, TraceVerdict
 
 
 def _copy_attributes(span: ReadableSpan) -> dict[str, Any]:
@@ -79,53 +81,6 @@ def _public_fields(span: ReadableSpan, attributes: dict[str, Any]) -> dict[str, 
     }
 
 
-# ``Enum.value`` is a Python-level property; a dict lookup is not (this runs for every tool span)
-_OUTCOME_TEXT: dict[Outcome, str] = {o: o.value for o in Outcome}
-
-
-def call_attributes(score: CallScore, convention: str) -> dict[str, Any]:
-    """The ``toolcall_eval.*`` attributes of one tool span; absent scores are not written."""
-    out: dict[str, Any] = {
-        A.CONVENTION: convention,
-        A.OUTCOME: _OUTCOME_TEXT[score.outcome],
-        A.STEP: score.step,
-        A.DUPLICATE: score.duplicate,
-        A.REPEATED_FAILURE: score.repeated_failure,
-    }
-    if score.parse_ok is not None:
-        out[A.PARSE_OK] = score.parse_ok
-    if score.parse_status is ParseStatus.OVERSIZED:
-        out[A.ARGUMENTS_OVERSIZED] = True
-    if score.tool_known is not None:
-        out[A.TOOL_KNOWN] = score.tool_known
-    if score.schema_valid is not None:
-        out[A.SCHEMA_VALID] = score.schema_valid
-        if score.schema_errors:
-            out[A.SCHEMA_ERRORS] = list(score.schema_errors)
-    if score.undeclared_arguments:
-        out[A.UNDECLARED_ARGUMENTS] = list(score.undeclared_arguments)
-    if score.schema_source is not None:
-        out[A.SCHEMA_SOURCE] = score.schema_source
-    if score.schema_drift is not None:
-        out[A.SCHEMA_DRIFT] = score.schema_drift
-    if score.error_source is not None:
-        out[A.ERROR_SOURCE] = score.error_source
-    if score.batch is not None:
-        out[A.BATCH] = score.batch
-    if score.over_budget is not None:
-        out[A.OVER_BUDGET] = score.over_budget
-    if score.violations:
-        out[A.VIOLATIONS] = list(score.violations)
-    return out
-
-
-def requested_call_attributes(index: int, call_id: str, score: CallScore, convention: str) -> dict[str, Any]:
-    """The scores of a call scored from the requests, as ``toolcall_eval.requested.<index>.*`` on a model span."""
-    prefix = f"{A.REQUESTED_PREFIX}{index}."
-    out: dict[str, Any] = {prefix + "tool": score.name, prefix + "call_id": call_id}
-    return requested_keys(index, call_attributes(score, convention), out)
-
-
 def requested_keys(index: int, attrs: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     """A tool span's attributes of a call (``toolcall_eval.<key>``, its scores or what a hook added, such as
     ``judge.sampled``) as the call scored from the requests number ``index`` (``toolcall_eval.requested.<index>.
@@ -133,43 +88,6 @@ def requested_keys(index: int, attrs: Mapping[str, Any], out: dict[str, Any]) ->
     prefix = f"{A.REQUESTED_PREFIX}{index}."
     for key, value in attrs.items():
         out[prefix + key.removeprefix(A.PREFIX)] = value
-    return out
-
-
-def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
-    """The trace verdict as root-span attributes; the requested-call counts only when requests were recorded."""
-    out: dict[str, Any] = {
-        A.TRACE_TOOL_CALLS: verdict.tool_calls,
-        A.TRACE_ERRORS: verdict.errors,
-        A.TRACE_OVER_BUDGET: verdict.over_budget,
-        A.TRACE_VIOLATIONS: verdict.violations,
-        A.TRACE_VIOLATION_WEIGHT: verdict.violation_weight,
-        A.TRACE_CORRECT: verdict.correct,
-        A.TRACE_COMPOSITE_OK: verdict.composite_ok,
-    }
-    if verdict.unexecuted_calls is not None:
-        out[A.TRACE_UNEXECUTED_CALLS] = verdict.unexecuted_calls
-        out[A.TRACE_UNKNOWN_TOOL_REQUESTS] = verdict.unknown_tool_requests
-    if verdict.unlisted_calls is not None:
-        out[A.TRACE_UNLISTED_CALLS] = verdict.unlisted_calls
-    late = verdict.late_schema
-    if late is not None:
-        out[A.TRACE_LATE_SCHEMA_CHECKED] = len(late.checked_steps)
-        out[A.TRACE_LATE_SCHEMA_INVALID] = len(late.invalid_steps)
-        out[A.TRACE_LATE_SCHEMA_CHECKED_STEPS] = list(late.checked_steps)
-        if late.invalid_steps:
-            out[A.TRACE_LATE_SCHEMA_INVALID_STEPS] = list(late.invalid_steps)
-            out[A.TRACE_LATE_SCHEMA_ERRORS] = list(late.errors)
-    outcomes = verdict.late_outcome
-    if outcomes is not None:
-        out[A.TRACE_LATE_OUTCOME_CHECKED] = len(outcomes.checked_steps)
-        out[A.TRACE_LATE_OUTCOME_FAILED] = len(outcomes.failed_steps)
-        out[A.TRACE_LATE_OUTCOME_CHECKED_STEPS] = list(outcomes.checked_steps)
-        if outcomes.failed_steps:
-            out[A.TRACE_LATE_OUTCOME_FAILED_STEPS] = list(outcomes.failed_steps)
-            out[A.TRACE_LATE_OUTCOME_OUTCOMES] = list(outcomes.outcomes)
-            out[A.TRACE_LATE_OUTCOME_ERROR_SOURCES] = list(outcomes.error_sources)
-            out[A.TRACE_LATE_OUTCOME_REPLIES] = list(outcomes.replies)
     return out
 
 

@@ -17,7 +17,6 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.cost import Price
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.online.contain import Contained
-from otel_toolcall_eval.online.enrich import verdict_attributes
 from otel_toolcall_eval.online.held_spans import HeldSpans, decide
 from otel_toolcall_eval.online.hooks import TraceFinished
 from otel_toolcall_eval.online.metrics import NO_SOURCE, EvalMetrics, Source, TraceCounts
@@ -149,3 +148,40 @@ class FinishStage:
             return
         if self._tool_lists.changed((root.service, root.agent), fingerprint):
             self.metrics.record_tool_list_change(source)
+
+
+def verdict_attributes(verdict: TraceVerdict) -> dict[str, Any]:
+    """The trace verdict as root-span attributes; the requested-call counts only when requests were recorded."""
+    out: dict[str, Any] = {
+        A.TRACE_TOOL_CALLS: verdict.tool_calls,
+        A.TRACE_ERRORS: verdict.errors,
+        A.TRACE_OVER_BUDGET: verdict.over_budget,
+        A.TRACE_VIOLATIONS: verdict.violations,
+        A.TRACE_VIOLATION_WEIGHT: verdict.violation_weight,
+        A.TRACE_CORRECT: verdict.correct,
+        A.TRACE_COMPOSITE_OK: verdict.composite_ok,
+    }
+    if verdict.unexecuted_calls is not None:
+        out[A.TRACE_UNEXECUTED_CALLS] = verdict.unexecuted_calls
+        out[A.TRACE_UNKNOWN_TOOL_REQUESTS] = verdict.unknown_tool_requests
+    if verdict.unlisted_calls is not None:
+        out[A.TRACE_UNLISTED_CALLS] = verdict.unlisted_calls
+    late = verdict.late_schema
+    if late is not None:
+        out[A.TRACE_LATE_SCHEMA_CHECKED] = len(late.checked_steps)
+        out[A.TRACE_LATE_SCHEMA_INVALID] = len(late.invalid_steps)
+        out[A.TRACE_LATE_SCHEMA_CHECKED_STEPS] = list(late.checked_steps)
+        if late.invalid_steps:
+            out[A.TRACE_LATE_SCHEMA_INVALID_STEPS] = list(late.invalid_steps)
+            out[A.TRACE_LATE_SCHEMA_ERRORS] = list(late.errors)
+    outcomes = verdict.late_outcome
+    if outcomes is not None:
+        out[A.TRACE_LATE_OUTCOME_CHECKED] = len(outcomes.checked_steps)
+        out[A.TRACE_LATE_OUTCOME_FAILED] = len(outcomes.failed_steps)
+        out[A.TRACE_LATE_OUTCOME_CHECKED_STEPS] = list(outcomes.checked_steps)
+        if outcomes.failed_steps:
+            out[A.TRACE_LATE_OUTCOME_FAILED_STEPS] = list(outcomes.failed_steps)
+            out[A.TRACE_LATE_OUTCOME_OUTCOMES] = list(outcomes.outcomes)
+            out[A.TRACE_LATE_OUTCOME_ERROR_SOURCES] = list(outcomes.error_sources)
+            out[A.TRACE_LATE_OUTCOME_REPLIES] = list(outcomes.replies)
+    return out

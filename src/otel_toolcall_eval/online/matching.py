@@ -5,9 +5,10 @@ that requests calls, or by the first tool span that ran before any request (it i
 request may still come). A trace of plain spans, or of model turns that requested nothing, has none. Every method
 runs under the trace's lock (``TraceState.lock``).
 
-What it tells the verdict: which turn (parallel batch) issued each call (``batch_for``), the requested calls no
-tool span answered (``unexecuted_calls``) and those of tools nothing lists (``unknown_tool_requests``); what it
-tells the call stage: the arguments the model sent for a call whose span records none (``call_arguments``).
+Model turns add their requests here (``add_turn``); calls claim them in the call stage (``call.claim_request``: the
+turn, or parallel batch, that issued the call, beside the arguments the model sent for a call whose span records
+none, ``call_arguments``), under the same lock. What it tells the verdict: the requested calls no tool span
+answered (``unexecuted_calls``) and those of tools nothing lists (``unknown_tool_requests``).
 """
 
 from __future__ import annotations
@@ -101,76 +102,6 @@ class Requests:
         # requests answered "unknown tool" whose name the definitions do list (or no definitions were recorded)
         replies = self.unknown_replies or ()
         return count + sum(1 for cid in replies if cid in self.call_batches and not unlisted(self.call_names[cid]))
-
-    def batch_for(
-        self, call_id: str | None, name: str, max_early: int = 0, late: bool = False, remote: bool = False
-    ) -> int | None:
-        """The turn that issued this call: by call id, else the earliest unclaimed request of this name.
-
-        Spans reach the engine in end order, and a tool span can come before the model call that asked for it:
-        the JS SDK takes each span's start from Date.now() in whole milliseconds (a sub-millisecond tool then
-        "ends" before its request), and separate exports, a Collector or another service's exporter reorder too.
-        So a call id no request named yet, with no request of its name to claim, is remembered as answered
-        (``max_early`` bounds how many; 0 for off): its request may still come. A ``remote`` span (its parent is in
-        another service: an MCP server's) is remembered by its name instead, since its id is the server's own (a
-        JSON-RPC id), never the model's: the next request of that name is answered. ``late`` is for conventions
-        whose model-call span always ends after the tool span it caused (the Vercel AI SDK's legacy spans): such
-        an id claims no other request by name once the requests came with ids."""
-        pending = self.pending_names.get(name)
-        batches = self.call_batches
-        if call_id is not None and call_id in batches:
-            batch = batches.pop(call_id)
-            names = self.call_names
-            names.pop(call_id, None)
-            if pending and batch in pending:
-                pending.remove(batch)
-                if not pending:
-                    self._answered(name)
-            if not batches:  # every request answered: a dict keeps its grown table after pops, a cleared one not
-                batches.clear()
-                if not names:
-                    names.clear()
-            return batch
-        claims_none = late and self.identified and call_id is not None
-        if max_early and (claims_none or not pending):
-            self._note_early(call_id, name, remote, max_early)
-        if pending and not claims_none:
-            batch = pending.pop(0)
-            if not pending:
-                self._answered(name)
-            if self.call_names:  # the request's own id, if it had one: no reply scores that call again
-                self._claim_id(name, batch)
-            return batch
-        return None
-
-    def _claim_id(self, name: str, batch: int) -> None:
-        names = self.call_names
-        for call_id, named in names.items():
-            if named == name and self.call_batches.get(call_id) == batch:
-                del names[call_id]
-                del self.call_batches[call_id]
-                return
-
-    def _answered(self, name: str) -> None:
-        """Every request of ``name`` is claimed: its entry goes (the dict's table too, once it is empty)."""
-        names = self.pending_names
-        del names[name]
-        if not names:
-            names.clear()
-
-    def _note_early(self, call_id: str | None, name: str, remote: bool, max_early: int) -> None:
-        if remote:
-            names = self.early_names
-            if names is None:
-                names = self.early_names = {}
-            if len(names) < max_early or name in names:
-                names[name] = min(names.get(name, 0) + 1, max_early)
-        elif call_id is not None:
-            early = self.answered_early
-            if early is None:
-                early = self.answered_early = set()
-            if len(early) < max_early:
-                early.add(call_id)
 
     def _spend_early(self, name: str | None) -> bool:
         """One tool span of ``name`` that ran before its request is matched to a request now."""

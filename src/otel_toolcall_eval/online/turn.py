@@ -29,8 +29,9 @@ from otel_toolcall_eval.engine.requested import (
     requested_call_record,
     score_requested_call,
 )
+from otel_toolcall_eval.online.call import call_attributes, claim_request
 from otel_toolcall_eval.online.contain import Contained
-from otel_toolcall_eval.online.enrich import requested_call_attributes
+from otel_toolcall_eval.online.enrich import requested_keys
 from otel_toolcall_eval.online.held_spans import HeldSpans, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
@@ -180,7 +181,7 @@ class TurnStage:
         span_id = context.span_id if context else 0
         for reply, name in answered:
             sent = requests.call_arguments.pop(reply.call_id, None) if requests.call_arguments else None
-            batch = requests.batch_for(reply.call_id, name)
+            batch = claim_request(requests, reply.call_id, name)
             record = requested_call_record(reply.call_id, name, sent, reply, trace_id)
             record.span_id = f"{span_id:016x}"
             score = score_requested_call(self.scorer, state.history, record, trace_tools=state.tools, batch=batch)
@@ -188,3 +189,10 @@ class TurnStage:
             decided.extend(stats.on_call(score, None, None, self._max_calls) or ())
             out.append((record, score))
         return decided or None
+
+
+def requested_call_attributes(index: int, call_id: str, score: CallScore, convention: str) -> dict[str, Any]:
+    """The scores of a call scored from the requests, as ``toolcall_eval.requested.<index>.*`` on a model span."""
+    prefix = f"{A.REQUESTED_PREFIX}{index}."
+    out: dict[str, Any] = {prefix + "tool": score.name, prefix + "call_id": call_id}
+    return requested_keys(index, call_attributes(score, convention), out)

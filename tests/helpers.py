@@ -1,5 +1,6 @@
 """The shared test helpers, one module: test modules import from here (or from the fakes and receivers beside the
-tests that use them), never from each other (tests/test_architecture.py checks it).
+tests that use them), never from each other (tests/test_architecture.py checks it). The fixtures they share are
+defined once, in tests/conftest.py.
 
 First a real TracerProvider with the processor in front of an in-memory exporter and metric reader and the span
 builders; then, by section, the inputs and helpers several suites share (recorded-trace inputs, offline runs, the

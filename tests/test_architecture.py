@@ -247,6 +247,47 @@ def test_test_modules_do_not_import_each_other() -> None:
     )
 
 
+def _fixtures(source: str) -> list[tuple[int, str, str]]:
+    """The pytest fixtures ``source`` defines: (line, name, what makes it: decorator, arguments and body, docstring
+    left out)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorators = [ast.unparse(d) for d in node.decorator_list]
+            if any(d.split("(")[0].endswith("fixture") for d in decorators):
+                body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+                made = "\n".join([*decorators, ast.unparse(node.args), *map(ast.unparse, body)])
+                found.append((node.lineno, node.name, made))
+    return found
+
+
+def test_a_fixture_that_tests_share_is_defined_once() -> None:
+    """A fixture two test files define alike lives once in ``tests/conftest.py`` (pytest hands it to every test):
+    copies drift apart, and a fix to one leaves the others as they were."""
+    from collections import defaultdict
+
+    root = Path(__file__).resolve().parents[1]
+    places: defaultdict[str, list[str]] = defaultdict(list)
+    for path in sorted((root / "tests").rglob("*.py")):
+        for line, name, made in _fixtures(path.read_text(encoding="utf-8")):
+            places[made].append(f"{path.relative_to(root)}:{line}: {name}")
+    copies = [" ~ ".join(where) for where in places.values() if len(where) > 1]
+    assert not copies, "fixtures defined more than once (move one to tests/conftest.py):\n" + "\n".join(copies)
+
+
+def test_a_copied_fixture_is_found() -> None:
+    source = "@pytest.fixture\ndef a(tmp_path):\n    return tmp_path / 'x'\n"
+    ((line, name, made),) = _fixtures(source)
+    assert (line, name) == (2, "a")
+    assert (
+        _fixtures(source.replace("def a", "def b").replace("\n    return", '\n    """Why."""\n    return'))[0][2]
+        == made
+    )
+    assert _fixtures(source.replace("'x'", "'y'"))[0][2] != made
+
+
 # The test tree mirrors the source tree: a unit test module sits in the directory of the source package it tests
 # (tests/checks/ for otel_toolcall_eval/checks/, tests/offline/reports/ for offline/reports/) and imports from that
 # package; a test module at the top of tests/ is named after the top-level module it tests (test_processor*.py for

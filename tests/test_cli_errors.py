@@ -11,7 +11,6 @@ import pytest
 
 from otel_toolcall_eval._files import _umask, write_atomically
 from otel_toolcall_eval.cli import main
-from otel_toolcall_eval.dataset import template_cases, write_cases
 from otel_toolcall_eval.demo import default_config_path
 from otel_toolcall_eval.demo.agent import FAILURE_CLASSES
 from otel_toolcall_eval.errors import ExitCode, ToolcallEvalError, UsageError
@@ -20,17 +19,7 @@ from otel_toolcall_eval.replay import ReplayInputError
 
 from .helpers import GOOD, record_demo_traces, write_run
 
-
-@pytest.fixture(autouse=True)
-def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "300")
-
-
-@pytest.fixture
-def dataset(tmp_path: Path) -> Path:
-    path = tmp_path / "dataset.jsonl"
-    write_cases(path, template_cases())
-    return path
+pytestmark = pytest.mark.usefixtures("wide_console")  # conftest.py
 
 
 def test_exit_codes_are_named_once() -> None:

@@ -29,9 +29,7 @@ DATA = agreement.data_dir()
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "bfcl.md"
 
 
-@pytest.fixture(autouse=True)
-def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "300")  # rich wraps at 80 columns otherwise, mid-path
+pytestmark = pytest.mark.usefixtures("wide_console")  # conftest.py
 
 
 def _file(category: str) -> Path:

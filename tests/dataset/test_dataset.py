@@ -27,10 +27,7 @@ from otel_toolcall_eval.dataset import (
 )
 from otel_toolcall_eval.dataset.io import case_to_dict
 
-
-@pytest.fixture(autouse=True)
-def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "300")  # rich wraps at 80 columns otherwise, mid-path
+pytestmark = pytest.mark.usefixtures("wide_console")  # conftest.py
 
 
 TOOL = {"name": "get_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}

@@ -13,17 +13,14 @@ calls, their arguments and the "not found in any workbench" reply).
 
 # no ``from __future__ import annotations``: AutoGen builds a tool's schema from its live annotations
 import asyncio
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_toolcall_eval import ToolCallEvalProcessor
 from tests.framework_scenario import EXPECTED, check, get_population, record
 from tests.integration.scripted_openai import scripted_openai
 
@@ -42,16 +39,6 @@ MODES = {
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
     },
 }
-
-
-@pytest.fixture
-def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, InMemorySpanExporter]]:
-    exporter, raw = InMemorySpanExporter(), InMemorySpanExporter()
-    tp = TracerProvider()
-    tp.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter)))
-    tp.add_span_processor(SimpleSpanProcessor(raw))
-    yield tp, exporter, raw
-    tp.shutdown()
 
 
 def weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:

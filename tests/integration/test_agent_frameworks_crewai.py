@@ -15,16 +15,13 @@ chat spans are not inside the crew's trace but roots of their own).
 
 # no ``from __future__ import annotations``: pydantic builds the tools' argument schemas from live annotations
 import os
-from collections.abc import Iterator
 from typing import Literal
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
-from otel_toolcall_eval import ToolCallEvalProcessor
 from tests.framework_scenario import EXPECTED, FINAL_TEXT, check, get_population, record
 from tests.integration.scripted_openai import scripted_openai
 
@@ -38,16 +35,6 @@ pytest.importorskip("crewai", reason="crewai is not installed: it has its own ex
 pytest.importorskip("openinference.instrumentation.crewai", reason="the crewai extra is not installed")
 
 MODES = {"wrapper": False, "listener": True}
-
-
-@pytest.fixture
-def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, InMemorySpanExporter]]:
-    exporter, raw = InMemorySpanExporter(), InMemorySpanExporter()
-    tp = TracerProvider()
-    tp.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter)))
-    tp.add_span_processor(SimpleSpanProcessor(raw))
-    yield tp, exporter, raw
-    tp.shutdown()
 
 
 class WeatherArgs(BaseModel):

@@ -20,16 +20,14 @@ the chat spans; still no tool definitions: 2.4b0 does not record the request's t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_toolcall_eval import ToolCallEvalProcessor
 from tests.framework_scenario import (
     EXPECTED,
     FINAL_TEXT,
@@ -62,16 +60,6 @@ TOOLS: dict[str, tuple[Callable[..., Any], str, dict[str, Any]]] = {
     "get_weather": (get_weather, "Current weather in a city.", WEATHER_SCHEMA),
     "get_population": (get_population, "Population of a city.", POPULATION_SCHEMA),
 }
-
-
-@pytest.fixture
-def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, InMemorySpanExporter]]:
-    exporter, raw = InMemorySpanExporter(), InMemorySpanExporter()
-    tp = TracerProvider()
-    tp.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter)))
-    tp.add_span_processor(SimpleSpanProcessor(raw))
-    yield tp, exporter, raw
-    tp.shutdown()
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))

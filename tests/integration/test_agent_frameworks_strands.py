@@ -10,15 +10,12 @@ gen_ai_tool_definitions`` (attributes, and the definitions on the root span, whi
 """
 
 # no ``from __future__ import annotations``: Strands builds a tool's schema from its live annotations
-from collections.abc import Iterator
 from typing import Literal
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_toolcall_eval import ToolCallEvalProcessor
 from tests.framework_scenario import EXPECTED, FINAL_TEXT, check, get_population, record
 from tests.integration.scripted_openai import scripted_openai
 
@@ -29,16 +26,6 @@ strands = pytest.importorskip(
 )
 
 MODES = {"default": "", "latest": "gen_ai_latest_experimental,gen_ai_tool_definitions"}
-
-
-@pytest.fixture
-def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter, InMemorySpanExporter]]:
-    exporter, raw = InMemorySpanExporter(), InMemorySpanExporter()
-    tp = TracerProvider()  # never the global provider: Strands' tracer is pointed at this one
-    tp.add_span_processor(ToolCallEvalProcessor(SimpleSpanProcessor(exporter)))
-    tp.add_span_processor(SimpleSpanProcessor(raw))
-    yield tp, exporter, raw
-    tp.shutdown()
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))

@@ -62,13 +62,6 @@ def run_agent(exporter: SpanExporter, config: EvalConfig) -> list[ReadableSpan]:
 
 
 @pytest.fixture
-def receiver() -> Iterator[GrpcTraceReceiver]:
-    rx = GrpcTraceReceiver()
-    yield rx
-    rx.close()
-
-
-@pytest.fixture
 def replicas(receiver: GrpcTraceReceiver) -> Iterator[list[Service]]:
     services = [Service(config_for(receiver)) for _ in range(2)]
     for svc in services:

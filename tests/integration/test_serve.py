@@ -51,13 +51,6 @@ JSON_TYPE = {"Content-Type": "application/json"}
 
 
 @pytest.fixture
-def receiver() -> Iterator[GrpcTraceReceiver]:
-    rx = GrpcTraceReceiver()
-    yield rx
-    rx.close()
-
-
-@pytest.fixture
 def service(receiver: GrpcTraceReceiver) -> Iterator[Service]:
     svc = Service(config_for(receiver))
     svc.start()

@@ -37,14 +37,9 @@ from .otlp_receiver import (
     tls_sink,
     wire,
 )
-from .tls_certs import Pki, make_pki
+from .tls_certs import Pki
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(autouse=True)

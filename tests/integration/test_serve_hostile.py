@@ -45,13 +45,6 @@ TOKEN = "s3cret-token"
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
-@pytest.fixture
-def receiver() -> Iterator[GrpcTraceReceiver]:
-    rx = GrpcTraceReceiver()
-    yield rx
-    rx.close()
-
-
 def _started(receiver: GrpcTraceReceiver, exporter: Any = None, **serve: Any) -> Service:
     svc = Service(config_for(receiver, **serve), span_exporter=exporter)
     svc.start()

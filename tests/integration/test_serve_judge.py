@@ -32,13 +32,6 @@ def judge_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeJudgeServer]:
         yield fake
 
 
-@pytest.fixture
-def receiver() -> Iterator[GrpcTraceReceiver]:
-    rx = GrpcTraceReceiver()
-    yield rx
-    rx.close()
-
-
 def judged_config(receiver: GrpcTraceReceiver, judge: FakeJudgeServer) -> EvalConfig:
     base = config_for(receiver)
     section = {

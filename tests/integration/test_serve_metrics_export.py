@@ -35,16 +35,11 @@ from otel_toolcall_eval.serve.metrics import ADDED_LATENCY, EXPORTED, QUEUE_SIZE
 from tests.helpers import agent_exporter, agent_traces, config_for, free_port, plain_spans
 
 from .otlp_receiver import GrpcTraceReceiver, HttpTraceReceiver, _Collector, attributes, tls_sink
-from .tls_certs import Pki, make_pki
+from .tls_certs import Pki
 
 pytestmark = pytest.mark.integration
 
 Series = tuple[str, tuple[tuple[str, Any], ...]]  # metric name, its data point's attributes (sorted)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def points(requests: list[ExportMetricsServiceRequest]) -> Iterator[tuple[dict[str, Any], str, Series, float, int]]:

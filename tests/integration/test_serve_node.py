@@ -40,13 +40,6 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def receiver() -> Iterator[GrpcTraceReceiver]:
-    rx = GrpcTraceReceiver()
-    yield rx
-    rx.close()
-
-
-@pytest.fixture
 def service(receiver: GrpcTraceReceiver) -> Iterator[Service]:
     node_ready()
     serve = {"http_port": 0, "grpc_port": 0, "export": {"endpoint": receiver.endpoint, "schedule_delay_millis": 20}}

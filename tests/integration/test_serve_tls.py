@@ -9,7 +9,6 @@ Only 127.0.0.1 is contacted.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +25,11 @@ from otel_toolcall_eval.serve.metrics import REJECTED_REQUESTS, SCORED
 from tests.helpers import agent_traces, config_for, plain_spans, wait_until
 
 from .otlp_receiver import GrpcTraceReceiver, assert_same, wire
-from .tls_certs import Pki, make_pki
+from .tls_certs import Pki
 
 pytestmark = pytest.mark.integration
 
 PB = {"Content-Type": "application/x-protobuf"}
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(autouse=True)
@@ -44,13 +38,6 @@ def _no_ca_bundle_override(monkeypatch: pytest.MonkeyPatch) -> None:
     so on a machine that sets them (this one does) the HTTP exporter's ``certificate_file`` would be ignored."""
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-
-
-@pytest.fixture
-def receiver() -> Iterator[GrpcTraceReceiver]:
-    rx = GrpcTraceReceiver()
-    yield rx
-    rx.close()
 
 
 def tls_service(receiver: GrpcTraceReceiver, pki: Pki, *, mtls: bool = False, **serve: Any) -> Service:

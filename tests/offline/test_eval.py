@@ -20,16 +20,7 @@ from tests.helpers import BAD, GOOD, write_run
 FORBIDDEN = {**GOOD, "clear-calendar": [{"name": "delete_all_events", "arguments": {}}]}
 
 
-@pytest.fixture(autouse=True)
-def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "300")
-
-
-@pytest.fixture
-def dataset(tmp_path: Path) -> Path:
-    path = tmp_path / "dataset.jsonl"
-    write_cases(path, template_cases())
-    return path
+pytestmark = pytest.mark.usefixtures("wide_console")  # conftest.py
 
 
 def _config(tmp_path: Path, text: str) -> Path:

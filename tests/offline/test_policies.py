@@ -61,9 +61,7 @@ BROKEN = {
 POLICY_CASES = "skip-auth, same-turn-auth, bad-auth, unconfirmed-delete, unscoped-delete, over-budget, failed-run"
 
 
-@pytest.fixture(autouse=True)
-def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "300")
+pytestmark = pytest.mark.usefixtures("wide_console")  # conftest.py
 
 
 def _eval(tmp_path: Path, config: Path, *runs: Path) -> tuple[int, dict[str, Path]]:

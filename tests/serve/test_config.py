@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolcall_eval.cli import main
 from otel_toolcall_eval.config import ConfigError, EvalConfig
-from tests.integration.tls_certs import Pki, make_pki
+from tests.integration.tls_certs import Pki
 
 
 def test_defaults_listen_on_loopback_otlp_ports() -> None:
@@ -98,11 +98,6 @@ def test_a_token_no_sender_can_send_is_refused_at_start_up(token: str, why: str,
 
 
 # --- serve.tls: files checked at start-up, errors naming the field -------------------------------------
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def _tls_service(**tls: str) -> None:

@@ -574,6 +574,27 @@ def test_a_root_an_instrumentation_stamped_as_a_chat_span_still_gets_the_verdict
     assert (root["trace.tool_calls"], root["trace.errors"], root["trace.model_calls"]) == (1, 1, 1)
 
 
+@pytest.mark.parametrize(("scope", "model_calls"), [(LLAMA, 2), ("x", 4)])
+def test_model_calls_are_an_instrumentations_requests_by_its_row_not_by_what_they_recorded(
+    scope: str, model_calls: int
+) -> None:
+    """LlamaIndex marks its ``_prepare_chat_with_tools`` step ``LLM`` beside each real request: its scope's row
+    names that span, so it is no model call; the request is one even when hidden inputs and outputs and a model
+    that reports no usage leave it with neither tokens nor output messages (the recorded ``llama_index-hidden``).
+    Another instrumentation's span of that name is a request like any LLM span."""
+    p = make_pipeline()
+    spans = p.provider.get_tracer(scope)
+    llm = {"openinference.span.kind": "LLM", "llm.model_name": "m", "input.value": "__REDACTED__"}
+    with p.tracer.start_as_current_span("agent"):
+        for _ in range(2):
+            with spans.start_as_current_span("MockLLM._prepare_chat_with_tools", attributes=llm):
+                pass
+            with spans.start_as_current_span("MockLLM.astream_chat", attributes=llm):
+                pass
+        tool_span(p.tracer, "get_weather", {"city": "Paris"})
+    assert scores(p.one("agent"))["trace.model_calls"] == model_calls
+
+
 # --- Python reprs where JSON belongs (Haystack's ``Tool(...)``, ``ToolCallResult(...)``): conventions.reprs ------
 
 HAYSTACK = "openinference.instrumentation.haystack"

@@ -62,21 +62,16 @@ def _count(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
 
 
 def is_model_call(attrs: Mapping[str, Any]) -> bool:
-    """A span that is one model call (not an agent span summing its turns). An OpenInference ``LLM`` span counts
-    when it recorded tokens or output messages: LlamaIndex also marks its ``_prepare_chat_with_tools`` step
-    ``LLM``, beside the real call, with neither."""
+    """A span that is one model call (not an agent span summing its turns), whatever it recorded: hidden inputs and
+    outputs and a model that reports no usage leave a request with neither tokens nor output messages. A step an
+    instrumentation marks as a model span beside the request (LlamaIndex's ``_prepare_chat_with_tools``) is told
+    by its scope's row (``Shape.not_requests``), never from what it recorded."""
     op = attrs.get("gen_ai.operation.name")
     if op is not None:
         return op in MODEL_OPERATIONS
     kind = attrs.get("openinference.span.kind")
     if kind is not None:
-        if kind not in ("LLM", "llm"):
-            return False
-        return (
-            "llm.token_count.prompt" in attrs
-            or "llm.token_count.completion" in attrs
-            or any(k.startswith("llm.output_messages.") for k in attrs)
-        )
+        return kind in ("LLM", "llm")
     return attrs.get("llm.request.type") in ("chat", "completion")  # OpenLLMetry
 
 

@@ -105,14 +105,24 @@ class Shape:
     # what a tool span of this scope without a tool name is, when it is not a call (BeeAI: an event of the call
     # above it); "" reads such a span as a call, whose empty name ``doctor`` reports
     nameless_spans: str = ""
+    # the names of its model-kind spans that are no model request, as a regular expression (LlamaIndex marks its
+    # ``_prepare_chat_with_tools`` step ``LLM`` beside each request): neither a model call nor a turn
+    not_requests: str = ""
     definitions: str = ""  # where the tool definitions the model saw are recorded
     content_switch: str = ""  # the exact environment variable or SDK option that records arguments and results
     cannot_record: str = ""  # what no setting of this instrumentation records
     _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _not_requests: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.name_in_span_name:
             object.__setattr__(self, "_pattern", re.compile(self.name_in_span_name))
+        if self.not_requests:
+            object.__setattr__(self, "_not_requests", re.compile(self.not_requests))
+
+    def is_request(self, span_name: str) -> bool:
+        """Whether a model-kind span of this scope named ``span_name`` is a model request (by its name only)."""
+        return self._not_requests is None or self._not_requests.search(span_name) is None
 
     def covers(self, version: str | None) -> bool:
         """Whether the scope's version is in this row's range (a scope without a version is, when a range is set,
@@ -166,6 +176,7 @@ SHAPES: tuple[Shape, ...] = (
         "openinference.instrumentation.llama_index",
         "openinference-instrumentation-llama-index 4.6",
         arguments_wrapper=Wrapper(frozenset({"kwargs"}), ("kwargs",)),
+        not_requests=r"\._prepare_chat_with_tools$",
         definitions="the tool span's `tool.parameters` (its `llm.tools` holds object reprs)",
         content_switch=OI_SWITCH,
     ),

@@ -99,6 +99,8 @@ class TurnStage:
         definitions = tool_definitions(attrs, self.definitions, shape)
         op = attrs.get(A.GEN_AI_OPERATION_NAME)
         not_turn = op in _NOT_TURNS or attrs.get(A.OPENINFERENCE_SPAN_KIND) == "AGENT"
+        if shape is not None and not shape.is_request(getattr(span, "name", "")):
+            not_turn = True  # a step its instrumentation marks as a model span (its row says which)
         arguments: dict[str, Any] = {}
         calls = [] if not_turn else requested_calls(attrs, arguments, shape is not None and shape.positional_calls)
         max_calls = self._max_calls

@@ -531,7 +531,9 @@ JUDGE_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         JUDGE_COST,
         "double",
         "judge span",
-        "what the judge call cost, in the budget's currency (the worst case when the provider reported no usage)",
+        "what the judge call cost, in the budget's currency, retries included: an attempt the provider may have "
+        "billed without reporting usage (none reported, timed out after sending) counts its worst case, so an error "
+        "verdict (e.g. `http_500` after a timed-out attempt) can carry a cost",
     ),
 )
 

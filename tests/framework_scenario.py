@@ -481,11 +481,20 @@ EXPECTED: dict[str, Expected] = {
     # (each JS span's start is Date.now(), whole milliseconds, plus a precise duration: up to 1 ms of skew).
     "vercel_ai-otel": Expected(_content(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS),
     # LangGraph.js (StateGraph + prebuilt ToolNode, OpenInference's LangChain instrumentation, Node): LangChain.js
-    # validates the arguments before the tool starts, so the bad enum runs no tool span (its request on the LLM span
-    # stays unexecuted, the "did not match expected schema" reply carries no call id); the unknown tool neither; the
-    # single-argument tool records its bare value (``Paris``). Hidden: no arguments, no definitions, no requests.
-    "langgraph_js-content": Expected(_langgraph_js(True), correct=False, errors=1, unknown_tool_requests=1),
-    "langgraph_js-hidden": Expected(_langgraph_js(None), correct=True, errors=1),
+    # validates the arguments before the tool starts, so the bad enum runs no tool span; the unknown tool neither.
+    # Its LLM spans record no call ids, on the requested calls or on the tool messages, so each request is matched
+    # to its reply by position (its row: ``positional_calls``): the bad enum ("did not match expected schema") and
+    # the unknown tool ('Tool "book_flight" not found') are scored from the requests. The single-argument tool
+    # records its bare value (``Paris``). Hidden: no arguments, no definitions, no requests.
+    "langgraph_js-content": Expected(
+        _langgraph_js(True),
+        correct=False,
+        errors=3,
+        unknown_tool_requests=0,
+        requested=[_content(True)[2], _UNKNOWN_BY_DEFINITIONS],
+        model_calls=6,
+    ),
+    "langgraph_js-hidden": Expected(_langgraph_js(None), correct=True, errors=1, model_calls=6),
     # The OpenAI Agents SDK for JS (@openai/agents 0.20, OpenInference's trace processor for it; Node, through
     # serve; tests/integration/node/openai_agents.mjs): unlike the Python SDK it only JSON-parses the arguments of
     # a JSON Schema tool, so the bad enum runs (the schema check flags it); the raising tool is answered "An error

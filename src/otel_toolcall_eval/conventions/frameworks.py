@@ -302,9 +302,9 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
     FrameworkSupport(
         "LangGraph.js 1.7 `StateGraph` + `ToolNode` (Node, through `serve`)",
         "@arizeai/openinference-instrumentation-langchain 4.1 (`manuallyInstrument` under ESM)",
-        "valid calls, the raising tool (`exception`), schemas and tool list from the LLM spans' `llm.tools`; "
-        "LangChain.js rejects the bad enum before any tool span and runs none for the unknown tool: both are "
-        "requests counted in `trace.unexecuted_calls` (the unknown one in `trace.unknown_tool_requests`)",
+        "everything: schemas and tool list from the LLM spans' `llm.tools`; LangChain.js rejects the bad enum "
+        "before any tool span and runs none for the unknown tool: both are scored from the requests, each matched "
+        "to its reply by position (its spans record no call ids)",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`, read only when a `traceConfig` object (`{}`) is passed",
         OUTCOMES_ONLY,
         "test_serve_node.py::test_langgraph_js_agent_is_scored_by_the_service (Node; `make node-deps`)",

@@ -220,8 +220,12 @@ SHAPES: tuple[Shape, ...] = (
     Shape(
         "@arizeai/openinference-instrumentation-langchain",
         "@arizeai/openinference-instrumentation-langchain 4.1",
+        # no call ids on its LLM spans' requested calls or tool messages: matched by position
+        positional_calls=True,
         definitions=OI_LLM_TOOLS,
         content_switch=OI_JS_SWITCH,
+        cannot_record="call ids (a request and its reply are matched by position: the k-th tool message of a "
+        "conversation answers its k-th call; one conversation per trace)",
     ),
     Shape(
         "@arizeai/openinference-instrumentation-openai-agents",

@@ -251,9 +251,11 @@ def attributes_dict(span: ReadableSpan) -> dict[str, Any] | None:
     return None if attributes is None else plain_attributes(attributes)
 
 
-def read_span(
-    span: ReadableSpan, gate: frozenset[str] | None
-) -> tuple[tuple[int, int, int | None, bool], dict[str, Any] | None] | None:
+# ``read_span``'s answer: (trace id, span id, parent span id or None, remote parent), and the attributes
+SpanRead = tuple[tuple[int, int, int | None, bool], dict[str, Any] | None]
+
+
+def read_span(span: ReadableSpan, gate: frozenset[str] | None) -> SpanRead | None:
     """``span_key`` and ``attributes_dict`` in one call (the pipeline's one move into this module past the gate):
     None when the span has no context or no attributes. The attributes are None, not copied, for a root (or a
     span with a remote parent) that carries none of the ``gate`` keys: plain traffic's roots, which the caller
@@ -265,6 +267,15 @@ def read_span(
         return key, None
     attrs = attributes_dict(span)
     return None if attrs is None else (key, attrs)
+
+
+def gate_and_read(span: ReadableSpan, gate: frozenset[str] | None) -> SpanRead | None:
+    """``is_plain_child`` and ``read_span`` in one call, for inline evaluation (the pipeline's one move into this
+    module per span; in background mode the gate runs on the application thread, the read on the worker): None
+    for a plain child (forwarded as it came) and for a span with nothing to read."""
+    if is_plain_child(span, gate):
+        return None
+    return read_span(span, gate)
 
 
 def raw_attributes(span: ReadableSpan) -> Mapping[str, Any] | None:

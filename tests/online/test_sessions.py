@@ -456,9 +456,9 @@ def test_only_the_first_plain_span_naming_the_conversation_is_evaluated(monkeypa
     evaluated: list[str] = []
     inner = p.processor._pipeline._evaluate
 
-    def counting(span: Any) -> Any:
+    def counting(span: Any, read: Any) -> Any:
         evaluated.append(span.name)
-        return inner(span)
+        return inner(span, read)
 
     if not COMPILED:  # a native class's methods cannot be replaced
         monkeypatch.setattr(p.processor._pipeline, "_evaluate", counting)

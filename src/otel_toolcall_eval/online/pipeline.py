@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
+from otel_toolcall_eval._sdk import SpanRead
 from otel_toolcall_eval._ticker import Ticker
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
@@ -140,13 +141,22 @@ class Pipeline:
     # --- the span path ---------------------------------------------------------------------------------
     def on_end(self, span: ReadableSpan) -> None:
         """The SDK's ``on_end``, bound straight to the face's (never raises into the code that ended the span)."""
+        read: SpanRead | None = None
         try:
             gate = self.gate
             keys = self.conventions.detect_keys  # may change when conventions are registered later
             if keys is not gate.of:
                 gate.refresh(keys)
-            plain = _sdk.is_plain_child(span, gate.keys)  # None: a root or a remote parent, never a noted one
-            if plain or (plain is not None and gate.noting and gate.only_watched(span)):
+            background = self.background
+            if background is None:  # inline: the gate and the read in one call
+                read = _sdk.gate_and_read(span, gate.keys)  # None: a plain child (or nothing to read)
+                plain = read is None or (
+                    gate.noting and read[0][2] is not None and not read[0][3] and gate.only_watched(span)
+                )
+            else:
+                child = _sdk.is_plain_child(span, gate.keys)  # None: a root or a remote parent, never a noted one
+                plain = bool(child) or (child is not None and gate.noting and gate.only_watched(span))
+            if plain:
                 # neither a tool nor an LLM span, nor a root, nor a watched value its trace has not noted yet: as is
                 only = self._only_on_end
                 if only is None:
@@ -157,21 +167,21 @@ class Pipeline:
                 except Exception:  # noqa: BLE001
                     self.contained.log.error("downstream.on_end", "downstream on_end failed")
                 return
-            background = self.background
             # queued: the worker scores and forwards it. ``submit`` raises only before the span is queued (then
             # it is scored here, once; see ``BackgroundQueue.submit``)
             if background is not None and background.submit(span):
                 return
         except Exception:  # noqa: BLE001 - never raise into the code that ended the span
             pass
-        self.evaluate_and_forward(span)
+        self.evaluate_and_forward(span, read)
 
-    def evaluate_and_forward(self, span: ReadableSpan) -> None:
-        """Score ``span`` and forward the result (None: held until its recovery class is known, forwarded
-        then); on any failure forward it unscored (never raises)."""
+    def evaluate_and_forward(self, span: ReadableSpan, read: SpanRead | None = None) -> None:
+        """Score ``span`` (``read``: its ids and attributes when the gate read them already) and forward the result
+        (None: held until its recovery class is known, forwarded then); on any failure forward it unscored (never
+        raises)."""
         out: ReadableSpan | None = span
         try:
-            out = self._evaluate(span)
+            out = self._evaluate(span, read)
         except Exception as exc:  # noqa: BLE001 - never raise into the code that ended the span
             self.metrics.record_error("evaluate")
             self.contained.log.error(
@@ -192,16 +202,17 @@ class Pipeline:
         except Exception:  # noqa: BLE001
             self.contained.log.error("downstream.on_end", "downstream on_end failed")
 
-    def _evaluate(self, span: ReadableSpan) -> ReadableSpan | None:
+    def _evaluate(self, span: ReadableSpan, read: SpanRead | None) -> ReadableSpan | None:
         """One span past the gate, through its stage: the span to forward (None: held, forwarded later)."""
         # The span's ids and one C-level copy of its attributes, read by every step (recognise, extract, the LLM
         # checks, the enriched copy) instead of one per step: the SDK's proxy copies, iterates and looks up keys in
         # Python. No copy for a root (or a remote-parented span) that no check reads (only these pass ``on_end``'s
         # gate without a key a check reads): plain traffic's roots, which the gate cannot tell from an agent's until
         # the trace's state is looked up.
-        read = _sdk.read_span(span, self.gate.keys)
-        if read is None:
-            return span
+        if read is None:  # not read at the gate (background mode: the worker reads it here)
+            read = _sdk.read_span(span, self.gate.keys)
+            if read is None:
+                return span
         (trace_id, span_id, parent, remote), found = read  # ``parent``: the parent's span id, None for a root
         if found is None:
             found = _sdk.attributes_dict(span) if self.store.knows(trace_id) else None

@@ -437,49 +437,65 @@ EXPECTED: dict[str, Expected] = {
     # marked ``LLM`` too, is no request (its row: ``not_requests``)
     "llama_index-hidden": Expected(_hidden(), correct=True, errors=1, model_calls=6),
     # smolagents: ``final_answer`` is a tool call too; the unknown tool fails its step span, no tool span
-    "smolagents-content": Expected([*_content(True), FINAL_ANSWER], correct=False, errors=2, unknown_tool_requests=1),
-    "smolagents-hidden": Expected([*_hidden(), ("final_answer", call("success"))], correct=True, errors=1),
+    "smolagents-content": Expected(
+        [*_content(True), FINAL_ANSWER], correct=False, errors=2, unknown_tool_requests=1, model_calls=6
+    ),
+    "smolagents-hidden": Expected(
+        [*_hidden(), ("final_answer", call("success"))], correct=True, errors=1, model_calls=6
+    ),
     # OpenAI Agents SDK: it rejects the bad enum itself (status ERROR, details redacted) and ends the run on the
     # unknown tool (ModelBehaviorError, recorded on no span: the request on the response span is the evidence)
-    "openai_agents-content": Expected(_content(True, "status"), correct=False, errors=2, unknown_tool_requests=1),
-    "openai_agents-hidden": Expected(_hidden(("execution_failed", "status"), "status"), correct=True, errors=2),
+    "openai_agents-content": Expected(
+        _content(True, "status"), correct=False, errors=2, unknown_tool_requests=1, model_calls=5
+    ),
+    "openai_agents-hidden": Expected(
+        _hidden(("execution_failed", "status"), "status"), correct=True, errors=2, model_calls=5
+    ),
     # Strands rejects the bad enum itself (the schema on the tool span says why) and runs a tool span for the
     # unknown tool ("Unknown tool: book_flight"); the definitions come on the root span, after every tool span
-    "strands-default": Expected(_strands(), correct=False, errors=3),
-    "strands-latest": Expected(_strands(), correct=False, errors=3),
+    "strands-default": Expected(_strands(), correct=False, errors=3, model_calls=6),
+    "strands-latest": Expected(_strands(), correct=False, errors=3, model_calls=6),
     # AutoGen records neither arguments, results nor definitions, and rejects the bad enum itself (ValidationError);
     # it runs no span for the unknown tool and tells the model "tool 'book_flight' not found in any workbench".
     # Its agent-creation trace gets no verdict. With content capture the official OpenAI instrumentation's chat
     # spans carry the requested calls: their arguments (by call id) and that reply become evidence.
-    "autogen-default": Expected(_autogen(None), correct=False, errors=2),
-    "autogen-capture": Expected(_autogen(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS),
+    "autogen-default": Expected(_autogen(None), correct=False, errors=2, model_calls=6),
+    "autogen-capture": Expected(
+        _autogen(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS, model_calls=6
+    ),
     # Google ADK runs a tool span for the unknown tool (error.type ValueError, "no tool with that name") and lists
     # the tools on every generate_content span; it runs the bad enum unchecked, and ends the run on the raising tool
-    "adk-default": Expected(_adk(None, None), correct=False, errors=2),
-    "adk-latest": Expected(_adk(True, True), correct=False, errors=3, unknown_tool_requests=0),
+    "adk-default": Expected(_adk(None, None), correct=False, errors=2, model_calls=5),
+    "adk-latest": Expected(_adk(True, True), correct=False, errors=3, unknown_tool_requests=0, model_calls=5),
     # legacy: the definitions come inside the call_llm span, which ends after its own turn's tool span: the first
     # call is scored before any tool list (its tool_known absent), the root checks it against the list later
     # CrewAI, wrapper mode: one trace, the chat spans' schemas; the unknown tool runs no tool span, and the model is
     # told "not found" in its next turn's input
-    "crewai-wrapper": Expected(_content(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS),
+    "crewai-wrapper": Expected(
+        _content(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS, model_calls=6
+    ),
     # event-listener mode: the only definitions are CrewAI's own ``llm.tools``, whose parameters are Python reprs
     # (no JSON Schema: names only, so no schema verdict); CrewAI rejects the bad enum itself ("arguments validation
     # failed"), runs a span marked OK for the unknown tool ("not found"), and the OpenAI instrumentor's chat spans
     # are roots of traces of their own (no verdict: an instrumented client's own root span)
-    "crewai-listener": Expected(_crewai_listener(), correct=False, errors=3),
+    "crewai-listener": Expected(_crewai_listener(), correct=False, errors=3, model_calls=6),
     # a hand-written loop on the plain OpenAI client (official instrumentation, util-genai tool spans): 2.4b0 records
     # no tool definitions, so no schema or tool-list verdict; the loop runs the bad enum unchecked, and its own
     # "unknown tool: book_flight" (KeyError) on the tool span names the unknown tool
-    "openai_v2-default": Expected(_openai_v2(None), correct=False, errors=2),
-    "openai_v2-capture": Expected(_openai_v2(True), correct=False, errors=2, unknown_tool_requests=0),
+    "openai_v2-default": Expected(_openai_v2(None), correct=False, errors=2, model_calls=6),
+    "openai_v2-capture": Expected(_openai_v2(True), correct=False, errors=2, unknown_tool_requests=0, model_calls=6),
     # (its arguments validated then: ``trace.late_schema``)
-    "adk-legacy": Expected(_adk(True, True, first_unlisted=True), correct=False, errors=3, late_schema=(1, 0)),
+    "adk-legacy": Expected(
+        _adk(True, True, first_unlisted=True), correct=False, errors=3, late_schema=(1, 0), model_calls=5
+    ),
     # The Vercel AI SDK (ai 7) with @ai-sdk/otel's OpenTelemetry integration (tests/integration/node/vercel_agent.mjs,
     # TELEMETRY=otel, as the service received it, scores stripped): GenAI ``execute_tool`` spans; it runs the bad enum unchecked (a JSON
     # Schema tool without a validator) and no span for the unknown tool, whose request is on its ``chat`` span.
     # This recording is one where the JS SDK's clock puts a tool span's end before its request's ``chat`` span
     # (each JS span's start is Date.now(), whole milliseconds, plus a precise duration: up to 1 ms of skew).
-    "vercel_ai-otel": Expected(_content(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS),
+    "vercel_ai-otel": Expected(
+        _content(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS, model_calls=6
+    ),
     # LangGraph.js (StateGraph + prebuilt ToolNode, OpenInference's LangChain instrumentation, Node): LangChain.js
     # validates the arguments before the tool starts, so the bad enum runs no tool span; the unknown tool neither.
     # Its LLM spans record no call ids, on the requested calls or on the tool messages, so each request is matched
@@ -502,9 +518,9 @@ EXPECTED: dict[str, Expected] = {
     # 'return_error_to_model'`` the unknown tool runs no span, its request (a tool not offered) is on the response
     # span. Hidden: no arguments, definitions or requests, so the bad enum is a success.
     "openai_agents_js-content": Expected(
-        _content(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS
+        _content(True), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS, model_calls=6
     ),
-    "openai_agents_js-hidden": Expected(_hidden(), correct=True, errors=1),
+    "openai_agents_js-hidden": Expected(_hidden(), correct=True, errors=1, model_calls=6),
     # LangGraph + OpenLLMetry's LangChain instrumentation: its own wrapper (``{"input_str", "inputs", "kwargs":
     # {"tool_call_id"}, ...}``) under ``gen_ai.tool.call.arguments``, unwrapped by its scope's row (shapes.py);
     # definitions and requests on the chat spans; ToolNode validates the bad enum inside the tool span (pydantic's

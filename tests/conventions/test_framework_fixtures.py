@@ -64,3 +64,17 @@ def test_every_framework_scope_has_its_row_in_the_shape_table() -> None:
     missing = [scope for row in FRAMEWORKS for scope in row.scopes if shape_named(scope) is None]
     assert missing == []
     assert all(row.capture for row in FRAMEWORKS if row.scopes)
+
+
+def test_a_framework_whose_unknown_tool_counts_only_on_the_root_says_so_in_its_row() -> None:
+    """A recorded call of a tool the agent lacks that no reply answers (smolagents, the OpenAI Agents SDK) is no call
+    of the verdict, only ``trace.unknown_tool_requests``: the framework table must say so for its scopes."""
+    from otel_toolcall_eval.conventions.frameworks import FRAMEWORKS, UNKNOWN_COUNTED_ONLY
+
+    count_only = [name for name, expected in EXPECTED.items() if expected.unknown_tool_requests]
+    assert count_only  # the recordings still hold such a case
+    for name in count_only:
+        scopes = {s.instrumentation_scope.name for s in recorded(name) if s.instrumentation_scope is not None}
+        rows = [row for row in FRAMEWORKS if scopes & set(row.scopes)]
+        assert rows, name
+        assert all(UNKNOWN_COUNTED_ONLY in row.default + row.other for row in rows), name

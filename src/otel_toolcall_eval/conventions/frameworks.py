@@ -36,14 +36,20 @@ class FrameworkSupport:
 
 
 OUTCOMES_ONLY = "outcomes only: no parse or schema verdict (no arguments recorded), no unknown-tool evidence"
+# a call that ran no tool span, whose reply the next request carries back for its call id
+SCORED_FROM_REQUESTS = "scored from the requests (the next request's reply answers its call id)"
+# a call of a tool the agent lacks whose request no reply answers: on the root only, no call of the verdict
+UNKNOWN_COUNTED_ONLY = (
+    "counted only in `trace.unknown_tool_requests` (it fails `trace.correct` but is none of the trace's tool calls)"
+)
 
 FRAMEWORKS: tuple[FrameworkSupport, ...] = (
     FrameworkSupport(
         "LlamaIndex 0.14 `FunctionAgent`",
         "openinference-instrumentation-llama-index 4.6",
         'everything but `tool_known` (its `llm.tools` holds object reprs): arguments unwrapped from `{"kwargs"}`, '
-        'schema from the tool span\'s `tool.parameters`, the unknown tool from the "Tool X not found" reply '
-        "(`trace.unknown_tool_requests`)",
+        "schema from the tool span's `tool.parameters`; the unknown tool (no span) "
+        f'{SCORED_FROM_REQUESTS}: "Tool X not found"',
         "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
         f"{OUTCOMES_ONLY}; LlamaIndex runs schema-invalid arguments unchecked",
         "test_agent_frameworks.py::test_llama_index_function_agent",
@@ -53,8 +59,9 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "smolagents 1.26 `ToolCallingAgent`",
         "openinference-instrumentation-smolagents 0.1.43",
         'everything: arguments unwrapped from `{"args", "kwargs", ...}`, schemas and tool list from the LLM '
-        "span's `llm.tools` (the tool span's `tool.parameters` is not a JSON Schema), the unknown tool as a "
-        "request of a tool not offered; `final_answer` is a call",
+        "span's `llm.tools` (the tool span's `tool.parameters` is not a JSON Schema); `final_answer` is a call; the "
+        "unknown tool (no span; its step span fails, and its reply is a tool message without a call id) "
+        f"{UNKNOWN_COUNTED_ONLY}",
         "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
         OUTCOMES_ONLY,
         "test_agent_frameworks.py::test_smolagents_tool_calling_agent",
@@ -64,7 +71,7 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "OpenAI Agents SDK 0.24 (Responses API)",
         "openinference-instrumentation-openai-agents 2.6",
         "everything: schemas and tool list from the response spans; the unknown tool (the SDK ends the run, "
-        "`ModelBehaviorError`, on no span) as a request of a tool not offered",
+        f"`ModelBehaviorError`, on no span, so no reply answers it) {UNKNOWN_COUNTED_ONLY}",
         "`TraceConfig(hide_inputs=True, hide_outputs=True)` or `OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
         f"{OUTCOMES_ONLY}; the SDK's own rejection of invalid arguments is redacted, so it counts as an execution "
         "failure",
@@ -125,8 +132,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
     FrameworkSupport(
         "CrewAI 1.15 `Crew`",
         "openinference-instrumentation-crewai 1.1 (+ openinference-instrumentation-openai on its LLM)",
-        "everything: schemas and tool list from the chat spans, the unknown tool (no tool span) from the "
-        '"not found" reply in the next turn (`trace.unknown_tool_requests`)',
+        "everything: schemas and tool list from the chat spans; the unknown tool (no tool span) "
+        f'{SCORED_FROM_REQUESTS}: "not found"',
         "`CrewAIInstrumentor().instrument(use_event_listener=True)`",
         'parse verdicts, tool names, its own rejection ("arguments validation failed") as malformed, the unknown '
         'tool\'s span (marked OK, "not found"); no schema verdict: its `llm.tools` parameters are Python reprs; the '
@@ -263,7 +270,8 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "its own GenAI diagnostics (`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS=true`)",
         "outcomes (`execute_tool` spans with call ids, no arguments); SK's own parse of an argument into its "
         "parameter's type as a rejection (`input_rejected`); the tool list from the root `invoke_agent` span, which "
-        "ends after the tool spans (`trace.unlisted_calls`); the unknown tool unseen (no span, no requests recorded). "
+        "ends after the tool spans (`trace.unlisted_calls`); the unknown tool unseen (no span; SK writes its request "
+        "and the reply only as log records, never on spans, in every mode and without an agent too). "
         "With diagnostics off (SK's default) its `execute_tool` spans are written all the same, under an "
         "`AutoFunctionInvocationLoop` root: the same outcomes, no model calls, the tool list by name from that "
         "span's `sk.available_functions`, also all a `Kernel` without an agent (automatic function calling) offers "
@@ -292,7 +300,7 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "Vercel AI SDK 7 `generateText` (Node, through `serve`)",
         "@ai-sdk/otel 1.0 `OpenTelemetry` (GenAI conventions)",
         "everything: `execute_tool` spans with arguments and results, definitions on the `chat` spans; the unknown "
-        "tool (no span) as a request of a tool not offered; the bad enum runs unchecked (a JSON Schema tool)",
+        f"tool (no span) {SCORED_FROM_REQUESTS}; the bad enum runs unchecked (a JSON Schema tool)",
         "`registerTelemetry(new LegacyOpenTelemetry())`",
         "the same from the `ai.toolCall` spans (convention `vercel_ai`), definitions (`ai.prompt.tools`) and "
         "requests (`ai.response.toolCalls`) from `ai.generateText.doGenerate`, which ends after its tool span: "
@@ -315,7 +323,7 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "@arizeai/openinference-instrumentation-openai-agents 0.2 (`manuallyInstrument` under ESM)",
         "everything: schemas and tool list from the response spans' `llm.tools`; the SDK only JSON-parses a JSON "
         "Schema tool's arguments, so the bad enum runs and the schema check flags it; the unknown tool (no span, "
-        "with `toolNotFoundBehavior: 'return_error_to_model'`) as a request of a tool not offered; with the SDK's "
+        f"with `toolNotFoundBehavior: 'return_error_to_model'`) {SCORED_FROM_REQUESTS}; with the SDK's "
         "default (`ModelBehaviorError`) this instrumentation never ends its root span: no trace verdict",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`, read only when a `traceConfig` object (`{}`) is passed",
         OUTCOMES_ONLY,

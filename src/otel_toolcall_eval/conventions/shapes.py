@@ -187,13 +187,17 @@ SHAPES: tuple[Shape, ...] = (
         schema_on_span=False,  # its ``tool.parameters`` is the tool's ``inputs`` map, not a JSON Schema
         definitions=OI_LLM_TOOLS,
         content_switch=OI_SWITCH,
+        cannot_record="the call id of the reply to a call of a tool the agent lacks (a tool message without one): "
+        "that request counts only in `trace.unknown_tool_requests`",
     ),
     Shape(
         "openinference.instrumentation.openai_agents",
         "openinference-instrumentation-openai-agents 2.6",
         definitions="the response spans' `llm.tools`",
         content_switch=OI_SWITCH,
-        cannot_record="the SDK's own rejection of invalid arguments (redacted: an execution failure)",
+        cannot_record="the SDK's own rejection of invalid arguments (redacted: an execution failure); a reply to a "
+        "call of a tool the agent lacks (the SDK ends the run: that request counts only in "
+        "`trace.unknown_tool_requests`)",
     ),
     Shape(
         "openinference.instrumentation.langchain",

@@ -173,6 +173,7 @@ def emitted() -> dict[str, set[str]]:
         metrics.record_trace_stats(stats, [("send_email", "corrected_retry")], "USD", source=source)
         metrics.record_tool_list_change(source)
         metrics.record_unclassified("max_hold_seconds")
+        metrics.record_unread("max_hold_seconds")
         sessions = SessionMetrics(provider)
         sessions.record_session("fail", 3, "idle")
         sessions.record_dropped("evicted")

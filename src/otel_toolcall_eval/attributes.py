@@ -40,6 +40,8 @@ EVAL_ERROR: Final = PREFIX + "eval_error"
 SAME_CALL_AS: Final = PREFIX + "same_call_as"
 RECOVERY_CLASS: Final = PREFIX + "recovery.class"  # on a failed call's span (held_spans)
 LATE: Final = PREFIX + "late"  # on a tool span that arrived after its trace's verdict (trace_state)
+# on a tool span whose outcome was read from the reply the next model request carried (held_spans, late_outcome)
+LATE_OUTCOME_READ: Final = PREFIX + "late_outcome.read"
 JUDGE_SAMPLED: Final = PREFIX + "judge.sampled"
 # a call that ran on no tool span, scored from the requests (``engine.requested``), on the model span whose input
 # carried its result back: ``toolcall_eval.requested.<N>.<score>`` (the tool span's score names, N from 0)
@@ -291,6 +293,16 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "`limits.max_hold_seconds`) or a flush released it first",
     ),
     AttributeDoc(
+        LATE_OUTCOME_READ,
+        "bool",
+        "tool span",
+        "true when this call's `outcome` (and `error_source`) were read from the reply the next model request carried "
+        "back for its call id, because its instrumentation cannot record a reply's error flag (the MCP SDK's client "
+        "spans: `checks.late_outcome`): the span, read as a success, was held back until that reply; absent when no "
+        "reply was read before a bound (`limits.max_held_spans*`, `limits.max_hold_seconds`, a flush) or the trace's "
+        "end released it (counted in `toolcall_eval.late_outcome.unread`)",
+    ),
+    AttributeDoc(
         VIOLATIONS,
         "string[]",
         "tool span",
@@ -409,8 +421,9 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "local root span",
         "calls that read as a success on a tool span whose instrumentation cannot record a reply's error flag (its "
         "shape row: the MCP SDK's client span has no `isError`), whose outcome was read from the reply the next "
-        "model request carried back for their call id (`checks.late_outcome`): their tool spans went out as "
-        "`success`, the root carries the verdicts (absent when no such reply was read)",
+        "model request carried back for their call id (`checks.late_outcome`): their tool spans carry that outcome "
+        "too (`late_outcome.read`) unless a bound released them first, the root carries the verdicts (absent when no "
+        "such reply was read)",
     ),
     AttributeDoc(
         TRACE_LATE_OUTCOME_FAILED,

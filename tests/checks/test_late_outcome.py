@@ -90,17 +90,202 @@ def test_the_reply_decides_a_call_only_where_the_scopes_row_says_its_spans_canno
         _chat(p, [("c2", "get_population", {"city": "Rome"})], [("c1", "Error executing tool get_population")])
         _tool(p, scope, "get_population", "c2")
         _chat(p, [], [("c2", "12 million")])
-    assert [scores(s)["outcome"] for s in p.spans() if s.name.startswith("execute_tool")] == ["success", "success"]
+    tools = [scores(s) for s in p.spans() if s.name.startswith("execute_tool")]
     root = scores(p.one("agent"))
-    if not read:  # a scope without the row: its spans are taken at their word
+    if not read:  # a scope without the row: its spans are taken at their word, and go out at once
+        assert [s["outcome"] for s in tools] == ["success", "success"]
+        assert not any("late_outcome.read" in s for s in tools)
         assert (root["trace.errors"], root["trace.composite_ok"]) == (0, True)
         assert not any(key.startswith("trace.late_outcome") for key in root)
         return
+    # the tool span itself carries the outcome its reply gave (held until that reply: issue 26)
+    assert [(s["step"], s["outcome"], s.get("error_source")) for s in tools] == [
+        (1, "execution_failed", "error.type"),
+        (2, "success", None),
+    ]
+    assert [s["late_outcome.read"] for s in tools] == [True, True]
     assert (root["trace.errors"], root["trace.correct"], root["trace.composite_ok"]) == (1, True, False)
     assert (root["trace.late_outcome.checked"], root["trace.late_outcome.failed"]) == (2, 1)
     assert (root["trace.late_outcome.checked_steps"], root["trace.late_outcome.failed_steps"]) == ([1, 2], [1])
     assert root["trace.late_outcome.outcomes"] == ["execution_failed"]
     assert root["trace.late_outcome.replies"] == ["Error executing tool get_population"]
+
+
+# --- the tool span itself: held until its reply, then written, counted and offered once with the reply's verdict ---
+
+
+class _Recorded:
+    """What the pipeline hands to the ``on_call_scored`` and ``on_call_failed`` hooks (the judge's and sessions'
+    way in), as (tool, outcome, step)."""
+
+    def __init__(self, p: Any) -> None:
+        self.scored: list[tuple[str, str, int]] = []
+        self.failed: list[tuple[str, str, int]] = []
+        pipe = p.processor._pipeline
+        pipe._on_call_scored = (self._scored,)
+        pipe._on_call_failed = (self._failed,)
+
+    def _scored(self, trace_id: int, record: Any, score: Any, tools: Any, extra: dict[str, Any]) -> None:
+        self.scored.append((record.name, score.outcome.value, score.step))
+        extra["toolcall_eval.test.offered"] = True  # what a hook adds goes on the span it is offered from
+
+    def _failed(self, trace_id: int, record: Any, score: Any, tools: Any, extra: dict[str, Any]) -> None:
+        self.failed.append((record.name, score.outcome.value, score.step))
+
+
+def _replay_through(p: Any, name: str) -> list[Any]:
+    """The recorded spans handed to the pipeline's processor in the order they ended; what it forwarded."""
+    from otel_toolcall_eval.replay.engine import end_order
+    from tests.framework_scenario import recorded
+
+    spans = [span for group in end_order(recorded(name)) for span in group]
+    for span in spans:
+        p.processor.on_end(span)
+    out = p.spans()
+    assert sorted(s.context.span_id for s in out) == sorted(s.context.span_id for s in spans)  # each once
+    return out
+
+
+def _population(p: Any) -> None:
+    """The model requests ``get_population`` and the MCP SDK's client span of the call ends, reading as a success."""
+    _chat(p, [("c1", "get_population", {"city": "Paris"})])
+    _tool(p, "mcp-python-sdk", "get_population", "c1")
+
+
+def _calls(p: Any, **labels: str) -> float:
+    return p.metric_sum("toolcall_eval.tool_calls", **labels)
+
+
+def test_the_mcp_stdio_client_span_of_the_raising_tool_goes_out_failed_counted_and_offered_once() -> None:
+    """The MCP SDK 2.x's client span of the raising tool (``MCP send tools/call get_population``) reads as a success;
+    held until the next request carries its reply, it goes out an execution failure, counted once under that outcome,
+    offered to the hooks once with it; the root keeps ``trace.late_outcome.*``."""
+    p = make_pipeline()
+    hooks = _Recorded(p)
+    out = _replay_through(p, "mcp2_stdio-content")
+    tools = {scores(s)["step"]: scores(s) for s in out if "step" in scores(s)}
+    population = tools[5]
+    assert (population["outcome"], population["error_source"], population["late_outcome.read"]) == (
+        "execution_failed",
+        "error.type",
+        True,
+    )
+    assert population["test.offered"] is True
+    assert [tools[step]["outcome"] for step in (1, 2)] == ["success", "success"]
+    assert [tools[step].get("late_outcome.read") for step in (1, 2, 3, 4)] == [True, True, None, None]
+    root = scores(next(s for s in out if s.name == "agent"))
+    assert (root["trace.late_outcome.checked"], root["trace.late_outcome.failed"], root["trace.errors"]) == (3, 1, 3)
+    # counted once, under the outcome its reply gave
+    assert (_calls(p, tool="get_population", outcome="execution_failed"), _calls(p, tool="get_population")) == (1, 1)
+    assert (_calls(p, outcome="success"), _calls(p)) == (2, 5)
+    # offered once each, in step order of release; the failed ones (the reply's among them) to on_call_failed
+    assert sorted(hooks.scored, key=lambda c: c[2]) == [
+        ("get_weather", "success", 1),
+        ("get_weather", "success", 2),
+        ("get_weather", "malformed_call", 3),
+        ("book_flight", "malformed_call", 4),
+        ("get_population", "execution_failed", 5),
+    ]
+    assert sorted(hooks.failed, key=lambda c: c[2]) == [c for c in sorted(hooks.scored, key=lambda c: c[2])[2:]]
+    assert p.metric_sum("toolcall_eval.late_outcome.unread") == 0
+
+
+def test_a_reply_saying_the_tool_is_unknown_makes_the_span_a_malformed_call_and_counts_its_violation() -> None:
+    p = make_pipeline()
+    hooks = _Recorded(p)
+    with p.tracer.start_as_current_span("agent"):
+        _population(p)
+        assert p.by_name("execute_tool get_population") == []  # held: its reply decides
+        _chat(p, [], [("c1", "Unknown tool: get_population")])
+        (span,) = p.by_name("execute_tool get_population")  # out when the reply came, before the root
+    got = scores(span)
+    assert (got["outcome"], got["error_source"], got["tool_known"]) == ("malformed_call", "unknown_tool", False)
+    assert p.metric_sum("toolcall_eval.violations", violation="unknown_tool") == 1
+    assert (_calls(p, outcome="malformed_call"), _calls(p)) == (1, 1)
+    assert hooks.failed == [("get_population", "malformed_call", 1)] and len(hooks.scored) == 1
+    root = scores(p.one("agent"))
+    assert (root["trace.correct"], root["trace.late_outcome.outcomes"]) == (False, ["malformed_call"])
+
+
+def _held_pipeline(limits: dict[str, Any]) -> tuple[Any, list[float]]:
+    from otel_toolcall_eval import EvalConfig
+
+    p = make_pipeline(EvalConfig.from_dict({"limits": limits}))
+    now = [1000.0]
+    held = p.processor._pipeline.held
+    if held is not None:
+        held._clock = lambda: now[0]
+    return p, now
+
+
+def test_a_span_held_past_the_bound_goes_out_as_read_and_is_counted_once() -> None:
+    """``max_hold_seconds`` releases the span before its reply: as it read (a success), counted once, and the label
+    says why; the reply that comes later still reaches the root's verdict, never the span again."""
+    p, now = _held_pipeline({"max_hold_seconds": 5})
+    hooks = _Recorded(p)
+    with p.tracer.start_as_current_span("agent"):
+        _population(p)
+        now[0] += 6
+        p.processor._lifecycle.tick()  # what the timer thread does
+        (span,) = p.by_name("execute_tool get_population")
+        assert scores(span)["outcome"] == "success" and "late_outcome.read" not in scores(span)
+        _chat(p, [], [("c1", "Error executing tool get_population")])
+    assert len(p.by_name("execute_tool get_population")) == 1
+    assert p.metric_sum("toolcall_eval.late_outcome.unread", reason="max_hold_seconds") == 1
+    assert (_calls(p, outcome="success"), _calls(p)) == (1, 1)
+    assert hooks.scored == [("get_population", "success", 1)] and hooks.failed == []
+    root = scores(p.one("agent"))
+    assert (root["trace.late_outcome.failed"], root["trace.errors"]) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"), [({"max_held_spans_per_trace": 1}, "max_held_spans_per_trace"), ({"max_held_spans": 1}, "max_held_spans")]
+)  # fmt: skip
+def test_a_span_no_bound_lets_wait_goes_out_at_once_as_read_and_is_counted(limits: dict[str, Any], reason: str) -> None:
+    p, _ = _held_pipeline(limits)
+    with p.tracer.start_as_current_span("agent"):
+        _chat(p, [("c1", "get_population", {"city": "Paris"}), ("c2", "get_population", {"city": "Rome"})])
+        _tool(p, "mcp-python-sdk", "get_population", "c1")
+        _tool(p, "mcp-python-sdk", "get_population", "c2")  # no room: out at once
+        (span,) = p.by_name("execute_tool get_population")
+        assert scores(span)["step"] == 2 and scores(span)["outcome"] == "success"
+        _chat(p, [], [("c1", "Error executing tool get_population"), ("c2", "Error: down")])
+    assert [scores(s)["outcome"] for s in p.by_name("execute_tool get_population")] == ["success", "execution_failed"]
+    assert p.metric_sum("toolcall_eval.late_outcome.unread", reason=reason) == 1
+    assert (_calls(p, outcome="execution_failed"), _calls(p)) == (1, 2)
+
+
+def test_the_root_ending_before_any_reply_releases_the_span_as_read() -> None:
+    p = make_pipeline()
+    hooks = _Recorded(p)
+    with p.tracer.start_as_current_span("agent"):
+        _population(p)
+        assert p.by_name("execute_tool get_population") == []
+    assert [s.name for s in p.spans()][-2:] == ["execute_tool get_population", "agent"]  # before its root
+    assert scores(p.one("execute_tool get_population"))["outcome"] == "success"
+    assert p.metric_sum("toolcall_eval.late_outcome.unread", reason="trace_end") == 1
+    assert (_calls(p), hooks.scored) == (1, [("get_population", "success", 1)])
+
+
+def test_nothing_is_held_when_holding_is_off() -> None:
+    p, _ = _held_pipeline({"max_held_spans": 0})
+    with p.tracer.start_as_current_span("agent"):
+        _population(p)
+        assert scores(p.one("execute_tool get_population"))["outcome"] == "success"  # out at once, as read
+        _chat(p, [], [("c1", "Error: down")])
+    assert scores(p.one("agent"))["trace.late_outcome.failed"] == 1
+
+
+def test_calls_scored_from_the_requests_of_anthropic_under_openllmetry_are_counted_and_offered_with_the_reply() -> None:
+    """OpenLLMetry's Anthropic instrumentation (its row records no error flag) runs no tool span: the calls are scored
+    from the requests when the reply arrives, so the raising tool's reply text decides its verdict there, counted
+    and offered once (nothing to hold)."""
+    p = make_pipeline()
+    hooks = _Recorded(p)
+    _replay_through(p, "anthropic_openllmetry-content")
+    assert ("get_population", "execution_failed", 5) in hooks.failed
+    assert len(hooks.scored) == 5 and len(set(hooks.scored)) == 5
+    assert (_calls(p, tool="get_population", outcome="execution_failed"), _calls(p)) == (1, 5)
 
 
 # --- offline: replay gives the same verdict; harvest and eval too ----------------------------------------------

@@ -9,9 +9,11 @@ call waits in the trace's state (``AwaitingReply``, by the model's call id: its 
 request it borrowed its arguments from) until a model span's input carries that reply, which is then read as a
 tool span's result would be: an unknown-tool reply, else a reply that says its tool failed
 (``outcome.error_reply``), classified with the flag the span could not record (``REPLY_ERROR``), so a rejection
-text is a malformed call and any other failure an execution failure. The tool span went out before; the verdicts
-go on the trace's root (``trace.late_outcome.*``) and into its verdict: each failure is a tool error, and a
-malformed one fails ``trace.correct`` (``checks.verdict``).
+text is a malformed call and any other failure an execution failure. The verdicts go on the trace's root
+(``trace.late_outcome.*``) and into its verdict: each failure is a tool error, and a malformed one fails
+``trace.correct`` (``checks.verdict``). The processor holds such a call's tool span until then
+(``online.held_spans``), so the span itself goes out with the reply's outcome (``with_reply_outcome``), counted and
+offered to the judge and sessions once, with that outcome.
 
 Pure functions over plain records: the online trace state keeps the waiting calls; replay runs the same
 processor, and harvest gives the failed calls the reply the root names, so ``eval`` scores them the same.
@@ -20,11 +22,11 @@ processor, and harvest gives the failed calls the reply the root names, so ``eva
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from otel_toolcall_eval.checks.outcome import REPLY_ERROR, classify_outcome, error_reply, reply_text, unknown_tool_reply
-from otel_toolcall_eval.records import LateOutcomeVerdict, Outcome, ToolReply
+from otel_toolcall_eval.records import CallScore, LateOutcomeVerdict, Outcome, ToolReply
 
 
 @dataclass(slots=True, frozen=True)
@@ -45,15 +47,26 @@ def reply_outcome(content: Any, input_error_types: Collection[str]) -> tuple[Out
     return outcome, source or "error.type"
 
 
+def with_reply_outcome(score: CallScore, found: tuple[Outcome, str]) -> CallScore:
+    """The call's score with the outcome its reply gave (a copy: the engine's own stays as it was): an unknown-tool
+    reply also says the tool is not known, as a tool span recording that reply would (``engine.call``)."""
+    outcome, source = found
+    if source == "unknown_tool":
+        return replace(score, outcome=outcome, error_source=source, tool_known=False)
+    return replace(score, outcome=outcome, error_source=source)
+
+
 def read_replies(
     awaiting: dict[str, AwaitingReply],
     replies: Iterable[ToolReply],
     verdict: LateOutcomeVerdict | None,
     input_error_types: Collection[str],
     max_length: int = 256,
+    answered: list[tuple[int, tuple[Outcome, str] | None]] | None = None,
 ) -> LateOutcomeVerdict | None:
     """The waiting calls these replies answer (removed from ``awaiting``), read: ``verdict`` with them added in step
-    order (unchanged when none was answered)."""
+    order (unchanged when none was answered). ``answered``, when given, gets each answered call's step and what
+    its reply said (None: nothing failed), for its held tool span (``online.held_spans``)."""
     checked: list[int] = []
     failed: list[tuple[int, str, str, str, str]] = []
     for reply in replies:
@@ -62,6 +75,8 @@ def read_replies(
             continue
         checked.append(call.step)
         found = reply_outcome(reply.content, input_error_types)
+        if answered is not None:
+            answered.append((call.step, found))
         if found is not None:
             text = reply_text(reply.content)
             text = text if isinstance(text, str) else str(text)

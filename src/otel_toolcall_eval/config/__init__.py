@@ -244,16 +244,15 @@ class Limits(_Strict):
     max_held_spans: int = Field(
         default=1_000,
         ge=0,
-        description="failed tool spans held back at once until their recovery class is known; 0: none held",
+        description="tool spans held back at once: failed ones until their recovery class is known, and ones that "
+        "cannot record an error until their reply's outcome is read; 0: none held",
     )
-    max_held_spans_per_trace: int = Field(
-        default=32, ge=1, description="failed tool spans one trace may hold back at once"
-    )
+    max_held_spans_per_trace: int = Field(default=32, ge=1, description="tool spans one trace may hold back at once")
     max_hold_seconds: float = Field(
         default=10.0,
         gt=0,
         le=3600,
-        description="the longest a failed tool span is held back; then it is forwarded without its class",
+        description="the longest a tool span is held back; then it is forwarded without its class (or as it read)",
     )
 
     def compile(self) -> P.ScoringLimits:

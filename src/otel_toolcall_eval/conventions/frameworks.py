@@ -256,9 +256,12 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "model's, on the ChatCompletion span: the span's id is a JSON-RPC id); schemas and tool list from the same "
         "spans; the server's rejection of the bad enum and the unknown tool (`tool_error`) explained by the schema "
         "and the definitions. A server in its own process (stdio) leaves only the client's `MCP send tools/call "
-        "<tool>` spans in the agent's trace: the same verdicts, but an `isError` result is no error there (the "
-        "raising tool's span reads as a success): the reply the model's next request carries back for the call says "
-        "it failed, and the root counts it (`trace.late_outcome.*`)",
+        "<tool>` spans in the agent's trace: the same verdicts; an `isError` result is no error there, so a span "
+        "that reads as a success waits (held, `limits.max_hold_seconds`) for the reply the model's next request "
+        "carries back for the call, which gives the span its outcome (the raising tool: `execution_failed`, "
+        "`late_outcome.read`), its metrics, violations, judge and sessions; the root counts it too "
+        "(`trace.late_outcome.*`). Not scored: a reply a bound released the span before (it goes out a success, "
+        "counted in `toolcall_eval.late_outcome.unread`; the root still counts it)",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true` on the model client (the MCP SDK has no content setting)",
         "outcomes only, and every failure an execution failure (`tool_error`): the trace reads correct though a "
         "call was rejected",

@@ -353,8 +353,10 @@ SHAPES: tuple[Shape, ...] = (
         "or OpenLLMetry's); a server span borrows the arguments of the one waiting request of its tool's name",
         cannot_record="arguments, results and error texts (a rejected input, an unknown tool and a raising tool are "
         "all `error.type = tool_error` on the server span); the model's call id; on the client span any error of an "
-        "`isError` result: read from the reply the model's next request carries back for the call "
-        "(`trace.late_outcome.*`; a server in its own process: its failures are on its own spans, export those too)",
+        "`isError` result: a span that reads as a success is held until the reply the model's next request carries "
+        "back for the call, which gives it its outcome (`late_outcome.read`; the root: `trace.late_outcome.*`), or "
+        "goes out as read when a bound releases it first (a server in its own process: its failures are on its own "
+        "spans, export those too)",
         records_error_flag=False,
     ),
     Shape(

@@ -4,8 +4,10 @@ and forwards (it never forwards anything itself).
 Under the trace's lock: a second instrumentation of a call scored already (``checks.same_call``: it points at that
 span, ``same_call_as``), the arguments the model sent when the tool span records none, the batch that issued the
 call, the engine's scores, the latency and recovery numbers (``trace_stats``); a failed call's slot among the held
-spans is reserved there, before a later step of the trace can decide its class. Outside it: the held spans a call
-decided go, and the call is counted in the metrics.
+spans is reserved there, before a later step of the trace can decide its class, and so is the slot of a call that
+read as a success on a span that cannot record its error (it waits for its reply: ``checks.late_outcome``). Outside
+it: the held spans a call decided go, and the call is counted in the metrics (a call waiting for its reply when its
+held span is settled, with the reply's outcome).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
 from otel_toolcall_eval.online.matching import Requests
-from otel_toolcall_eval.online.metrics import EvalMetrics
+from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
 from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore
 from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats, tool_latency
@@ -35,7 +37,7 @@ from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolCall
 class CallResult:
     """What scoring one tool span gave: the attributes its copy carries, and for the pipeline what comes next."""
 
-    __slots__ = ("extra", "failed_step", "score", "slot", "tools")
+    __slots__ = ("extra", "failed_step", "late", "score", "slot", "tools")
 
     def __init__(
         self,
@@ -44,12 +46,20 @@ class CallResult:
         tools: Mapping[str, ToolDefinition] | None = None,
         slot: Slot | None = None,
         failed_step: int | None = None,
+        late: Counted | None = None,
     ) -> None:
         self.extra = extra
         self.score = score  # None: not a call of its own (the same call as a scored span, or a stopped call)
         self.tools = tools  # the trace's tools when it was scored (a snapshot that never changes)
-        self.slot = slot  # reserved among the held spans: the span waits for its recovery class
+        self.slot = slot  # reserved among the held spans: the span waits for its recovery class, or its reply
         self.failed_step = failed_step  # the call failed (its step): the trace's end decides a root's class
+        # the slot waits for the call's reply (``checks.late_outcome``): not counted nor offered to the hooks yet;
+        # what ``EvalMetrics.on_call`` takes besides the score, for when the reply settles it (``held_spans``)
+        self.late = late
+
+
+# the metrics' arguments of a call counted when its held span is settled: its trace's counts, scope, latency
+Counted = tuple[TraceCounts, str, float | None]
 
 
 class CallStage:
@@ -138,8 +148,18 @@ class CallStage:
                 # its schema may come on a span that ends later (checks.late_schema; a call with a schema does not)
                 if score.schema_source is None and waits_for_schema(score):
                     state.note_waiting(score, max_calls)
-                if model_id is not None and score.outcome is Outcome.SUCCESS and self._no_error_flag(span):
-                    state.note_awaiting_reply(model_id, score, max_calls)  # its reply decides (checks.late_outcome)
+                held = self.held
+                if (
+                    model_id is not None
+                    and score.outcome is Outcome.SUCCESS
+                    and self._no_error_flag(span)
+                    # its reply decides (checks.late_outcome); its span waits for it (as a failed one, below)
+                    and state.note_awaiting_reply(model_id, score, max_calls)
+                    and held is not None
+                    and not is_root
+                    and state.live
+                ):
+                    slot = held.reserve(trace_id, score.step, True)
                 if parent is not None:  # a server's span of the call may come later when this is its client's
                     client = self._segments and span.kind is SpanKind.CLIENT
                     _note_scored(state, parent, span_id, score, client, max_calls)
@@ -147,7 +167,6 @@ class CallStage:
                 if stats is None:
                     stats = state.stats = new_trace_stats()
                 decided = stats.on_call(score, record.start_ns, record.end_ns, max_calls)
-                held = self.held
                 # a failed call is held until its recovery class is known: reserved now, before a later step can
                 # decide it (a span after its root, or of a state dropped: nothing is left to decide it; ``live`` is
                 # read without the store's lock: a racing change is as good as one just before or after). It waits
@@ -165,6 +184,7 @@ class CallStage:
         if decided:  # earlier failed calls this call reacted to: their held spans go first, with their class
             decide(self.held, trace_id, decided, self.contained)
         metrics = self.metrics
+        counted: Counted | None = None  # set when its held span waits for its reply
         if score is None:
             assert inner is not None
             extra: dict[str, Any] = {A.CONVENTION: record.convention, A.SAME_CALL_AS: f"{inner.span_id:016x}"}
@@ -173,15 +193,12 @@ class CallStage:
             if counts is None:
                 counts = state.trace_counts(metrics, span)
             scope = span.instrumentation_scope  # the self-check of the scope's shape (toolcall_eval.coverage.suspect)
-            metrics.on_call(
-                score,
-                record.convention,
-                record.result_recorded,
-                counts,
-                attrs,
-                scope.name if scope is not None else "-",
-                tool_latency(record.start_ns, record.end_ns) if self._histograms else None,
-            )
+            scope_name = scope.name if scope is not None else "-"
+            seconds = tool_latency(record.start_ns, record.end_ns) if self._histograms else None
+            if slot is not None and score.outcome is Outcome.SUCCESS:  # counted with the outcome its reply gives
+                counted = (counts, scope_name, seconds)
+            else:
+                metrics.on_call(score, record.convention, record.result_recorded, counts, attrs, scope_name, seconds)
             extra = call_attributes(score, record.convention)
         if after_verdict:
             metrics.record_late()
@@ -189,7 +206,7 @@ class CallStage:
         if score is None:
             return CallResult(extra)
         failed_step = score.step if score.outcome is not Outcome.SUCCESS else None
-        return CallResult(extra, score, tools, slot, failed_step)
+        return CallResult(extra, score, tools, slot, failed_step, counted)
 
     def _no_error_flag(self, span: ReadableSpan) -> bool:
         """The span's instrumentation cannot record a reply's error flag (its shape row, ``records_error_flag``)."""

@@ -3,7 +3,8 @@ metrics, returned as the root's attributes and a ``hooks.TraceFinished`` event f
 
 A trace finishes when its root ends (or its held root's grace window does), or unfinished when its state is
 dropped (evicted, expired, a segment whose true root never came) or at shutdown. Either way the trace's end
-decides the failed calls nothing reacted to (``carried_on``): their held spans go before the root does.
+decides the failed calls nothing reacted to (``carried_on``), and the calls still waiting for their reply go as
+they read (``checks.late_outcome``): their held spans go before the root does.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.cost import Price
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.online.contain import Contained
-from otel_toolcall_eval.online.held_spans import HeldSpans, decide
+from otel_toolcall_eval.online.held_spans import HeldSpans, answer, decide
 from otel_toolcall_eval.online.hooks import TraceFinished
 from otel_toolcall_eval.online.metrics import NO_SOURCE, EvalMetrics, Source, TraceCounts
 from otel_toolcall_eval.online.trace_state import TraceState
@@ -67,6 +68,8 @@ class FinishStage:
         ``failed_step``: the root is itself a failed call, whose recovery class the trace's end decides."""
         ctx = span.context
         span_id = ctx.span_id if ctx is not None else 0
+        if state is not None and state.awaiting_reply:
+            self._unanswered(trace_id, state)
         if state is None or not state.tool_activity:
             return extra, TraceFinished(trace_id, span_id, None, first, state is not None)
         verdict = self.verdict(state)
@@ -91,6 +94,8 @@ class FinishStage:
 
     def unfinished(self, trace_id: int, state: TraceState, reason: str) -> TraceFinished:
         """A trace let go of before its root ended here (``reason``: evicted, expired, segment, shutdown)."""
+        if state.awaiting_reply:
+            self._unanswered(trace_id, state)
         if not state.tool_activity:
             return TraceFinished(trace_id, 0, None, True, True)
         verdict = self.verdict(state)
@@ -117,6 +122,13 @@ class FinishStage:
             late,
             outcomes,
         )
+
+    def _unanswered(self, trace_id: int, state: TraceState) -> None:
+        """The calls still waiting for their reply (``checks.late_outcome``): their held spans go first, as they
+        read (counted, ``held_spans.TRACE_END``), so that they are counted before the trace's verdict is."""
+        with state.lock:
+            steps = state.unanswered()
+        answer(self.held, trace_id, steps, self.contained, read=False)
 
     # --- cost, latency, recovery and the tool list (issue 18) -------------------------------------------------
     def _stats_attributes(self, trace_id: int, state: TraceState, verdict: TraceVerdict) -> dict[str, Any]:

@@ -80,6 +80,7 @@ TRACE_TOOL_ERROR_RATE: Final = "toolcall_eval.trace.tool_error_rate"
 TOOL_LATENCY: Final = "toolcall_eval.tool.latency"
 RECOVERIES: Final = "toolcall_eval.recoveries"
 RECOVERY_UNCLASSIFIED: Final = "toolcall_eval.recovery.unclassified"
+LATE_OUTCOME_UNREAD: Final = "toolcall_eval.late_outcome.unread"
 TOOL_LIST_CHANGES: Final = "toolcall_eval.tool_list.changes"
 MAX_SOURCE_LABELS: Final = 200  # services (with agents and versions) as labels; past this `_other`
 # --- the trace's source as metric attributes (issue 30) -------------------------------------------------------
@@ -164,6 +165,18 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         "still counts their class)",
     ),
     MetricDoc(
+        LATE_OUTCOME_UNREAD,
+        "counter",
+        "{span}",
+        "`reason`",
+        "toolcall_eval_late_outcome_unread_total",
+        "tool spans that read as a success on an instrumentation that cannot record a reply's error flag, forwarded "
+        "as read (`success`, counted so) before the reply the next model request carries was read into them: a "
+        "bound (`max_held_spans`, `max_held_spans_per_trace`, `max_hold_seconds`), a `flush`, `shutdown`, or the "
+        "trace's end with no such reply (`trace_end`); a reply read later still counts on the root "
+        "(`trace.late_outcome.*`)",
+    ),
+    MetricDoc(
         TOOL_LIST_CHANGES,
         "counter",
         "{trace}",
@@ -184,10 +197,12 @@ class _StatsInstruments:
         self.recoveries = _BySource(("tool", "class"))
         self.tool_list_changes = _BySource(())
         self.unclassified = _Tally(("reason",))
+        self.unread = _Tally(("reason",))
         for name, tally in (
             (RECOVERIES, self.recoveries),
             (TOOL_LIST_CHANGES, self.tool_list_changes),
             (RECOVERY_UNCLASSIFIED, self.unclassified),
+            (LATE_OUTCOME_UNREAD, self.unread),
         ):
             doc = docs[name]
             meter.create_observable_counter(doc.name, callbacks=[tally.observe], unit=doc.unit, description=doc.meaning)
@@ -367,6 +382,8 @@ NOT_BY_SOURCE: Final[dict[str, str]] = {
     "itself counts by its trace's source in `toolcall_eval.tool_calls`",
     RECOVERY_UNCLASSIFIED: "a bound of the held spans releasing one early; its class still counts by source in "
     "`toolcall_eval.recoveries`",
+    LATE_OUTCOME_UNREAD: "a bound of the held spans (or the trace's end) releasing one before its reply; the call "
+    "itself counts by its trace's source in `toolcall_eval.tool_calls`",
     COVERAGE_SUSPECT: "a verdict on an instrumentation scope's shape over every service that uses the scope (the "
     "scope names the shape row to fix); `toolcall_eval.coverage.*` split by source",
     LABEL_OVERFLOW: "counts the uses of the overflow value itself (`label` names the bound)",
@@ -946,6 +963,10 @@ class EvalMetrics:
     def record_unclassified(self, reason: str) -> None:
         """A held failed span released without its recovery class (``held_spans``)."""
         self._instruments.stats.unclassified.add((reason,))
+
+    def record_unread(self, reason: str) -> None:
+        """A held span waiting for its reply's outcome released without it (``held_spans``)."""
+        self._instruments.stats.unread.add((reason,))
 
     def record_tool_list_change(self, source: Source) -> None:
         """A trace whose tool list differs from its service and agent's previous trace's, by its ``source``

@@ -7,7 +7,8 @@ the face on the span path. A span meets, in order: the gate (``gate``: plain tra
 scoring a call (``call``) or observing a model turn (``turn``) against the trace's state (``trace_state``),
 finishing the trace at its root (``finish``: verdict and stats), the enriched copy (``enrich``) and ``forward``.
 Each stage returns its result; the pipeline writes it, hands it to the features' hooks (``hooks``: the judge,
-sessions) and forwards the span. Held failed spans (``held_spans``) and held roots decide when a span goes out.
+sessions) and forwards the span. Held spans (``held_spans``: failed ones, and ones waiting for their reply's
+outcome, whose hooks run when it settles them) and held roots decide when a span goes out.
 Flush, shutdown and the timer are in ``lifecycle``; ``build`` assembles the whole from the config.
 
 Nothing here raises into the application: a failed evaluation is counted, logged (rate-limited) and the span is
@@ -17,6 +18,7 @@ forwarded unscored, exactly once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -25,19 +27,20 @@ from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._sdk import SpanRead
 from otel_toolcall_eval._ticker import Ticker
+from otel_toolcall_eval.checks.late_outcome import with_reply_outcome
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, is_llm_span
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.online.background import BackgroundQueue
-from otel_toolcall_eval.online.call import CallStage
+from otel_toolcall_eval.online.call import CallStage, Counted, call_attributes
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import EnrichedSpan, requested_keys
 from otel_toolcall_eval.online.finish import FinishStage
 from otel_toolcall_eval.online.forward import FanOut
 from otel_toolcall_eval.online.gate import Gate
-from otel_toolcall_eval.online.held_spans import HeldSpans, Slot
+from otel_toolcall_eval.online.held_spans import HeldSpans, Settle, Slot
 from otel_toolcall_eval.online.hooks import Hooks, TraceFinished
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.sessions import SessionRollup
@@ -101,7 +104,8 @@ class Pipeline:
             grace_seconds=grace_seconds,
         )
         self.gate = Gate(hooks.watches)
-        # failed tool spans held until their recovery class is known (issue 18; limits.max_held_spans 0: none)
+        # failed tool spans held until their recovery class is known (issue 18), and spans that cannot record an error
+        # until their reply is read (issue 26; limits.max_held_spans 0: none)
         self.held: HeldSpans | None = None
         if limits.max_held_spans:
             self.held = HeldSpans(
@@ -110,6 +114,7 @@ class Pipeline:
                 max_seconds=limits.max_hold_seconds,
                 forward=self._forward,
                 on_unclassified=metrics.record_unclassified,
+                on_unread=metrics.record_unread,
             )
         histograms = config.metrics.histograms
         prices = config.pricing.table()
@@ -231,13 +236,17 @@ class Pipeline:
             assert state is not None
             result = self.calls.score(state, span, record, trace_id, span_id, parent, remote, is_root, attrs)
             score = result.score
-            if score is not None and (self._on_call_scored or self._on_call_failed):
+            late = result.late  # its held span waits for its reply: counted and offered when that settles it
+            if score is not None and late is None and (self._on_call_scored or self._on_call_failed):
                 self._call_hooks(trace_id, record, score, result.tools, result.extra)
             if is_root:
                 return self._finish_trace(trace_id, span, result.extra, attrs, result.failed_step)
             slot = result.slot
             if slot is not None:
-                self._hold(slot, span, result.extra, attrs)
+                settle = None
+                if late is not None and score is not None:
+                    settle = partial(self._settle, trace_id, record, score, result.tools, attrs, late)
+                self._hold(slot, span, result.extra, attrs, settle)
                 return None
             return EnrichedSpan(span, result.extra, attrs)
         requested: dict[str, Any] | None = None  # calls scored from the requests, answered in this span's input
@@ -297,6 +306,33 @@ class Pipeline:
                 except Exception:  # noqa: BLE001
                     self._failed("hook.on_call_failed")
 
+    def _settle(
+        self,
+        trace_id: int,
+        record: ToolCallRecord,
+        score: CallScore,
+        tools: Mapping[str, ToolDefinition] | None,
+        attrs: dict[str, Any],
+        counted: Counted,
+        read: bool,
+        found: tuple[Outcome, str] | None,
+        extra: dict[str, Any],
+    ) -> None:
+        """A held call that waited for its reply (``held_spans``), released: the outcome the reply gave written on
+        its copy (``read``; ``found`` None: nothing failed), then counted and offered to the hooks, once."""
+        try:
+            if read:
+                if found is not None:
+                    score = with_reply_outcome(score, found)
+                    extra.update(call_attributes(score, record.convention))
+                extra[A.LATE_OUTCOME_READ] = True
+            counts, scope, seconds = counted
+            self.metrics.on_call(score, record.convention, record.result_recorded, counts, attrs, scope, seconds)
+        except Exception:  # noqa: BLE001
+            self._failed("held.settle")
+        if self._on_call_scored or self._on_call_failed:
+            self._call_hooks(trace_id, record, score, tools, extra)
+
     def _note_watched(self, trace_id: int, attrs: dict[str, Any]) -> None:
         """A span carrying a watched key (a conversation id): its trace gets state here, so that its root, even one
         no check reads, finishes it (and the watching feature sees it finish)."""
@@ -321,12 +357,14 @@ class Pipeline:
             with state.lock:
                 state.segment = True
 
-    def _hold(self, slot: Slot, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any]) -> None:
+    def _hold(
+        self, slot: Slot, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any], settle: Settle | None
+    ) -> None:
         held = self.held
         assert held is not None
         timed = self.start_timer()  # the max hold time holds when no span comes to trigger it: the timer expires
         # the span is the held table's from here: nothing may raise past this (it would be forwarded twice)
-        held.fill(slot, span, extra, attrs, not timed)  # never raises; forwards it now if it was decided meanwhile
+        held.fill(slot, span, extra, attrs, not timed, settle)  # never raises; forwards it now if decided meanwhile
 
     def start_timer(self) -> bool:
         """Start (or wake) the timer; never raises. False when there is none or it cannot start (the interpreter is

@@ -221,22 +221,36 @@ class TraceState:
             if not still:
                 self.waiting_bytes = 0
 
-    def note_awaiting_reply(self, call_id: str, score: CallScore, max_entries: int) -> None:
+    def note_awaiting_reply(self, call_id: str, score: CallScore, max_entries: int) -> bool:
         """A call that read as a success on a span that cannot record its error: its reply decides
-        (``checks.late_outcome``)."""
+        (``checks.late_outcome``). False: past the bound, it is not read."""
         awaiting = self.awaiting_reply
         if awaiting is None:
             awaiting = self.awaiting_reply = {}
         if len(awaiting) < max_entries:
             awaiting[call_id] = AwaitingReply(score.step, score.name)
+            return True
+        return False
 
-    def read_awaited_replies(self, replies: list[ToolReply], input_error_types: Any, max_length: int) -> None:
-        """A model span's input carried these replies: the waiting calls they answer are read now."""
+    def read_awaited_replies(
+        self, replies: list[ToolReply], input_error_types: Any, max_length: int
+    ) -> list[tuple[int, Any]]:
+        """A model span's input carried these replies: the waiting calls they answer are read now. Returns each
+        answered call's step and what its reply said (None: nothing failed), for its held span."""
         awaiting = self.awaiting_reply
+        answered: list[tuple[int, Any]] = []
         if awaiting:
-            self.late_outcome = read_replies(awaiting, replies, self.late_outcome, input_error_types, max_length)
+            self.late_outcome = read_replies(
+                awaiting, replies, self.late_outcome, input_error_types, max_length, answered
+            )
             if not awaiting:
                 self.awaiting_reply = None
+        return answered
+
+    def unanswered(self) -> list[tuple[int, Any]]:
+        """The trace ends: the steps of the calls still waiting for their reply (their held spans go as they read)."""
+        awaiting = self.awaiting_reply
+        return [(call.step, None) for call in awaiting.values()] if awaiting else []
 
     def note_request_scored(self, call_id: str, name: str, span_id: int, max_entries: int) -> None:
         """A call scored from the requests, its scores on the model span ``span_id`` (``engine.requested``)."""

@@ -32,7 +32,7 @@ from otel_toolcall_eval.engine.requested import (
 from otel_toolcall_eval.online.call import call_attributes, claim_request
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import requested_keys
-from otel_toolcall_eval.online.held_spans import HeldSpans, decide
+from otel_toolcall_eval.online.held_spans import HeldSpans, answer, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.trace_state import TraceState
@@ -106,6 +106,7 @@ class TurnStage:
         max_calls = self._max_calls
         decided: Decisions | None = None
         answered: list[tuple[ToolCallRecord, CallScore]] = []
+        read: list[tuple[int, Any]] | None = None  # waiting calls whose replies this span carries
         with state.lock:
             if state.finished:
                 self.metrics.record_late()
@@ -118,7 +119,7 @@ class TurnStage:
                 # creation, or an instrumented client's own root span, decided nothing
                 state.offered = state.offered or (op != "create_agent" and not is_root)
             if state.awaiting_reply:  # calls whose spans cannot record an error: their replies (checks.late_outcome)
-                state.read_awaited_replies(tool_replies(attrs), self.scorer.input_error_types, self._max_length)
+                read = state.read_awaited_replies(tool_replies(attrs), self.scorer.input_error_types, self._max_length)
             requests = state.requests
             if requests is not None and requests.call_names:
                 # requests no tool span answered yet: did the framework reply "unknown tool"?
@@ -142,6 +143,8 @@ class TurnStage:
                 if arguments:
                     requests.add_requested_arguments(arguments, max_calls, self._max_argument_bytes)
             tools = state.tools
+        if read:  # their held spans go, with the outcome their replies gave
+            answer(self.held, trace_id, read, self.contained)
         if decided:  # the turn reacted to failed calls: their held spans go, with their class
             decide(self.held, trace_id, decided, self.contained)
         if not answered:

@@ -51,6 +51,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 CALL_IDS = ["call_valid_1", "call_valid_2", "call_bad_enum", "call_unknown", "call_raises"]
 FINAL_TEXT = "Done."
+# the usage every fake model answer reports (tests/integration/scripted_openai.py: input, output tokens)
+USAGE = (10, 5)
 
 
 def get_weather(city: str, unit: str) -> str:
@@ -89,6 +91,9 @@ class Expected:
     unknown_tool_requests: int | None = None  # None: the attribute must be absent
     verdict: bool = True  # False: no root may carry a verdict (nothing in the trace to score)
     model_calls: int | None = None  # checked when set: each model request once, however many spans record it
+    # checked with model_calls: the root's (input, output) tokens, by default each request's ``USAGE`` once;
+    # (None, None): absent, as when the model calls recorded no token count (never "0 tokens" without evidence)
+    tokens: tuple[int | None, int | None] | None = None
     # calls that ran on no tool span, scored from the requests (``toolcall_eval.requested.N.*`` on model spans), in
     # step order; the root counts them among its tool calls
     requested: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -132,6 +137,8 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
     assert root.get(A.TRACE_UNKNOWN_TOOL_REQUESTS) == expected.unknown_tool_requests
     if expected.model_calls is not None:
         assert root[A.TRACE_MODEL_CALLS] == expected.model_calls
+        want = expected.tokens or (USAGE[0] * expected.model_calls, USAGE[1] * expected.model_calls)
+        assert (root.get(A.TRACE_INPUT_TOKENS), root.get(A.TRACE_OUTPUT_TOKENS)) == want
     late = (root.get(A.TRACE_LATE_SCHEMA_CHECKED), root.get(A.TRACE_LATE_SCHEMA_INVALID))
     assert late == (expected.late_schema or (None, None))
     if expected.tool_list is not None:
@@ -423,6 +430,9 @@ def _litellm_stamped() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+# LlamaIndex's mock LLM reports no usage, nor do DSPy's LM spans record the fake's: no token count anywhere
+NO_USAGE = (None, None)
+
 FINAL_ANSWER = ("final_answer", call("success", parse_ok=True, tool_known=True, schema_valid=True))
 
 EXPECTED: dict[str, Expected] = {
@@ -430,12 +440,18 @@ EXPECTED: dict[str, Expected] = {
     # absent; the tool span's own ``tool.parameters`` is the schema; "Tool book_flight not found" goes back to the
     # model in the next LLM span's input messages, which ties it to the request.
     "llama_index-content": Expected(
-        _content(None), correct=False, errors=3, unknown_tool_requests=0, requested=_SPANLESS, model_calls=6
+        _content(None),
+        correct=False,
+        errors=3,
+        unknown_tool_requests=0,
+        requested=_SPANLESS,
+        model_calls=6,
+        tokens=NO_USAGE,
     ),
     # hidden inputs/outputs: the unknown-tool reply and the arguments are redacted; LlamaIndex runs the bad enum.
     # Six requests either way, without tokens or (hidden) output messages: its ``_prepare_chat_with_tools`` step,
     # marked ``LLM`` too, is no request (its row: ``not_requests``)
-    "llama_index-hidden": Expected(_hidden(), correct=True, errors=1, model_calls=6),
+    "llama_index-hidden": Expected(_hidden(), correct=True, errors=1, model_calls=6, tokens=NO_USAGE),
     # smolagents: ``final_answer`` is a tool call too; the unknown tool fails its step span, no tool span
     "smolagents-content": Expected(
         [*_content(True), FINAL_ANSWER], correct=False, errors=2, unknown_tool_requests=1, model_calls=6
@@ -534,8 +550,8 @@ EXPECTED: dict[str, Expected] = {
     # DSPy ReAct + OpenInference: the tool name only in the span name (``get_weather.__call__``), the arguments as
     # ``{"kwargs": {...}}``; DSPy's ``Tool`` rejects the bad enum itself ("Arg unit is invalid"); no definitions or
     # requested calls anywhere (ReAct parses them from text), so no schema or tool-list verdict; ``finish`` is a call
-    "dspy-content": Expected(_dspy(True), correct=False, errors=2, model_calls=6),
-    "dspy-hidden": Expected(_dspy(None), correct=False, errors=2, model_calls=6),
+    "dspy-content": Expected(_dspy(True), correct=False, errors=2, model_calls=6, tokens=NO_USAGE),
+    "dspy-hidden": Expected(_dspy(None), correct=False, errors=2, model_calls=6, tokens=NO_USAGE),
     # The Anthropic SDK's tool runner with its own tracing: ``execute_tool`` spans with the call id; no definitions
     # anywhere. By default nothing of a failure but ``error.type=tool_error``: its rejection of the bad enum cannot be
     # told from the raising tool (both execution failures, so the trace reads correct); with content, the result's

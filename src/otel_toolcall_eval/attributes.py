@@ -127,14 +127,14 @@ TRACE_STATS_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "int",
         "local root span",
         "input tokens of those calls (`gen_ai.usage.input_tokens`, else `gen_ai.usage.prompt_tokens`, else "
-        "`llm.token_count.prompt`)",
+        "`llm.token_count.prompt`); absent when none of them recorded a token count",
     ),
     AttributeDoc(
         TRACE_OUTPUT_TOKENS,
         "int",
         "local root span",
         "output tokens (`gen_ai.usage.output_tokens`, else `gen_ai.usage.completion_tokens`, else "
-        "`llm.token_count.completion`)",
+        "`llm.token_count.completion`); absent when no model call recorded a token count",
     ),
     AttributeDoc(
         TRACE_COST,

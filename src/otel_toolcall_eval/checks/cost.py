@@ -111,9 +111,12 @@ class TraceCost:
     output_tokens: int = 0
     cost: float = 0.0
     unpriced_calls: int = 0  # model calls whose model has no price (or that recorded no model)
+    counted_calls: int = 0  # model calls that recorded a token count (none: the tokens are unknown, not zero)
 
     def add_model_call(self, usage: ModelUsage, prices: Mapping[str, Price]) -> None:
         self.model_calls += 1
+        if usage.input_tokens is not None or usage.output_tokens is not None:
+            self.counted_calls += 1
         tokens_in = usage.input_tokens or 0
         tokens_out = usage.output_tokens or 0
         self.input_tokens += tokens_in
@@ -135,6 +138,7 @@ def new_trace_cost() -> TraceCost:
     cost.output_tokens = 0
     cost.cost = 0.0
     cost.unpriced_calls = 0
+    cost.counted_calls = 0
     return cost
 
 

@@ -948,8 +948,9 @@ class EvalMetrics:
         model_calls = attributes.get(A.TRACE_MODEL_CALLS)
         if model_calls:
             stats.model_calls.record(model_calls, labels)
-            stats.tokens.record(attributes[A.TRACE_INPUT_TOKENS], {**labels, "type": "input"})
-            stats.tokens.record(attributes[A.TRACE_OUTPUT_TOKENS], {**labels, "type": "output"})
+            if A.TRACE_INPUT_TOKENS in attributes:  # absent when no model call recorded a token count
+                stats.tokens.record(attributes[A.TRACE_INPUT_TOKENS], {**labels, "type": "input"})
+                stats.tokens.record(attributes[A.TRACE_OUTPUT_TOKENS], {**labels, "type": "output"})
             cost = attributes.get(A.TRACE_COST)
             if cost is not None and currency is not None:
                 stats.cost.record(cost, {**labels, "currency": currency})

@@ -245,8 +245,9 @@ def root_attributes(
     cost = stats.cost
     if cost is not None and cost.model_calls:
         out[A.TRACE_MODEL_CALLS] = cost.model_calls
-        out[A.TRACE_INPUT_TOKENS] = cost.input_tokens
-        out[A.TRACE_OUTPUT_TOKENS] = cost.output_tokens
+        if cost.counted_calls:  # none recorded a count: the tokens are unknown, not zero
+            out[A.TRACE_INPUT_TOKENS] = cost.input_tokens
+            out[A.TRACE_OUTPUT_TOKENS] = cost.output_tokens
         if priced:
             out[A.TRACE_COST] = cost.cost
             out[A.TRACE_UNPRICED_MODEL_CALLS] = cost.unpriced_calls

@@ -310,6 +310,30 @@ def test_model_spans_without_tool_spans_get_their_scopes_row(mode: str, capsys: 
     assert report["traces_with_requests_only"] == (1 if mode == "content" else 0)
 
 
+@pytest.mark.parametrize("name", ["autogen-default", "autogen-capture"])
+def test_an_agent_creation_trace_is_no_trace_of_model_spans_only(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """AutoGen's agent creation is a trace of its own with a ``create_agent`` span and no model request: nothing to
+    say about model spans without tool spans (the line would tell a user of AutoGen that its tools ran on no span)."""
+    _, report = _doctor_json(capsys, str(fixture_path(name)))
+    assert report["model_spans_only"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [("llama_index-content", "holds object reprs"), ("openai_v2-default", "openai-v2 2.4b0 records none")],
+)
+def test_the_missing_tool_list_advice_comes_from_the_scopes_row(
+    name: str, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LlamaIndex's model client is instrumented (its ``llm.tools`` holds object reprs), and the official OpenAI
+    instrumentation records no request tools: "instrument the model client" would send the user in a circle. The
+    row says where its definitions are; the setting that helps is the config's ``tools:``."""
+    _, report = _doctor_json(capsys, str(fixture_path(name)))
+    (fix,) = [f for f in _only_group(report)["fixes"] if "no tool list" in f]
+    assert where in fix and "`tools:` in the config" in fix
+    assert "instrument the model client" not in fix
+
+
 def test_semantic_kernel_plain_mode_asks_for_its_own_sensitive_switch(capsys: pytest.CaptureFixture[str]) -> None:
     """SK's definitions come on the root after the tool spans: the schema is in the trace (not a missing schema);
     what is missing is the arguments, and the switch named is SK's own, not the OTel GenAI content variables."""

@@ -68,6 +68,10 @@ TOOL_LIST_FIX: Final = (
     "no tool list in the trace, so calls of tools the agent does not have are not flagged: instrument the model "
     "client, or list the agent's tools under `tools:` in the config"
 )
+TOOL_LIST_ROW_FIX: Final = (
+    "no tool list in the trace, so calls of tools the agent does not have are not flagged: list the agent's tools "
+    "under `tools:` in the config"
+)
 
 # A span attribute key that names a tool call (``tool.name``, ``tool_name``, ``function.arguments``...), and span
 # names that say so; keys that carry definitions offered to a model are not a call.
@@ -269,7 +273,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
                 model_roots.add(trace_id)
             if requested_calls(attrs):
                 requested.add(trace_id)
-            if len(model_scopes) < MAX_GROUPS:
+            if len(model_scopes) < MAX_GROUPS and _is_request(attrs):  # an agent's creation is no request
                 model_scopes.setdefault(_scope(span), set()).add(trace_id)
             defined = schemas.setdefault(trace_id, {})
             for d in tool_definitions(attrs, cache, shape_for(span.instrumentation_scope)):
@@ -441,7 +445,11 @@ def _fixes(group: Coverage) -> list[str]:
         names = ", ".join(group.without_schema)
         fixes.append(f"{expected - group.schema} of {expected} calls had no schema ({names}): {fix}")
     if group.tool_list < n:
-        fixes.append(f"{n - group.tool_list} of {n} calls had no tool list to check the name against: {TOOL_LIST_FIX}")
+        shape = shape_named(group.scope)
+        fix = TOOL_LIST_FIX  # where the scope's row says where its definitions are, that, not a generic advice
+        if shape is not None and shape.definitions:
+            fix = f"{TOOL_LIST_ROW_FIX}; {shape.instrumentation} records them in: {shape.definitions}"
+        fixes.append(f"{n - group.tool_list} of {n} calls had no tool list to check the name against: {fix}")
     shape_row = f"the row of `{group.scope}` in the shape table (otel_toolcall_eval.conventions.shapes)"
     if group.nameless:
         fixes.append(f"{group.nameless} of {n} calls have no tool name: the instrumentation records it where nothing "

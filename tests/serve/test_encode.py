@@ -236,3 +236,15 @@ def test_a_length_delimited_field_is_its_tag_its_length_as_a_varint_and_its_body
     assert E._field(b"\x12", body) == b"\x12" + E._varint(size) + body
     message = AnyValue(bytes_value=body).SerializeToString()  # field 7, length-delimited
     assert E._field(b"\x3a", body) == message or size == 0  # proto3 leaves an empty bytes field out
+
+
+@pytest.mark.parametrize("value", [0.25, 0.0, -0.0, 1e308, 5e-324, float("inf"), float("-inf"), float("nan"), 8.6e-06])
+def test_a_float_attribute_is_written_directly_as_protobuf_writes_it(value: float) -> None:
+    """Floats (latencies, costs: new on every trace) are written without a ``KeyValue`` and never cached: the same
+    bytes as the message's serialization, NaN and the signed zero included."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    attributes = E._Attributes()
+    body = KeyValue(key="toolcall_eval.trace.tool_latency.total", value=AnyValue(double_value=value))
+    assert attributes.encode(body.key, value) == E._field(b"\x4a", body.SerializeToString())
+    assert attributes._cache == {}

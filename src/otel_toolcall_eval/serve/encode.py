@@ -20,6 +20,7 @@ export window, as the decoded spans are.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from itertools import islice
 from operator import is_
@@ -41,6 +42,9 @@ _CACHE_STR: Final = 64  # longer strings (explanations, reasons) are encoded eac
 _RUN_TYPES: Final = frozenset((bool, int, str))  # a run of only these is cached whole
 _RUNS_MAX: Final = 1024  # distinct runs kept, each at most _RUN_MAX_BYTES encoded: at most ~2 MiB with their keys
 _RUN_MAX_BYTES: Final = 1024
+_KEY_TAG: Final = b"\x0a"  # KeyValue.key: field 1, length-delimited
+_DOUBLE_VALUE: Final = b"\x12\x09\x21"  # KeyValue.value (field 2, 9 bytes): AnyValue.double_value (field 4, 64-bit)
+_DOUBLE: Final = struct.Struct("<d")
 
 
 def remember(message: ExportTraceServiceRequest | TracesData, spans: Sequence[ReadableSpan]) -> None:
@@ -92,8 +96,10 @@ class _Attributes:
     attributes, cached as one ``bytes`` when it has only booleans, integers and strings: most tool spans get the
     same scores as an earlier one (measured: encoding a scored tool span's dozen added attributes one by one cost
     ~30 k instructions more than passing it through; one lookup of the run costs a tenth of that). Runs with a float
-    (a latency, different on every trace) or an array are encoded attribute by attribute and not kept. A run's key
-    holds the value types beside the values, since ``True == 1`` and they hash alike."""
+    (a latency, different on every trace) or an array are encoded attribute by attribute and not kept; a float is
+    written directly (its key, then the 8 bytes of the double: a tenth of building and serializing a ``KeyValue``,
+    and no cache entry that would never be hit again and evict those that are). A run's key holds the value types
+    beside the values, since ``True == 1`` and they hash alike."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, type, Any], bytes] = {}
@@ -124,7 +130,9 @@ class _Attributes:
         return out
 
     def encode(self, key: str, value: Any) -> bytes | None:
-        cacheable = type(value) in (bool, int, float) or (type(value) is str and len(value) <= _CACHE_STR)
+        if type(value) is float:  # a latency or a cost: new on every trace, so written directly and not kept
+            return _field(_ATTRIBUTES_TAG, _field(_KEY_TAG, key.encode()) + _DOUBLE_VALUE + _DOUBLE.pack(value))
+        cacheable = type(value) in (bool, int) or (type(value) is str and len(value) <= _CACHE_STR)
         if cacheable:
             hit = self._cache.get((key, type(value), value))
             if hit is not None:

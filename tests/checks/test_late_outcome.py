@@ -18,6 +18,7 @@ from otel_toolcall_eval.checks.late_outcome import AwaitingReply, read_replies, 
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.policy import DEFAULT_INPUT_ERROR_TYPES
 from otel_toolcall_eval.records import CallHistory, LateOutcomeVerdict, Outcome, ToolReply
+from tests.engine.test_requested import OfferedJudge
 from tests.helpers import genai_turn, make_pipeline, scores
 
 INPUT_ERRORS = frozenset(DEFAULT_INPUT_ERROR_TYPES)
@@ -114,23 +115,17 @@ def test_the_reply_decides_a_call_only_where_the_scopes_row_says_its_spans_canno
 # --- the tool span itself: held until its reply, then written, counted and offered once with the reply's verdict ---
 
 
-class _Recorded:
-    """What the pipeline hands to the ``on_call_scored`` and ``on_call_failed`` hooks (the judge's and sessions'
-    way in), as (tool, outcome, step)."""
+class _Judge(OfferedJudge):
+    """The judge (``on_call_scored``), offered every call: what it saw as (tool, outcome, step), and the failed ones
+    (what ``on_call_failed`` hooks, sessions', get: the same score); it samples every call, which the span says."""
 
-    def __init__(self, p: Any) -> None:
-        self.scored: list[tuple[str, str, int]] = []
-        self.failed: list[tuple[str, str, int]] = []
-        pipe = p.processor._pipeline
-        pipe._on_call_scored = (self._scored,)
-        pipe._on_call_failed = (self._failed,)
+    @property
+    def scored(self) -> list[tuple[str, str, int]]:
+        return [(record.name, score.outcome.value, score.step) for _, record, score, _ in self.offered]
 
-    def _scored(self, trace_id: int, record: Any, score: Any, tools: Any, extra: dict[str, Any]) -> None:
-        self.scored.append((record.name, score.outcome.value, score.step))
-        extra["toolcall_eval.test.offered"] = True  # what a hook adds goes on the span it is offered from
-
-    def _failed(self, trace_id: int, record: Any, score: Any, tools: Any, extra: dict[str, Any]) -> None:
-        self.failed.append((record.name, score.outcome.value, score.step))
+    @property
+    def failed(self) -> list[tuple[str, str, int]]:
+        return [call for call in self.scored if call[1] != "success"]
 
 
 def _replay_through(p: Any, name: str) -> list[Any]:
@@ -160,8 +155,8 @@ def test_the_mcp_stdio_client_span_of_the_raising_tool_goes_out_failed_counted_a
     """The MCP SDK 2.x's client span of the raising tool (``MCP send tools/call get_population``) reads as a success;
     held until the next request carries its reply, it goes out an execution failure, counted once under that outcome,
     offered to the hooks once with it; the root keeps ``trace.late_outcome.*``."""
-    p = make_pipeline()
-    hooks = _Recorded(p)
+    hooks = _Judge()
+    p = make_pipeline(judge=hooks)
     out = _replay_through(p, "mcp2_stdio-content")
     tools = {scores(s)["step"]: scores(s) for s in out if "step" in scores(s)}
     population = tools[5]
@@ -170,7 +165,7 @@ def test_the_mcp_stdio_client_span_of_the_raising_tool_goes_out_failed_counted_a
         "error.type",
         True,
     )
-    assert population["test.offered"] is True
+    assert population["judge.sampled"] is True  # what a hook adds goes on the span it was offered from
     assert [tools[step]["outcome"] for step in (1, 2)] == ["success", "success"]
     assert [tools[step].get("late_outcome.read") for step in (1, 2, 3, 4)] == [True, True, None, None]
     root = scores(next(s for s in out if s.name == "agent"))
@@ -191,8 +186,8 @@ def test_the_mcp_stdio_client_span_of_the_raising_tool_goes_out_failed_counted_a
 
 
 def test_a_reply_saying_the_tool_is_unknown_makes_the_span_a_malformed_call_and_counts_its_violation() -> None:
-    p = make_pipeline()
-    hooks = _Recorded(p)
+    hooks = _Judge()
+    p = make_pipeline(judge=hooks)
     with p.tracer.start_as_current_span("agent"):
         _population(p)
         assert p.by_name("execute_tool get_population") == []  # held: its reply decides
@@ -207,10 +202,33 @@ def test_a_reply_saying_the_tool_is_unknown_makes_the_span_a_malformed_call_and_
     assert (root["trace.correct"], root["trace.late_outcome.outcomes"]) == (False, ["malformed_call"])
 
 
-def _held_pipeline(limits: dict[str, Any]) -> tuple[Any, list[float]]:
+def test_a_failure_read_from_the_reply_repeated_in_a_later_turn_fails_the_session() -> None:
+    """Sessions see a call through ``on_call_failed``: the MCP client span's call, failing by its reply in two turns
+    of one conversation, is two errors and one repeated failure of the session (none when the span was taken at its
+    word)."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    from otel_toolcall_eval import attributes as A
+
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    p = make_pipeline(logger_provider=logger_provider)
+    for turn in range(2):
+        with p.tracer.start_as_current_span(f"agent {turn}", attributes={A.GEN_AI_CONVERSATION_ID: "conv"}):
+            _population(p)
+            _chat(p, [], [("c1", "Error executing tool get_population")])
+    p.provider.force_flush()
+    (record,) = logs.get_finished_logs()
+    session = dict(record.log_record.attributes or {})
+    assert (session[A.SESSION_TURNS], session[A.SESSION_ERRORS], session[A.SESSION_REPEATED_FAILURES]) == (2, 2, 1)
+
+
+def _held_pipeline(limits: dict[str, Any], judge: Any = None) -> tuple[Any, list[float]]:
     from otel_toolcall_eval import EvalConfig
 
-    p = make_pipeline(EvalConfig.from_dict({"limits": limits}))
+    p = make_pipeline(EvalConfig.from_dict({"limits": limits}), judge=judge)
     now = [1000.0]
     held = p.processor._pipeline.held
     if held is not None:
@@ -221,8 +239,8 @@ def _held_pipeline(limits: dict[str, Any]) -> tuple[Any, list[float]]:
 def test_a_span_held_past_the_bound_goes_out_as_read_and_is_counted_once() -> None:
     """``max_hold_seconds`` releases the span before its reply: as it read (a success), counted once, and the label
     says why; the reply that comes later still reaches the root's verdict, never the span again."""
-    p, now = _held_pipeline({"max_hold_seconds": 5})
-    hooks = _Recorded(p)
+    hooks = _Judge()
+    p, now = _held_pipeline({"max_hold_seconds": 5}, hooks)
     with p.tracer.start_as_current_span("agent"):
         _population(p)
         now[0] += 6
@@ -256,8 +274,8 @@ def test_a_span_no_bound_lets_wait_goes_out_at_once_as_read_and_is_counted(limit
 
 
 def test_the_root_ending_before_any_reply_releases_the_span_as_read() -> None:
-    p = make_pipeline()
-    hooks = _Recorded(p)
+    hooks = _Judge()
+    p = make_pipeline(judge=hooks)
     with p.tracer.start_as_current_span("agent"):
         _population(p)
         assert p.by_name("execute_tool get_population") == []
@@ -280,8 +298,8 @@ def test_calls_scored_from_the_requests_of_anthropic_under_openllmetry_are_count
     """OpenLLMetry's Anthropic instrumentation (its row records no error flag) runs no tool span: the calls are scored
     from the requests when the reply arrives, so the raising tool's reply text decides its verdict there, counted
     and offered once (nothing to hold)."""
-    p = make_pipeline()
-    hooks = _Recorded(p)
+    hooks = _Judge()
+    p = make_pipeline(judge=hooks)
     _replay_through(p, "anthropic_openllmetry-content")
     assert ("get_population", "execution_failed", 5) in hooks.failed
     assert len(hooks.scored) == 5 and len(set(hooks.scored)) == 5
@@ -291,9 +309,9 @@ def test_calls_scored_from_the_requests_of_anthropic_under_openllmetry_are_count
 # --- offline: replay gives the same verdict; harvest and eval too ----------------------------------------------
 
 
-def test_harvest_and_eval_give_the_call_its_replys_outcome(tmp_path: Path) -> None:
-    """The MCP 2.x stdio client spans, replayed through the processor, written as OTLP JSON, harvested and scored by
-    ``eval``: the raising tool's call carries the reply and its flag in the run line and fails offline too."""
+def _harvested(tmp_path: Path, fixture: str) -> tuple[list[Any], Any, dict[str, Any], list[dict[str, Any]]]:
+    """The recorded trace replayed through the processor, written as OTLP JSON, harvested (``--runs-out``) and scored
+    by ``eval``'s scorer: the scored spans, the case, its run line and the offline rows."""
     from otel_toolcall_eval.cli import main
     from otel_toolcall_eval.dataset import read_cases
     from otel_toolcall_eval.replay import replay_spans
@@ -301,7 +319,7 @@ def test_harvest_and_eval_give_the_call_its_replys_outcome(tmp_path: Path) -> No
     from tests.framework_scenario import recorded
     from tests.helpers import harvested_offline
 
-    spans = replay_spans(recorded("mcp2_stdio-content")).spans
+    spans = replay_spans(recorded(fixture)).spans
     source, cases, runs = tmp_path / "traces.json", tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
     source.write_text(json.dumps(encode_json(list(spans))))
     where = ["--where", "toolcall_eval.trace.composite_ok = false"]
@@ -309,10 +327,30 @@ def test_harvest_and_eval_give_the_call_its_replys_outcome(tmp_path: Path) -> No
     assert main(command) == 0
     (case,) = read_cases(cases)
     (line,) = [json.loads(text) for text in runs.read_text().splitlines()]
+    rows, _ = harvested_offline(case, line)
+    return list(spans), case, line, rows
+
+
+def test_harvest_and_eval_give_the_call_its_replys_outcome(tmp_path: Path) -> None:
+    """The MCP 2.x stdio client spans harvested and scored by ``eval``: the raising tool's call carries the reply and
+    its flag in the run line and fails offline too."""
+    _, case, line, rows = _harvested(tmp_path, "mcp2_stdio-content")
     population = line["tool_calls"][4]
     assert population["name"] == "get_population" and population["error"] == {"error_type": "tool_error"}
     assert population["result"] == "Error executing tool get_population"
     assert "get_population" not in [c.name for c in case.expected_tool_calls]  # a failed call is no expectation
-    rows, _ = harvested_offline(case, line)
     assert (rows[4]["outcome"], rows[4]["error_source"]) == ("execution_failed", "error.type")
     assert [row["outcome"] for row in rows[:2]] == ["success", "success"]
+
+
+@pytest.mark.parametrize("fixture", ["mcp2_stdio-content", "mcp2-content"])
+def test_every_calls_verdict_offline_is_its_tool_spans_online(tmp_path: Path, fixture: str) -> None:
+    """Per call, what ``eval`` gives the harvested run line is what the processor wrote on the call's span: the raising
+    tool's client span itself says it failed, and the arguments each MCP span borrowed from the model's requests are
+    in the run line (harvest borrows them as the processor does: by call id, else the one request of its name)."""
+    from tests.framework_scenario import scored
+
+    spans, _, _, rows = _harvested(tmp_path, fixture)
+    verdict = ("outcome", "error_source", "parse_ok", "tool_known", "schema_valid")
+    online = [tuple(scores(s).get(key) for key in verdict) for s in scored(spans)]
+    assert [tuple(row[key] for key in verdict) for row in rows] == online

@@ -235,6 +235,7 @@ def _recorded_calls(
     (``trace.late_outcome.*`` on the root: its span cannot record the error) comes with that reply and its flag,
     and the outcome the root gives it."""
     sent: dict[str, Any] = {}  # call id -> the arguments the model sent, from the model spans so far
+    names: dict[str, str] = {}  # call id -> the tool the model asked for, from the model spans so far
     late = _late_outcomes(spans)
     for span in spans:
         attrs = span.attributes or {}
@@ -243,6 +244,8 @@ def _recorded_calls(
         convention = conventions.recognise(span, attrs)
         record = convention.extract(span, attrs) if convention is not None else None
         if record is not None:
+            if sent:
+                _borrow(record, sent, names)
             step = attrs.get(A.STEP)
             failed = late.get(step) if late and isinstance(step, int) else None
             if failed is not None:
@@ -252,7 +255,25 @@ def _recorded_calls(
         elif is_llm_span(attrs):
             yield from _requested(span, attrs, sent)
             shape = shape_for(span.instrumentation_scope)
-            requested_calls(attrs, sent, shape is not None and shape.positional_calls)
+            for call_id, name in requested_calls(attrs, sent, shape is not None and shape.positional_calls):
+                if call_id is not None and name is not None:
+                    names[call_id] = name
+
+
+def _borrow(record: ToolCallRecord, sent: dict[str, Any], names: dict[str, str]) -> None:
+    """The arguments the model sent for a tool span's call that records none, as the processor borrows them
+    (``online.call``): by its call id (claimed either way), else, when no request named its id, those of the one
+    request of its tool's name not claimed yet (the MCP SDK's spans carry a JSON-RPC id). So ``eval`` parses and
+    validates what the processor did."""
+    call_id = record.call_id
+    arguments = sent.pop(call_id, None) if call_id is not None else None
+    if record.raw_arguments is not None:
+        return
+    if arguments is None and (call_id is None or call_id not in names):
+        pending = [i for i, name in names.items() if name == record.name and i in sent]
+        if len(pending) == 1:
+            arguments = sent.pop(pending[0])
+    record.raw_arguments = arguments
 
 
 def _late_outcomes(spans: Sequence[ReadableSpan]) -> dict[int, tuple[str, str]]:

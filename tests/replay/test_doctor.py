@@ -334,6 +334,27 @@ def test_the_missing_tool_list_advice_comes_from_the_scopes_row(
     assert "instrument the model client" not in fix
 
 
+@pytest.mark.parametrize("name", ["openai_agents-hidden", "smolagents-hidden", "openai_agents_js-hidden"])
+def test_hidden_definitions_name_the_content_switch_not_another_instrumentation(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Inputs hidden: the model client is instrumented, its definitions hidden with the rest. The schema and
+    tool-list fixes say where the row records them and the switch that shows them, not "instrument the model
+    client"."""
+    _, report = _doctor_json(capsys, str(fixture_path(name)))
+    fixes = [f for f in _only_group(report)["fixes"] if "no schema" in f or "no tool list" in f]
+    assert fixes
+    assert all("OPENINFERENCE_HIDE_INPUTS" in f and "instrument the model client" not in f for f in fixes)
+
+
+def test_a_switch_already_on_is_not_advised_again(capsys: pytest.CaptureFixture[str]) -> None:
+    """AutoGen with content capture on records arguments but no schema anywhere: the schema fix says where (none)
+    and the config's ``tools:``, not the capture switch the trace already shows on."""
+    _, report = _doctor_json(capsys, str(fixture_path("autogen-capture")))
+    (fix,) = [f for f in _only_group(report)["fixes"] if "calls had no schema" in f]
+    assert "`tools:` in the config" in fix and "CAPTURE_MESSAGE_CONTENT" not in fix
+
+
 def test_semantic_kernel_plain_mode_asks_for_its_own_sensitive_switch(capsys: pytest.CaptureFixture[str]) -> None:
     """SK's definitions come on the root after the tool spans: the schema is in the trace (not a missing schema);
     what is missing is the arguments, and the switch named is SK's own, not the OTel GenAI content variables."""

@@ -64,6 +64,7 @@ NAMES_ONLY_FIX: Final = (
     "the trace lists these tools by name only, without schemas: list their schemas under `tools:` in the config, or "
     "record the definitions where the instrumentation can"
 )
+SCHEMA_ROW_FIX: Final = "no definitions of these tools in the trace: list their schemas under `tools:` in the config"
 TOOL_LIST_FIX: Final = (
     "no tool list in the trace, so calls of tools the agent does not have are not flagged: instrument the model "
     "client, or list the agent's tools under `tools:` in the config"
@@ -423,6 +424,18 @@ def _capture(group: Coverage) -> str:
     return NO_ROW.format(scope=group.scope)
 
 
+def _definitions_fix(group: Coverage, lead: str, generic: str) -> str:
+    """Definitions missing from a group's traces: where its scope's row records them, and the row's content switch
+    when the group's content is hidden (calls without arguments; a switch already on is not advised again);
+    ``generic`` without a row that says where ("instrument the model client" would send a user whose model client
+    is instrumented in a circle)."""
+    shape = shape_named(group.scope)
+    if shape is None or not shape.definitions:
+        return generic
+    fix = f"{lead}; {shape.instrumentation} records them in: {shape.definitions}"
+    return f"{fix}; {_capture(group)}" if group.arguments < group.tool_spans else fix
+
+
 def _fixes(group: Coverage) -> list[str]:
     fixes: list[str] = []
     n = group.tool_spans
@@ -436,19 +449,14 @@ def _fixes(group: Coverage) -> list[str]:
         fixes.append(f"{missing} of {group.succeeded} successful calls recorded no result: {_capture(group)}")
     expected = n - group.unknown
     if group.schema < expected:
-        shape, row = shape_named(group.scope), _framework(group.scope)
+        row = _framework(group.scope)
         lead = SCHEMA_FIX if group.tool_list < n else NAMES_ONLY_FIX
-        if shape is not None and shape.definitions:
-            fix = f"{lead}; {shape.instrumentation} records them in: {shape.definitions}; {_capture(group)}"
-        else:
-            fix = f"{lead}; {row.name}: {row.capture}" if row is not None and row.capture else lead
+        generic = f"{lead}; {row.name}: {row.capture}" if row is not None and row.capture else lead
+        fix = _definitions_fix(group, SCHEMA_ROW_FIX if group.tool_list < n else NAMES_ONLY_FIX, generic)
         names = ", ".join(group.without_schema)
         fixes.append(f"{expected - group.schema} of {expected} calls had no schema ({names}): {fix}")
     if group.tool_list < n:
-        shape = shape_named(group.scope)
-        fix = TOOL_LIST_FIX  # where the scope's row says where its definitions are, that, not a generic advice
-        if shape is not None and shape.definitions:
-            fix = f"{TOOL_LIST_ROW_FIX}; {shape.instrumentation} records them in: {shape.definitions}"
+        fix = _definitions_fix(group, TOOL_LIST_ROW_FIX, TOOL_LIST_FIX)
         fixes.append(f"{n - group.tool_list} of {n} calls had no tool list to check the name against: {fix}")
     shape_row = f"the row of `{group.scope}` in the shape table (otel_toolcall_eval.conventions.shapes)"
     if group.nameless:

@@ -355,6 +355,22 @@ def test_a_switch_already_on_is_not_advised_again(capsys: pytest.CaptureFixture[
     assert "`tools:` in the config" in fix and "CAPTURE_MESSAGE_CONTENT" not in fix
 
 
+@pytest.mark.parametrize(("name", "lone"), [("crewai-listener", 5), ("haystack-content", 0)])
+def test_model_requests_detached_from_the_agents_trace_are_told_apart(
+    name: str, lone: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CrewAI's event-listener mode: the OpenAI instrumentation's chat spans do not see the crew's context, so each
+    request is a trace of its own (a lone model span as root) while the tool spans ran in the crew's trace: the
+    fix is the context, not "instrument the framework" (it is). Haystack's requests sit under its agent's root: the
+    tools really ran on no span."""
+    main(["doctor", str(fixture_path(name)), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["traces_of_a_lone_request"] == lone
+    assert (report["lone_request_fix"] is not None) is bool(lone)
+    main(["doctor", str(fixture_path(name))])
+    assert ("a model request alone" in capsys.readouterr().out) is bool(lone)
+
+
 def test_semantic_kernel_plain_mode_asks_for_its_own_sensitive_switch(capsys: pytest.CaptureFixture[str]) -> None:
     """SK's definitions come on the root after the tool spans: the schema is in the trace (not a missing schema);
     what is missing is the arguments, and the switch named is SK's own, not the OTel GenAI content variables."""

@@ -22,7 +22,14 @@ from otel_toolcall_eval._text import terminal_safe
 from otel_toolcall_eval.commands.replay import add_source_arguments, load_spans
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.errors import ExitCode
-from otel_toolcall_eval.replay.doctor import MODEL_ROOT_FIX, REQUESTS_ONLY_FIX, Coverage, Diagnosis, diagnose
+from otel_toolcall_eval.replay.doctor import (
+    LONE_REQUEST_FIX,
+    MODEL_ROOT_FIX,
+    REQUESTS_ONLY_FIX,
+    Coverage,
+    Diagnosis,
+    diagnose,
+)
 from otel_toolcall_eval.replay.engine import replay_spans
 
 
@@ -108,6 +115,10 @@ def _print(diagnosis: Diagnosis, console: Console) -> None:
             f"({diagnosis.request_scored} call(s) scored from the requests):[/] {_safe(REQUESTS_ONLY_FIX)}",
             highlight=False,
             soft_wrap=True,
+        )
+    if diagnosis.lone_requests:
+        console.print(
+            f"[yellow]{diagnosis.lone_requests} of them:[/] {_safe(LONE_REQUEST_FIX)}", highlight=False, soft_wrap=True
         )
     for line in diagnosis.model_only:
         console.print(f"[yellow]fix:[/] {_safe(line)}", highlight=False, soft_wrap=True)

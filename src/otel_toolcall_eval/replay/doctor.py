@@ -45,6 +45,13 @@ REQUESTS_ONLY_FIX: Final = (
     "a verdict on a span of each call, instrument the framework or tool runner, not only the model client; or "
     "their spans match no convention (see the unrecognised spans)"
 )
+LONE_REQUEST_FIX: Final = (
+    "each is a model request alone, the root of a trace of its own: the model client's instrumentation did not see "
+    "the agent's trace context, so the calls it requested ran (on tool spans, if the framework records them) in "
+    "another trace, where the verdict cannot see the requests. Make the framework's context current around its model "
+    "calls: instrument it so that it propagates (CrewAI: `CrewAIInstrumentor().instrument()` without "
+    "`use_event_listener`), or export the agent's spans from the same process and provider as the model client's"
+)
 MODEL_ROOT_FIX: Final = (
     "the root span, which carries the trace's verdict, is itself a model request with tool spans below it: an "
     "instrumentation wrote a request's attributes onto the application's own span (one that stamps the span current "
@@ -191,6 +198,7 @@ class Diagnosis:
     # table): what that instrumentation cannot record and its content switch, from its row
     model_only: list[str] = field(default_factory=list)
     model_roots: int = 0  # traces with tool spans whose root is itself a model request (stamped, or a loop's span)
+    lone_requests: int = 0  # of ``requests_only``, traces that are model requests alone (detached from the agent's)
     request_scored: int = 0  # of their calls, those scored from the requests (a reply carried their result back)
 
     @property
@@ -215,6 +223,8 @@ class Diagnosis:
             "traces_with_requests_only": self.requests_only,
             "calls_scored_from_requests": self.request_scored,
             "requests_only_fix": REQUESTS_ONLY_FIX if self.requests_only else None,
+            "traces_of_a_lone_request": self.lone_requests,
+            "lone_request_fix": LONE_REQUEST_FIX if self.lone_requests else None,
             "model_spans_only": self.model_only,
             "traces_with_model_root": self.model_roots,
             "model_root_fix": MODEL_ROOT_FIX if self.model_roots else None,
@@ -255,6 +265,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
     late_steps: dict[int, set[int]] = {}  # per trace: the steps of calls validated against a schema that came later
     with_tools: set[int] = set()  # traces with a recognised tool span
     model_roots: set[int] = set()  # traces whose root span is a model request
+    beside_requests: set[int] = set()  # traces with a span that is no model request
     requested: set[int] = set()  # traces whose model spans requested tool calls
     schemas: dict[int, dict[str, dict[str, Any] | None]] = {}  # per trace: the tools its model spans defined
     cache = DefinitionCache()
@@ -267,6 +278,8 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
         checked = attrs.get(A.TRACE_LATE_SCHEMA_CHECKED_STEPS)  # calls validated on the root, when their schema came
         if isinstance(checked, (list, tuple)):
             late_steps[trace_id] = {step for step in checked if isinstance(step, int)}
+        if not _is_request(attrs):
+            beside_requests.add(trace_id)
         if A.CONVENTION in attrs:
             with_tools.add(trace_id)
         elif is_llm_span(attrs):
@@ -282,6 +295,7 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
                     defined[d.name] = d.parameters
     out.traces = len(traces)
     out.requests_only = len(requested - with_tools)
+    out.lone_requests = len((requested - with_tools) & model_roots - beside_requests)
     out.model_only = _model_only(model_scopes, with_tools)
     out.model_roots = len(model_roots & with_tools)
     for span in spans:

@@ -105,6 +105,9 @@ class Expected:
     # (checked, failed) calls that read as a success on spans that cannot record an error, whose reply in the next
     # model request was read (``trace.late_outcome.*``); None: absent
     late_outcome: tuple[int, int] | None = None
+    # requested calls whose replies could not be matched by position (their conversation's history broke before
+    # them: ``trace.unmatched_requests``); None: absent
+    unmatched: int | None = None
 
 
 def scored(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
@@ -145,6 +148,7 @@ def check(spans: Sequence[ReadableSpan], expected: Expected) -> None:
         assert (root.get(A.TRACE_TOOL_LIST_COUNT), root.get(A.TRACE_UNLISTED_CALLS)) == expected.tool_list
     read = (root.get(A.TRACE_LATE_OUTCOME_CHECKED), root.get(A.TRACE_LATE_OUTCOME_FAILED))
     assert read == (expected.late_outcome or (None, None))
+    assert root.get(A.TRACE_UNMATCHED_REQUESTS) == expected.unmatched
 
 
 def requested_scores(spans: Sequence[ReadableSpan]) -> list[tuple[str, dict[str, Any]]]:
@@ -701,6 +705,44 @@ EXPECTED: dict[str, Expected] = {
         [], correct=False, errors=3, unknown_tool_requests=0, requested=_from_requests(), model_calls=6
     ),
     "haystack-hidden": Expected([], correct=False, errors=0, verdict=False),
+    # Two Haystack agents in one trace: an orchestrator (the valid ``get_weather``, ``ask_travel_agent``, the bad
+    # enum) whose ``ask_travel_agent`` tool runs a second agent (the unknown ``book_flight``, the raising
+    # ``get_population``) in between. Each ``Agent.run`` is a conversation of its own (its row): the inner agent's
+    # positions do not take the outer's, so ``ask_travel_agent`` is scored when the orchestrator's next request
+    # carries its reply (counted per trace, its calls took the outer's positions and it was never scored); the
+    # ``book_flight`` unknown (the trace lists the three tools both agents were offered), seven requests
+    "haystack-two_agents": Expected(
+        [],
+        correct=False,
+        errors=3,
+        unknown_tool_requests=0,
+        requested=[
+            _content(True)[0],
+            _UNKNOWN_BY_DEFINITIONS,
+            (
+                "get_population",
+                call("execution_failed", "error.type", parse_ok=True, tool_known=True, schema_valid=True),
+            ),
+            ("ask_travel_agent", call("success", parse_ok=True, tool_known=True, schema_valid=True)),
+            _content(True)[2],
+        ],
+        model_calls=7,
+    ),
+    # Haystack's ``CompactionHook`` (``SlidingWindowCompactor``) trims the conversation before the third request and
+    # the sixth: each of those requests starts an epoch of positions of its own (its messages do not extend the
+    # previous request's), and the call waiting at each break (the second ``get_weather``, ``get_population``) is
+    # not matched by position across it: unmatched, counted (``trace.unmatched_requests``, unexecuted), never scored
+    # with another call's reply. After the first break the bad enum and the unknown tool are matched within the new
+    # epoch; the trace's errors are the two it can see
+    "haystack-compacted": Expected(
+        [],
+        correct=False,
+        errors=2,
+        unknown_tool_requests=0,
+        requested=[_content(True)[0], _content(True)[2], _UNKNOWN_BY_DEFINITIONS],
+        model_calls=6,
+        unmatched=2,
+    ),
 }
 
 

@@ -70,6 +70,7 @@ TRACE_LATE_OUTCOME_ERROR_SOURCES: Final = PREFIX + "trace.late_outcome.error_sou
 TRACE_LATE_OUTCOME_REPLIES: Final = PREFIX + "trace.late_outcome.replies"
 TRACE_CORRECT: Final = PREFIX + "trace.correct"
 TRACE_REQUEST_SCORED_CALLS: Final = PREFIX + "trace.request_scored_calls"
+TRACE_UNMATCHED_REQUESTS: Final = PREFIX + "trace.unmatched_requests"
 TRACE_COMPOSITE_OK: Final = PREFIX + "trace.composite_ok"
 
 TRACE_VERDICT: Final = (
@@ -321,8 +322,8 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "a call the model requested that ran on no tool span (the instrumentation records tool activity only in "
         "model requests: the Anthropic SDK under OpenInference's or OpenLLMetry's instrumentation, Haystack's Agent; "
         "or, among calls with spans, a tool the framework ran no span for), scored from the requests on the model "
-        "span whose input carried its result back: `toolcall_eval.requested.<N>.` + `tool`, `call_id` (`@k`, its "
-        "position in the conversation, where the instrumentation records no ids) and each score a tool span carries "
+        "span whose input carried its result back: `toolcall_eval.requested.<N>.` + `tool`, `call_id` (`@<conversation>.<epoch>.<k>`, its "
+        "position in its conversation, where the instrumentation records no ids) and each score a tool span carries "
         "(`outcome`, `parse_ok`, `tool_known`, `schema_valid`, `step`, "
         "...; `convention` is `request`); counted in the trace's verdict, its stats and recovery classes, and in "
         "`harvest` run lines; offered to the judge (`toolcall_eval.requested.<N>.judge.sampled`; its verdict links to "
@@ -381,6 +382,16 @@ SPAN_ATTRIBUTES: Final[tuple[AttributeDoc, ...]] = (
         "local root span",
         "of `trace.tool_calls`, the calls scored from the requests (`toolcall_eval.requested.*`: no tool span ran); "
         "absent when none",
+    ),
+    AttributeDoc(
+        TRACE_UNMATCHED_REQUESTS,
+        "int",
+        "local root span",
+        "requested calls of an instrumentation that records no call ids (matched to their replies by position in "
+        "their conversation: Haystack's) still waiting when the conversation's history broke (a request whose "
+        "messages do not extend the previous one's: trimmed, compacted or rewritten): their replies cannot be matched "
+        "by position, so they are not scored (counted in `trace.unexecuted_calls` too; an unknown tool's name still "
+        "counts in `trace.unknown_tool_requests`); absent when none",
     ),
     AttributeDoc(
         TRACE_LATE_SCHEMA_CHECKED,

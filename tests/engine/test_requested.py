@@ -21,6 +21,7 @@ from otel_toolcall_eval.conventions.shapes import shape_named
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.engine.requested import (
     REQUEST_CONVENTION,
+    Conversations,
     answered_requests,
     requested_call_record,
     score_requested_call,
@@ -138,13 +139,13 @@ def test_without_call_ids_calls_and_replies_are_matched_by_position_where_the_sh
     repr; without the row nothing is identified."""
     first = _haystack_turn([], [("get_weather", '{"city": "Oslo"}'), ("book_flight", "{}")])
     sent: dict[str, Any] = {}
-    assert requested_calls(first, sent, positional=True) == [("@0", "get_weather"), ("@1", "book_flight")]
+    assert requested_calls(first, sent, positional="@") == [("@0", "get_weather"), ("@1", "book_flight")]
     assert sent == {"@0": '{"city": "Oslo"}', "@1": "{}"}
     assert requested_calls(first) == [(None, "get_weather"), (None, "book_flight")]
     second = _haystack_turn([("sunny", False), ("Tool 'book_flight' not found", True)], [("get_weather", "{}")])
-    assert requested_calls(second, None, positional=True) == [("@2", "get_weather")]
+    assert requested_calls(second, None, positional="@") == [("@2", "get_weather")]
     assert HAYSTACK_OI is not None
-    positional = {"positional": True, "replies_repr": HAYSTACK_OI.replies_repr}
+    positional = {"positional": "@", "replies_repr": HAYSTACK_OI.replies_repr}
     assert tool_replies(second, **positional) == [
         ToolReply("@0", "sunny", False),
         ToolReply("@1", "Tool 'book_flight' not found", True),
@@ -393,3 +394,110 @@ def test_a_failure_scored_from_the_requests_repeated_in_a_later_turn_fails_the_s
     (record,) = logs.get_finished_logs()
     session = dict(record.log_record.attributes or {})
     assert (session[A.SESSION_TURNS], session[A.SESSION_ERRORS], session[A.SESSION_REPEATED_FAILURES]) == (2, 2, 1)
+
+
+# --- calls matched by position: one conversation at a time, never across a broken history ----------------------
+
+
+def test_conversations_count_positions_apart_and_start_an_epoch_where_a_history_breaks() -> None:
+    conversations = Conversations()
+    assert conversations.prefix("a", ["u"], 10) == ("@a.0.", "")
+    assert conversations.prefix("b", ["u"], 10) == ("@b.0.", "")  # another conversation: positions of its own
+    assert conversations.prefix("a", ["u", "c1", "r1"], 10) == ("@a.0.", "")  # extends: the same count
+    assert conversations.prefix("a", ["u", "c1", "r1"], 10) == ("@a.0.", "")  # sent again as it was
+    # trimmed (the first reply dropped for a note), then extended again: a new epoch, and the one it broke off
+    assert conversations.prefix("a", ["u", "note", "c2", "r2"], 10) == ("@a.1.", "@a.0.")
+    assert conversations.prefix("a", ["u", "note", "c2", "r2", "c3", "r3"], 10) == ("@a.1.", "")
+    assert conversations.prefix("a", ["u", "note", "c2"], 10) == ("@a.2.", "@a.1.")  # shorter: broken too
+    assert conversations.prefix("a", ["u", "note", "c2X"], 10) == ("@a.3.", "@a.2.")  # rewritten in place
+    assert conversations.prefix("c", ["u"], 2) == ("", "")  # past the bound: no positions at all
+    assert conversations.unmatched == 0  # the caller counts what was waiting
+
+
+_HAYSTACK = ("openinference.instrumentation.haystack", "0.1.46")
+_OSLO = '{"city": "Oslo", "unit": "celsius"}'
+
+
+def _agent_turn(p: Any, agent: Any, name: str, attrs: dict[str, Any]) -> None:
+    """One of Haystack's model requests (OpenInference's LLM span) under its ``Agent.run`` span ``agent``."""
+    from opentelemetry.trace import set_span_in_context
+
+    tracer = p.provider.get_tracer(*_HAYSTACK)
+    tracer.start_span(name, context=set_span_in_context(agent), attributes=attrs).end()
+
+
+def test_two_agents_in_one_trace_match_their_calls_by_position_each_in_its_own_conversation() -> None:
+    """Two ``Agent.run`` conversations interleaved in one trace (agents running side by side): each reply answers
+    its own agent's call. Counted per trace, the second agent's first call took the first's position, and the
+    first agent's reply ("sunny") answered the second's ``book_flight``."""
+    p = make_pipeline()
+    haystack = p.provider.get_tracer(*_HAYSTACK)
+    with p.tracer.start_as_current_span("app"):
+        first, second = haystack.start_span("Agent.run"), haystack.start_span("Agent.run")
+        _agent_turn(p, first, "a1", _haystack_turn([], [("get_weather", _OSLO)]))
+        _agent_turn(p, second, "b1", _haystack_turn([], [("book_flight", '{"to": "Oslo"}')]))
+        _agent_turn(p, first, "a2", _haystack_turn([("sunny", False)]))
+        _agent_turn(p, second, "b2", _haystack_turn([("Tool 'book_flight' not found", True)]))
+        second.end()
+        first.end()
+    a2, b2 = scores(p.one("a2")), scores(p.one("b2"))
+    assert (a2["requested.0.tool"], a2["requested.0.outcome"]) == ("get_weather", "success")
+    assert (b2["requested.0.tool"], b2["requested.0.outcome"]) == ("book_flight", "malformed_call")
+    assert a2["requested.0.call_id"] != b2["requested.0.call_id"]
+    root = scores(p.one("app"))
+    assert (root["trace.request_scored_calls"], root["trace.unexecuted_calls"]) == (2, 0)
+    assert "trace.unmatched_requests" not in root
+
+
+def test_a_trimmed_history_is_not_matched_by_position_across_the_break() -> None:
+    """The third request's history does not extend the second's (its reply replaced): the second's call, waiting
+    there, is unmatched, counted on the root and in the coverage metric, never scored with the third request's
+    reply ("rain", by position the first); the third request's own call is matched within the new epoch."""
+    p = make_pipeline()
+    haystack = p.provider.get_tracer(*_HAYSTACK)
+    with p.tracer.start_as_current_span("app"):
+        agent = haystack.start_span("Agent.run")
+        _agent_turn(p, agent, "t1", _haystack_turn([], [("get_weather", _OSLO)]))
+        _agent_turn(p, agent, "t2", _haystack_turn([("sunny", False)], [("get_weather", _OSLO)]))
+        _agent_turn(p, agent, "t3", _haystack_turn([("rain", False)], [("get_population", '{"city": "Oslo"}')]))
+        _agent_turn(p, agent, "t4", _haystack_turn([("rain", False), ("ConnectionError('down')", True)]))
+        agent.end()
+    assert scores(p.one("t2"))["requested.0.outcome"] == "success"
+    assert not any(key.startswith("requested.") for key in scores(p.one("t3")))
+    t4 = scores(p.one("t4"))
+    assert (t4["requested.0.tool"], t4["requested.0.outcome"]) == ("get_population", "execution_failed")
+    root = scores(p.one("app"))
+    assert (root["trace.request_scored_calls"], root["trace.unmatched_requests"]) == (2, 1)
+    assert root["trace.unexecuted_calls"] == 1
+    suspect = p.metric_points("toolcall_eval.coverage.suspect")
+    assert [(labels["reason"], labels["scope"], n) for labels, n in suspect] == [
+        ("position_unmatched", "openinference.instrumentation.haystack", 1)
+    ]
+
+
+@pytest.mark.parametrize("fixture", ["haystack-two_agents", "haystack-compacted"])
+def test_harvest_and_eval_agree_with_the_processor_on_conversations_matched_by_position(
+    tmp_path: Path, fixture: str
+) -> None:
+    """The recorded two-agent and compacted Haystack traces: harvest reads each call's arguments and reply under
+    the id the processor gave it (its conversation and epoch), and eval gives every call its online verdict."""
+    from otel_toolcall_eval.cli import main
+    from otel_toolcall_eval.dataset import read_cases
+    from otel_toolcall_eval.replay import replay_spans
+    from otel_toolcall_eval.replay.otlp import encode_json
+    from tests.framework_scenario import KEYS, recorded, requested_scores
+    from tests.helpers import harvested_offline
+
+    spans = replay_spans(recorded(fixture)).spans
+    online = requested_scores(spans)
+    source, cases, runs = tmp_path / "traces.json", tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
+    source.write_text(json.dumps(encode_json(list(spans))))
+    command = ["harvest", str(source), "--where", "toolcall_eval.trace.correct = false", "--out", str(cases)]
+    assert main([*command, "--runs-out", str(runs)]) == 0
+    (case,) = read_cases(cases)
+    (line,) = [json.loads(text) for text in runs.read_text().splitlines()]
+    assert [c["name"] for c in line["tool_calls"]] == [name for name, _ in online]
+    assert all(c["arguments"] is not None for c in line["tool_calls"])  # each found under its id
+    rows, _ = harvested_offline(case, line)
+    offline = [{key: row[key.removeprefix("toolcall_eval.")] for key in KEYS} for row in rows]
+    assert offline == [scores for _, scores in online]

@@ -14,6 +14,7 @@ spans.
 """
 
 # no ``from __future__ import annotations``: LangChain builds a tool's schema from its live annotations
+import itertools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcall_eval import ToolCallEvalProcessor
-from tests.framework_scenario import FINAL_TEXT, Run, get_population
+from tests.framework_scenario import CALLS, FINAL_TEXT, Run, get_population
 from tests.framework_scenario import get_weather as plain_weather
 from tests.integration.scripted_openai import scripted_openai, tool_loop
 
@@ -469,12 +470,34 @@ def test_haystack_agent_openinference(run: Run, mode: str, monkeypatch: pytest.M
     instrumentation (which wraps the component classes registered when it instruments: imported first)."""
     pytest.importorskip("openinference.instrumentation.haystack", reason="the pairs extra is not installed")
     monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")  # Haystack's own usage telemetry goes to the network
+    from haystack.dataclasses import ChatMessage
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    agent = _haystack_agents()
+    hide_openinference(monkeypatch, mode)
+    with instrumented_for_this_run(HaystackInstrumentor()), scripted_openai() as fake:
+        out = agent(fake.base_url, _haystack_tools()).run(messages=[ChatMessage.from_user("Weather in Paris?")])
+    assert out["messages"][-1].text == FINAL_TEXT
+    run.finish(f"haystack-{mode}")
+
+
+def _haystack_agents() -> Any:
+    """A maker of Haystack ``Agent``s on its OpenAI chat generator against a local fake (``make(base_url, tools,
+    **options)``). Imported before OpenInference instruments: it wraps the component classes registered then."""
     from haystack.components.agents import Agent
     from haystack.components.generators.chat import OpenAIChatGenerator
-    from haystack.dataclasses import ChatMessage
-    from haystack.tools import create_tool_from_function
     from haystack.utils import Secret
-    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    def make(base_url: str, tools: list[Any], **options: Any) -> Any:
+        key = Secret.from_token("test-key")
+        model = OpenAIChatGenerator(model="fake-model", api_base_url=base_url, api_key=key, max_retries=0)
+        return Agent(chat_generator=model, tools=tools, **options)
+
+    return make
+
+
+def _haystack_tools() -> list[Any]:
+    from haystack.tools import create_tool_from_function
 
     def get_weather(city: str, unit: Literal["celsius", "fahrenheit"]) -> str:
         """Current weather in a city."""
@@ -484,15 +507,73 @@ def test_haystack_agent_openinference(run: Run, mode: str, monkeypatch: pytest.M
         """Population of a city."""
         return get_population(city)
 
-    tools = [create_tool_from_function(get_weather), create_tool_from_function(population, name="get_population")]
-    hide_openinference(monkeypatch, mode)
-    with instrumented_for_this_run(HaystackInstrumentor()), scripted_openai() as fake:
-        model = OpenAIChatGenerator(
-            model="fake-model", api_base_url=fake.base_url, api_key=Secret.from_token("test-key"), max_retries=0
-        )
-        out = Agent(chat_generator=model, tools=tools).run(messages=[ChatMessage.from_user("Weather in Paris?")])
+    return [create_tool_from_function(get_weather), create_tool_from_function(population, name="get_population")]
+
+
+def test_haystack_two_agents_in_one_trace_openinference(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two Haystack agents in one trace, each a conversation of its own without call ids (issue 26): an orchestrator
+    whose tool ``ask_travel_agent`` runs a second ``Agent`` (its ``Agent.run`` span nested in the orchestrator's),
+    each on its own local fake. The orchestrator: the valid ``get_weather``, ``ask_travel_agent``, the bad enum; the
+    travel agent, in between: the unknown ``book_flight``, the raising ``get_population``. Matched by position per
+    trace, the inner agent's calls took the outer's positions: the orchestrator's ``ask_travel_agent`` was lost."""
+    pytest.importorskip("openinference.instrumentation.haystack", reason="the pairs extra is not installed")
+    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")
+    from haystack.dataclasses import ChatMessage
+    from haystack.tools import create_tool_from_function
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    weather, population = _haystack_tools()
+    outer_script = [
+        ("call_outer_1", "get_weather", CALLS[0][1]),
+        ("call_outer_2", "ask_travel_agent", {"question": "Flights and population of Paris?"}),
+        ("call_outer_3", "get_weather", CALLS[2][1]),
+    ]
+    inner_script = [("call_inner_1", *CALLS[3]), ("call_inner_2", *CALLS[4])]
+    agent = _haystack_agents()
+    hide_openinference(monkeypatch, "content")
+    with (
+        instrumented_for_this_run(HaystackInstrumentor()),
+        scripted_openai(script=outer_script) as outer,
+        scripted_openai(script=inner_script) as inner,
+    ):
+        travel_agent = agent(inner.base_url, [population])
+
+        def ask_travel_agent(question: str) -> str:
+            """Ask the travel agent a question."""
+            out = travel_agent.run(messages=[ChatMessage.from_user(question)])
+            return str(out["messages"][-1].text)
+
+        tools = [weather, create_tool_from_function(ask_travel_agent)]
+        orchestrator = agent(outer.base_url, tools)
+        with PROVIDER.get_tracer("tests.integration").start_as_current_span("trip planner"):
+            out = orchestrator.run(messages=[ChatMessage.from_user("Plan a trip to Paris")])
     assert out["messages"][-1].text == FINAL_TEXT
-    run.finish(f"haystack-{mode}")
+    assert (len(outer.requests), len(inner.requests)) == (4, 3)
+    run.finish("haystack-two_agents")
+
+
+def test_haystack_compacted_history_openinference(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Haystack's ``Agent`` with its context compaction (``CompactionHook`` + ``SlidingWindowCompactor``, a
+    ``before_llm`` hook): once the conversation fills the window, the request sends a trimmed history (older steps
+    replaced by an omission note), whose tool messages no longer count from the conversation's start (issue 26)."""
+    pytest.importorskip("openinference.instrumentation.haystack", reason="the pairs extra is not installed")
+    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")
+    from haystack.dataclasses import ChatMessage
+    from haystack.hooks.compaction import CompactionHook, SlidingWindowCompactor
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    # the fake reports 15 tokens per request: a window this small compacts before the third request and the sixth
+    compaction = CompactionHook(SlidingWindowCompactor(), context_window=30, compact_at=0.7, compact_to=0.4)
+    make = _haystack_agents()
+    hide_openinference(monkeypatch, "content")
+    with instrumented_for_this_run(HaystackInstrumentor()), scripted_openai() as fake:
+        agent = make(fake.base_url, _haystack_tools(), hooks={"before_llm": [compaction]})
+        out = agent.run(messages=[ChatMessage.from_user("Weather in Paris?")])
+        sent = [body["messages"] for body in fake.requests]
+    assert out["messages"][-1].text == FINAL_TEXT
+    # a request whose messages do not start with the previous request's: the history was trimmed
+    assert any(now[: len(before)] != before for before, now in itertools.pairwise(sent)), sent
+    run.finish("haystack-compacted")
 
 
 # --- LiteLLM's OTel callback, under an application's own tool spans ------------------------------------------------

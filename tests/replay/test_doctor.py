@@ -371,6 +371,20 @@ def test_model_requests_detached_from_the_agents_trace_are_told_apart(
     assert ("a model request alone" in capsys.readouterr().out) is bool(lone)
 
 
+def test_calls_left_unmatched_by_a_compacted_history_are_a_gap(capsys: pytest.CaptureFixture[str]) -> None:
+    """Haystack's Agent with its ``CompactionHook``: two calls were waiting where the history was trimmed, so their
+    replies cannot be matched by position; doctor counts them, says why and what to change, and the gate fails."""
+    code = main(["doctor", str(fixture_path("haystack-compacted")), "--json", "--fail-on-gaps"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == ExitCode.GATE_FAILED
+    assert (report["calls_unmatched_by_position"], report["calls_scored_from_requests"]) == (2, 3)
+    assert "CompactionHook" in report["unmatched_fix"]
+    main(["doctor", str(fixture_path("haystack-compacted"))])
+    assert "2 requested call(s) not matched by position" in " ".join(capsys.readouterr().out.split())
+    _, whole = _doctor_json(capsys, str(fixture_path("haystack-two_agents")))
+    assert (whole["calls_unmatched_by_position"], whole["unmatched_fix"]) == (0, None)
+
+
 def test_semantic_kernel_plain_mode_asks_for_its_own_sensitive_switch(capsys: pytest.CaptureFixture[str]) -> None:
     """SK's definitions come on the root after the tool spans: the schema is in the trace (not a missing schema);
     what is missing is the arguments, and the switch named is SK's own, not the OTel GenAI content variables."""

@@ -26,6 +26,7 @@ from otel_toolcall_eval.replay.doctor import (
     LONE_REQUEST_FIX,
     MODEL_ROOT_FIX,
     REQUESTS_ONLY_FIX,
+    UNMATCHED_FIX,
     Coverage,
     Diagnosis,
     diagnose,
@@ -119,6 +120,12 @@ def _print(diagnosis: Diagnosis, console: Console) -> None:
     if diagnosis.lone_requests:
         console.print(
             f"[yellow]{diagnosis.lone_requests} of them:[/] {_safe(LONE_REQUEST_FIX)}", highlight=False, soft_wrap=True
+        )
+    if diagnosis.unmatched:
+        console.print(
+            f"[yellow]{diagnosis.unmatched} requested call(s) not matched by position:[/] {_safe(UNMATCHED_FIX)}",
+            highlight=False,
+            soft_wrap=True,
         )
     for line in diagnosis.model_only:
         console.print(f"[yellow]fix:[/] {_safe(line)}", highlight=False, soft_wrap=True)

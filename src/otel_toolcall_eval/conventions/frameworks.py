@@ -290,13 +290,15 @@ FRAMEWORKS: tuple[FrameworkSupport, ...] = (
         "Haystack 3.4 `Agent`",
         "openinference-instrumentation-haystack 0.1.46",
         "each requested call scored from the requests (the Agent runs its tools on no span): "
-        "`toolcall_eval.requested.N.*` on the model span whose input answered it, matched by position (no call ids "
-        "anywhere); schemas and the tool list from the `Tool(...)` reprs in `input.value` (read bounded, never "
-        "evaluated), outcomes from each reply's `ToolCallResult(error=)` repr: the bad enum, the unknown tool and the "
-        "raising tool each fail the verdict; `doctor` says the tools are not instrumented",
+        "`toolcall_eval.requested.N.*` on the model span whose input answered it, matched by position within each "
+        "`Agent.run` (no call ids anywhere; two agents in one trace count apart; a call waiting where a compacted "
+        "history breaks the count is counted unmatched, `trace.unmatched_requests`, not scored); schemas and the "
+        "tool list from the `Tool(...)` reprs in `input.value` (read bounded, never evaluated), outcomes from each "
+        "reply's `ToolCallResult(error=)` repr: the bad enum, the unknown tool and the raising tool each fail the "
+        "verdict; `doctor` says the tools are not instrumented",
         "`OPENINFERENCE_HIDE_INPUTS` / `_OUTPUTS=true`",
         "nothing of the calls: no verdict",
-        "test_agent_frameworks_pairs.py::test_haystack_agent_openinference (own extra: `make test-pairs`)",
+        "test_agent_frameworks_pairs.py::test_haystack_* (own extra: `make test-pairs`)",
         ("openinference.instrumentation.haystack",),
     ),
     FrameworkSupport(

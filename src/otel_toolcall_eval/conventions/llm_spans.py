@@ -15,6 +15,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import BytesBoundedCache
 from otel_toolcall_eval.conventions import reprs
 from otel_toolcall_eval.conventions.shapes import SHAPES, ReprSlice, Shape, shape_for
+from otel_toolcall_eval.engine.requested import Conversations
 from otel_toolcall_eval.records import ToolDefinition, ToolReply
 
 Attrs = Mapping[str, Any]
@@ -43,9 +44,6 @@ LLM_KEYS = frozenset(  # an LLM span carries at least one of these
         *NAMES_KEYS,
     }
 )
-# the id of a call whose request and reply carry none (a shape row's ``positional_calls``): ``@k``, its position
-# among the calls of the conversation, which the k-th tool message of a later request answers
-POSITIONAL_ID = "@"
 MAX_NAMES = 256  # tool names read from one ``definitions_names`` attribute
 
 
@@ -222,15 +220,16 @@ def _adk_definitions(raw: str) -> list[ToolDefinition]:
 
 
 def requested_calls(
-    attrs: Attrs, arguments: dict[str, Any] | None = None, positional: bool = False
+    attrs: Attrs, arguments: dict[str, Any] | None = None, positional: str = ""
 ) -> list[tuple[str | None, str | None]]:
     """``(call_id, tool_name)`` of each tool call the model asked for in this turn (one parallel batch).
 
     With ``arguments``, also fills it with each identified call's arguments as the model sent them: the evidence for
     a tool span that records none (AutoGen's, beside the official OpenAI instrumentation's chat spans).
     ``positional``: the instrumentation records no call ids (its row's ``positional_calls``): a call without one
-    gets its position in the conversation (``POSITIONAL_ID``), after the tool messages the request carried."""
-    return _requested_calls(attrs, arguments, _tool_messages(attrs) if positional else None)
+    gets its position in the conversation, after the tool messages the request carried, behind this prefix (its
+    conversation's and epoch's: ``conversation_prefix``)."""
+    return _requested_calls(attrs, arguments, _tool_messages(attrs) if positional else None, positional)
 
 
 def _tool_messages(attrs: Attrs) -> int:
@@ -238,7 +237,7 @@ def _tool_messages(attrs: Attrs) -> int:
 
 
 def _requested_calls(
-    attrs: Attrs, arguments: dict[str, Any] | None, position: int | None
+    attrs: Attrs, arguments: dict[str, Any] | None, position: int | None, prefix: str = ""
 ) -> list[tuple[str | None, str | None]]:
     calls: list[tuple[str | None, str | None]] = []
     raw = attrs.get(A.GEN_AI_OUTPUT_MESSAGES)
@@ -277,7 +276,7 @@ def _requested_calls(
     for (turn, index), item in sorted(indexed.items()):  # indices need not start at 0 or be contiguous
         call_id = item.get("id")
         if call_id is None and position is not None:
-            call_id = f"{POSITIONAL_ID}{position + len(calls)}"
+            call_id = f"{prefix}{position + len(calls)}"
         calls.append((call_id, item.get("name")))
         if arguments is not None and call_id is not None:
             key = f"llm.output_messages.{turn}.message.tool_calls.{index}.tool_call.function.arguments"
@@ -380,7 +379,7 @@ def tool_replies(
     attrs: Attrs,
     anthropic_body: bool = False,
     error_text: bool = False,
-    positional: bool = False,
+    positional: str = "",
     replies_repr: ReprSlice | None = None,
 ) -> list[ToolReply]:
     """The tool results this LLM span's input carried back to the model (``tool`` messages with a call id).
@@ -390,9 +389,9 @@ def tool_replies(
     indexed messages drop. ``error_text``: the instrumentation cannot record the flag at all (its row's
     ``records_error_flag``): a reply whose text says its tool failed (``checks.outcome.error_reply``) is flagged, any
     other keeps None. ``positional``: the messages carry no call ids (its row's ``positional_calls``), so the k-th
-    tool message gets the id ``@k``, its text and error flag read from the messages' reprs where recorded
-    (``replies_repr``: Haystack's ``ToolCallResult(result=, error=)``). Called only while a trace has requests
-    waiting for their result."""
+    tool message gets the id ``<positional>k`` (this request's prefix: ``conversation_prefix``), its text and error
+    flag read from the messages' reprs where recorded (``replies_repr``: Haystack's ``ToolCallResult(result=,
+    error=)``). Called only while a trace has requests waiting for their result."""
     from otel_toolcall_eval.checks.outcome import error_reply
 
     errors: dict[str, bool] = _anthropic_errors(attrs.get("input.value")) if anthropic_body else {}
@@ -400,7 +399,7 @@ def tool_replies(
     for m in input_messages(attrs):
         call_id = m.get("tool_call_id")
         if call_id is None and positional and m.get("role") == "tool":
-            call_id = f"{POSITIONAL_ID}{len(out)}"
+            call_id = f"{positional}{len(out)}"
         if m.get("role") == "tool" and call_id is not None:
             call_id = str(call_id)
             content = m.get("content")
@@ -409,13 +408,13 @@ def tool_replies(
                 flag = True
             out.append(ToolReply(call_id, content, flag))
     if positional and replies_repr is not None:
-        recorded = _repr_replies(attrs, replies_repr)
+        recorded = _repr_replies(attrs, replies_repr, positional)
         if recorded is not None and len(recorded) == len(out):  # the same tool messages, their content recorded
             return recorded
     return out
 
 
-def _repr_replies(attrs: Attrs, where: ReprSlice) -> list[ToolReply] | None:
+def _repr_replies(attrs: Attrs, where: ReprSlice, prefix: str) -> list[ToolReply] | None:
     """Each call of ``where.cls`` (``ToolCallResult(result=, error=)``) in the messages' reprs, in order, with its
     position's id; None when the messages are not recorded or not readable."""
     messages = repr_slice(attrs, where)
@@ -425,19 +424,45 @@ def _repr_replies(attrs: Attrs, where: ReprSlice) -> list[ToolReply] | None:
     for result in reprs.calls_of(messages, where.cls):
         error = result.get("error")
         flag = error if type(error) is bool else None
-        out.append(ToolReply(f"{POSITIONAL_ID}{len(out)}", result.get("result"), flag))
+        out.append(ToolReply(f"{prefix}{len(out)}", result.get("result"), flag))
     return out
 
 
-def span_tool_replies(span: Any, attrs: Attrs) -> list[ToolReply]:
+def span_tool_replies(span: Any, attrs: Attrs, positional: str = "") -> list[ToolReply]:
     """``tool_replies`` of a model span, read as its instrumentation scope's shape row says (``conventions.shapes``:
-    the request body's error flag, or the reply's text where the scope records no flag)."""
+    the request body's error flag, or the reply's text where the scope records no flag; ``positional``: this
+    request's prefix, ``conversation_prefix``, where the row matches by position)."""
     shape = shape_for(getattr(span, "instrumentation_scope", None))
     if shape is None:
         return tool_replies(attrs)
     return tool_replies(
-        attrs, shape.anthropic_request_body, not shape.records_error_flag, shape.positional_calls, shape.replies_repr
+        attrs,
+        shape.anthropic_request_body,
+        not shape.records_error_flag,
+        positional if shape.positional_calls else "",
+        shape.replies_repr,
     )
+
+
+def conversation_prefix(
+    conversations: Conversations, span: Any, attrs: Attrs, shape: Shape | None, max_entries: int
+) -> tuple[str, str]:
+    """The id prefix of this model span's positions and the prefix of the epoch it broke off from, where its scope's
+    row matches calls by position (``engine.requested.Conversations``; ("", "") elsewhere). Its conversation, as the
+    row says: its parent span (Haystack's ``Agent.run``, one per run of an agent), or the trace; what identifies each
+    message it sent: the reprs
+    the row reads its replies from, else the indexed messages (a request read one way after one read the other is a
+    break: nothing tells them the same)."""
+    if shape is None or not shape.positional_calls:
+        return "", ""
+    parent = getattr(span, "parent", None) if shape.conversation == "parent" else None
+    key = f"{parent.span_id:016x}" if parent is not None else shape.conversation
+    recorded = repr_slice(attrs, shape.replies_repr) if shape.replies_repr is not None else None
+    if isinstance(recorded, list):
+        messages = ["r" + (m if isinstance(m, str) else _json.dumps(m)) for m in recorded]  # within 1 MiB
+    else:
+        messages = ["i" + _json.dumps(m) for m in input_messages(attrs)]
+    return conversations.prefix(key, messages, max_entries)
 
 
 def _anthropic_errors(raw: Any) -> dict[str, bool]:

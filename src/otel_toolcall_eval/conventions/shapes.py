@@ -91,9 +91,16 @@ class Shape:
     records_error_flag: bool = True
     # its requests and replies carry no call ids (Haystack): a request's calls and the next requests' tool messages
     # are matched by position, the k-th tool message of a conversation answering the k-th call it requested (both
-    # get the id ``@k``: ``llm_spans.POSITIONAL_ID``); one conversation per trace (two agents' conversations in one
-    # trace would share the positions)
+    # get the id ``@<conversation>.<epoch>.<k>``: ``engine.requested.Conversations``), within one conversation
+    # (``conversation``); a request whose messages do not extend the previous one's (a trimmed or rewritten history:
+    # Haystack's ``CompactionHook``) starts a new epoch, and the calls waiting before it stay unmatched
+    # (``trace.unmatched_requests``), never matched across the break
     positional_calls: bool = False
+    # with ``positional_calls``, what one conversation is: "parent", the model spans of this scope under one parent
+    # span (Haystack's ``Agent.run``: one per run of an agent, however many agents a trace holds); "trace", the whole
+    # trace (where each request has a parent of its own, LangGraph's per-step node spans: two agents in one trace
+    # would share the positions, and break each other's history)
+    conversation: str = "trace"
     # the tool definitions offered, as reprs on its LLM spans (Haystack's ``Tool(name=, description=, parameters=)``)
     definitions_repr: ReprSlice | None = None
     # the replies a request carries back, as reprs of its messages whose content holds ``ToolCallResult(result=,
@@ -400,6 +407,7 @@ SHAPES: tuple[Shape, ...] = (
         "openinference.instrumentation.haystack",
         "openinference-instrumentation-haystack 0.1.46 (haystack-ai 3.4)",
         positional_calls=True,
+        conversation="parent",
         definitions_repr=ReprSlice("input.value", "tools", "Tool"),
         replies_repr=ReprSlice("input.value", "messages", "ToolCallResult"),
         definitions="the LLM spans' `input.value`: its `tools`, each a `Tool(name=, description=, parameters=)` "
@@ -407,8 +415,13 @@ SHAPES: tuple[Shape, ...] = (
         content_switch=OI_SWITCH,
         cannot_record="tool runs (its `Agent` invokes the tools outside any component span) and call ids: each "
         "requested call is scored from the requests, matched to the next request's tool message by position (the "
-        "k-th tool message of a conversation answers its k-th call), its outcome from that message's "
-        "`ToolCallResult(result=, error=)` repr in `input.value`",
+        "k-th tool message of a conversation answers its k-th call; a conversation is one `Agent.run`, the parent "
+        "of its model spans, so two agents in a trace count apart), its outcome from that message's "
+        "`ToolCallResult(result=, error=)` repr in `input.value`. A request whose messages do not extend the "
+        "previous one's (a trimmed history: its `CompactionHook`, or one rewritten) breaks the count: the calls "
+        "still waiting there are not matched across it but counted (`trace.unmatched_requests`, "
+        "`toolcall_eval.coverage.suspect{reason=position_unmatched}`, `doctor`); messages are compared by their "
+        "reprs, or by what the indexed messages record where the reprs are not (hidden, or over 1 MiB)",
     ),
     Shape(
         "openinference.instrumentation.beeai",

@@ -22,11 +22,12 @@ from opentelemetry.trace import format_trace_id
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.checks.outcome import REPLY_ERROR
 from otel_toolcall_eval.checks.parse import parse_arguments
-from otel_toolcall_eval.config import EvalConfig
+from otel_toolcall_eval.config import EvalConfig, Limits
 from otel_toolcall_eval.config.judge import Redaction
 from otel_toolcall_eval.conventions import ConventionRegistry
 from otel_toolcall_eval.conventions.llm_spans import (
     DefinitionCache,
+    conversation_prefix,
     input_messages,
     is_llm_span,
     requested_calls,
@@ -36,12 +37,14 @@ from otel_toolcall_eval.conventions.llm_spans import (
 from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
-from otel_toolcall_eval.engine.requested import requested_call_record
+from otel_toolcall_eval.engine.requested import Conversations, requested_call_record
 from otel_toolcall_eval.judge.questions import MAX_ERROR_MESSAGE_CHARS, Redactor
 from otel_toolcall_eval.online.trace_stats import records_output
 from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
 
 _SCHEMAS = ToolSchemas()  # bounded; one compile per distinct tool list
+# conversations matched by position per trace: the processor's default bound (``limits.max_calls_per_trace``)
+_MAX_CONVERSATIONS = Limits().max_calls_per_trace
 
 
 def case_id(trace_id: int) -> str:
@@ -236,6 +239,7 @@ def _recorded_calls(
     and the outcome the root gives it."""
     sent: dict[str, Any] = {}  # call id -> the arguments the model sent, from the model spans so far
     names: dict[str, str] = {}  # call id -> the tool the model asked for, from the model spans so far
+    conversations = Conversations()  # the ids of calls matched by position, as the processor gave them
     late = _late_outcomes(spans)
     for span in spans:
         attrs = span.attributes or {}
@@ -253,9 +257,10 @@ def _recorded_calls(
                 attrs = {**attrs, A.OUTCOME: failed[0]}
             yield attrs, record
         elif is_llm_span(attrs):
-            yield from _requested(span, attrs, sent)
             shape = shape_for(span.instrumentation_scope)
-            for call_id, name in requested_calls(attrs, sent, shape is not None and shape.positional_calls):
+            positional, _ = conversation_prefix(conversations, span, attrs, shape, _MAX_CONVERSATIONS)
+            yield from _requested(span, attrs, sent, positional)
+            for call_id, name in requested_calls(attrs, sent, positional):
                 if call_id is not None and name is not None:
                     names[call_id] = name
 
@@ -297,7 +302,7 @@ def _sequence(value: Any) -> Sequence[Any]:
 
 
 def _requested(
-    span: ReadableSpan, attrs: Mapping[str, Any], sent: dict[str, Any]
+    span: ReadableSpan, attrs: Mapping[str, Any], sent: dict[str, Any], positional: str
 ) -> Iterator[tuple[Mapping[str, Any], ToolCallRecord]]:
     """The calls scored from the requests that this model span's input answered, in their order."""
     calls: dict[int, dict[str, Any]] = {}
@@ -308,7 +313,7 @@ def _requested(
                 calls.setdefault(int(index), {})[A.PREFIX + field] = value
     if not calls:
         return
-    replies = {r.call_id: r for r in span_tool_replies(span, attrs)}
+    replies = {r.call_id: r for r in span_tool_replies(span, attrs, positional)}
     for _, scored in sorted(calls.items()):
         call_id, tool = scored.get(A.PREFIX + "call_id"), scored.get(A.PREFIX + "tool")
         if isinstance(call_id, str) and isinstance(tool, str):

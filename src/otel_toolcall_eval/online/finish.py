@@ -87,6 +87,8 @@ class FinishStage:
         extra.update(verdict_attributes(verdict))
         if state.request_scored:
             extra[A.TRACE_REQUEST_SCORED_CALLS] = state.request_scored
+        if state.conversations is not None and state.conversations.unmatched:
+            extra[A.TRACE_UNMATCHED_REQUESTS] = state.conversations.unmatched
         if state.prevented is not None:
             extra.update(state.prevented.attributes())
         extra.update(stats_attributes)

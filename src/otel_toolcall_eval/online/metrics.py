@@ -344,7 +344,9 @@ METRICS: Final[tuple[MetricDoc, ...]] = (
         "toolcall_eval_coverage_suspect_total",
         "tool calls that look misread rather than wrong, by the instrumentation scope that wrote them: `reason` is "
         "`same_undeclared_keys` (every call of the scope with a schema verdict so far, at least three, was invalid "
-        "with the same undeclared argument keys: a wrapper the shape table does not strip) or `no_tool_name`; a "
+        "with the same undeclared argument keys: a wrapper the shape table does not strip), `no_tool_name` or "
+        "`position_unmatched` (a call of a scope matched by position, requested before its conversation's history "
+        "broke: trimmed or rewritten, so its reply cannot be matched; `trace.unmatched_requests`); a "
         "dashboard shows a misread instrumentation here instead of a model that got worse; `otel-toolcall-eval "
         "doctor` names the row to fix",
     ),
@@ -873,6 +875,13 @@ class EvalMetrics:
             scopes[key] = (shared, count + 1)
         if shared and count + 1 >= SUSPECT_MIN_CALLS:
             self._instruments.suspect.add((convention, self._scope_label(convention, scope), "same_undeclared_keys"))
+
+    def record_unmatched(self, convention: str, scope: str, calls: int) -> None:
+        """``toolcall_eval.coverage.suspect`` ``position_unmatched``: ``calls`` of ``scope`` left unmatched where a
+        conversation matched by position broke (``engine.requested.Conversations``)."""
+        self._instruments.suspect.add_many(
+            [((convention, self._scope_label(convention, scope), "position_unmatched"), calls)]
+        )
 
     def _scope_label(self, convention: str, scope: str) -> str:
         if (convention, scope) in self._scopes or len(self._scopes) < MAX_SCOPE_LABELS:

@@ -32,6 +32,7 @@ from otel_toolcall_eval.checks.late_schema import WaitingCall, validate_waiting
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.checks.schema import ValidatorCache
+from otel_toolcall_eval.engine.requested import Conversations
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented
@@ -122,6 +123,9 @@ class TraceState:
     # arrives after all (another service's, exported later) points there instead of being counted a second time
     request_scored_ids: dict[str, int] | None = None
     request_scored_names: dict[str, list[int]] | None = None
+    # the conversations of an instrumentation whose calls carry no ids, matched by position (Haystack's), and the
+    # calls they left unmatched where a history broke (``engine.requested.Conversations``)
+    conversations: Conversations | None = None
     # tool name -> calls scored while the trace listed no tools (``tool_known`` absent): checked against a list
     # that arrives on a span ending later (Strands' root ``invoke_agent``); bounded like the call history
     unlisted: dict[str, int] | None = None
@@ -326,6 +330,7 @@ def new_trace_state(now: float) -> TraceState:
     state.request_scored = 0
     state.request_scored_ids = None
     state.request_scored_names = None
+    state.conversations = None
     state.unlisted = None
     state.listed_late = False
     state.waiting = None

@@ -15,16 +15,18 @@ from otel_toolcall_eval.checks.cost import Price
 from otel_toolcall_eval.config import Limits
 from otel_toolcall_eval.conventions.llm_spans import (
     DefinitionCache,
+    conversation_prefix,
     requested_calls,
     span_tool_replies,
     tool_definitions,
     tool_replies,
     unknown_tool_replies,
 )
-from otel_toolcall_eval.conventions.shapes import shape_for
+from otel_toolcall_eval.conventions.shapes import Shape, shape_for
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.engine.requested import (
     REQUEST_CONVENTION,
+    Conversations,
     answered_requests,
     requested_call_record,
     score_requested_call,
@@ -102,7 +104,10 @@ class TurnStage:
         if shape is not None and not shape.is_request(getattr(span, "name", "")):
             not_turn = True  # a step its instrumentation marks as a model span (its row says which)
         arguments: dict[str, Any] = {}
-        calls = [] if not_turn else requested_calls(attrs, arguments, shape is not None and shape.positional_calls)
+        positional = ""
+        if shape is not None and shape.positional_calls:  # its calls carry no ids (Haystack); as harvest reads it
+            positional = self._positions(state, span, attrs, shape)
+        calls = [] if not_turn else requested_calls(attrs, arguments, positional)
         max_calls = self._max_calls
         decided: Decisions | None = None
         answered: list[tuple[ToolCallRecord, CallScore]] = []
@@ -125,7 +130,7 @@ class TurnStage:
                 # requests no tool span answered yet: did the framework reply "unknown tool"?
                 requests.note_unknown_replies(unknown_tool_replies(attrs))
                 # a request no tool span claimed (none ran, or none for this call): its reply is the evidence
-                decided = self._score_answered(state, requests, attrs, span, answered)
+                decided = self._score_answered(state, requests, attrs, span, answered, positional)
             response_id = None if not_turn else attrs.get(A.GEN_AI_RESPONSE_ID)
             if response_id is not None and state.seen_response(str(response_id), max_calls):
                 not_turn, calls = True, []  # a second span of a request counted already: its tools only
@@ -158,6 +163,24 @@ class TurnStage:
             scored.append((index, record, score))
         return RequestScored(extra, scored, tools)
 
+    def _positions(self, state: TraceState, span: Any, attrs: dict[str, Any], shape: Shape) -> str:
+        """The id prefix of this request's positions in its conversation (its scope's row matches calls by position:
+        ``engine.requested.Conversations``). Where its history does not extend the previous request's, the calls
+        still waiting from before cannot be matched: counted (``trace.unmatched_requests``, the coverage metric)."""
+        with state.lock:
+            conversations = state.conversations
+            if conversations is None:
+                conversations = state.conversations = Conversations()
+            prefix, broken = conversation_prefix(conversations, span, attrs, shape, self._max_calls)
+            requests = state.requests
+            lost = 0
+            if broken and requests is not None:
+                lost = sum(1 for call_id in requests.call_names if call_id.startswith(broken))
+                conversations.unmatched += lost
+        if lost:
+            self.metrics.record_unmatched(REQUEST_CONVENTION, shape.scope, lost)
+        return prefix
+
     def _score_answered(
         self,
         state: TraceState,
@@ -165,12 +188,13 @@ class TurnStage:
         attrs: dict[str, Any],
         span: Any,
         out: list[tuple[ToolCallRecord, CallScore]],
+        positional: str = "",
     ) -> Decisions | None:
         """The waiting requests this span's input answers, each scored from its request and reply, claimed (no
         longer unexecuted) and counted in the trace's history and stats (under the state's lock); appended to
         ``out`` as (record, score); the record names the model span that carries its scores (what the judge's
         verdict links to). Returns the recoveries they decided."""
-        replies = span_tool_replies(span, attrs)
+        replies = span_tool_replies(span, attrs, positional)
         answered = answered_requests(replies, requests.call_names) if replies else []
         stopped = state.prevented
         if stopped is not None and answered:  # the guard's reply to a call it stopped: no call that ran

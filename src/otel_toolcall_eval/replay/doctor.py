@@ -52,6 +52,14 @@ LONE_REQUEST_FIX: Final = (
     "calls: instrument it so that it propagates (CrewAI: `CrewAIInstrumentor().instrument()` without "
     "`use_event_listener`), or export the agent's spans from the same process and provider as the model client's"
 )
+UNMATCHED_FIX: Final = (
+    "requested calls of an instrumentation that records no call ids (matched to their replies by position in their "
+    "conversation: Haystack's `Agent`) were still waiting when the conversation's history broke: a request whose "
+    "messages do not extend the previous one's (a compacted or trimmed history, Haystack's `CompactionHook`, or one "
+    "rewritten by a hook). Their replies cannot be matched by position, so they have no verdict "
+    "(`trace.unmatched_requests`). Compact less often (a larger `context_window` / `compact_at`), or record the "
+    "tools' own spans"
+)
 MODEL_ROOT_FIX: Final = (
     "the root span, which carries the trace's verdict, is itself a model request with tool spans below it: an "
     "instrumentation wrote a request's attributes onto the application's own span (one that stamps the span current "
@@ -200,6 +208,7 @@ class Diagnosis:
     model_roots: int = 0  # traces with tool spans whose root is itself a model request (stamped, or a loop's span)
     lone_requests: int = 0  # of ``requests_only``, traces that are model requests alone (detached from the agent's)
     request_scored: int = 0  # of their calls, those scored from the requests (a reply carried their result back)
+    unmatched: int = 0  # requested calls left unmatched where a conversation matched by position broke
 
     @property
     def healthy(self) -> bool:
@@ -211,6 +220,7 @@ class Diagnosis:
             and not self.requests_only
             and not self.model_only
             and not self.model_roots
+            and not self.unmatched
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -225,6 +235,8 @@ class Diagnosis:
             "requests_only_fix": REQUESTS_ONLY_FIX if self.requests_only else None,
             "traces_of_a_lone_request": self.lone_requests,
             "lone_request_fix": LONE_REQUEST_FIX if self.lone_requests else None,
+            "calls_unmatched_by_position": self.unmatched,
+            "unmatched_fix": UNMATCHED_FIX if self.unmatched else None,
             "model_spans_only": self.model_only,
             "traces_with_model_root": self.model_roots,
             "model_root_fix": MODEL_ROOT_FIX if self.model_roots else None,
@@ -306,6 +318,8 @@ def diagnose(spans: Iterable[ReadableSpan], registry: ConventionRegistry | None 
             out.verdicts += 1
             scored = attrs.get(A.TRACE_REQUEST_SCORED_CALLS)
             out.request_scored += scored if isinstance(scored, int) else 0
+            unmatched = attrs.get(A.TRACE_UNMATCHED_REQUESTS)
+            out.unmatched += unmatched if isinstance(unmatched, int) else 0
         convention = attrs.get(A.CONVENTION)
         if convention is None:
             _note_suspect(span, attrs, registry, suspects, out, name_hints=trace_id not in with_tools)

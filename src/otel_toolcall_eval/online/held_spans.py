@@ -17,7 +17,9 @@ it out with what the reply said, and the slot's ``settle`` (the pipeline's: the 
 call counted in the metrics and offered to the ``on_call_*`` hooks, once) runs before the span is built. Such a
 call is counted and offered only then, with its final outcome. Released any other way (a bound, a flush, the
 trace's end with no reply: ``TRACE_END``), it goes out as it read, counted in ``toolcall_eval.late_outcome.unread``
-by reason, and settled as read. Both reasons share the table and its bounds.
+by reason, and settled as read. Both reasons share the table and its bounds. A settle runs on the thread that
+releases the slot: the scoring one, or the timer's when ``max_hold_seconds`` does (the hooks are thread-safe: inline
+mode calls them from every application thread).
 
 Exactly once: a slot is *reserved* under the trace's lock while the call is scored, before any later step of
 the trace can decide it, and *filled* with the span's parts once they are built. Every slot leaves the table

@@ -173,8 +173,8 @@ TRACE_STATS_METRICS: Final[tuple[MetricDoc, ...]] = (
         "tool spans that read as a success on an instrumentation that cannot record a reply's error flag, forwarded "
         "as read (`success`, counted so) before the reply the next model request carries was read into them: a "
         "bound (`max_held_spans`, `max_held_spans_per_trace`, `max_hold_seconds`), a `flush`, `shutdown`, or the "
-        "trace's end with no such reply (`trace_end`); a reply read later still counts on the root "
-        "(`trace.late_outcome.*`)",
+        "trace's end with no such reply (`trace_end`: its root, or its state let go of: evicted, expired, at "
+        "shutdown); a reply read later still counts on the root (`trace.late_outcome.*`)",
     ),
     MetricDoc(
         TOOL_LIST_CHANGES,

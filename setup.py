@@ -64,6 +64,7 @@ COMPILED = (
     "otel_toolcall_eval/checks/necessity.py",
     "otel_toolcall_eval/checks/trajectory.py",
     "otel_toolcall_eval/engine/call.py",
+    "otel_toolcall_eval/engine/tally.py",
     "otel_toolcall_eval/conventions/llm_spans.py",
     # the conventions' per-span work: reading a span into a record, and the registry that asks the conventions
     # (the Protocol and the dataclass users subclass stay interpreted: conventions/protocol.py, attribute.py)

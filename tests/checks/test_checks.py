@@ -538,8 +538,8 @@ def test_the_per_trace_factories_build_what_the_dataclasses_build() -> None:
     from dataclasses import fields
 
     from otel_toolcall_eval.checks.cost import TraceCost, new_trace_cost
+    from otel_toolcall_eval.engine.tally import TraceStats, new_trace_stats
     from otel_toolcall_eval.online.trace_state import TraceState, new_trace_state
-    from otel_toolcall_eval.online.trace_stats import TraceStats, new_trace_stats
     from otel_toolcall_eval.records import CallHistory, new_call_history
 
     for made, want in (

@@ -24,7 +24,6 @@ from otel_toolcall_eval.engine.requested import (
     Conversations,
     answered_requests,
     requested_call_record,
-    score_requested_call,
 )
 from otel_toolcall_eval.records import CallHistory, CallScore, Outcome, ToolCallRecord, ToolDefinition, ToolReply
 from tests.helpers import WEATHER_SCHEMA, WEATHER_TOOL, genai_turn, make_pipeline, scores, tool_span
@@ -34,7 +33,7 @@ TOOLS = {"get_weather": ToolDefinition("get_weather", WEATHER_SCHEMA)}
 
 def _score(name: str, arguments: Any, reply: ToolReply | None, history: CallHistory | None = None) -> Any:
     record = requested_call_record("c1", name, arguments, reply)
-    return score_requested_call(Scorer(), history or CallHistory(), record, trace_tools=TOOLS, batch=1)
+    return Scorer().score(record, history or CallHistory(), trace_tools=TOOLS, batch=1)
 
 
 # --- the pure check ---------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from otel_toolcall_eval.checks.recovery import (
 )
 from otel_toolcall_eval.checks.tool_list import tool_list_fingerprint
 from otel_toolcall_eval.config import ConfigError
-from otel_toolcall_eval.online.trace_stats import ToolListChanges, tool_latency
+from otel_toolcall_eval.engine.tally import tool_latency
+from otel_toolcall_eval.online.trace_stats import ToolListChanges
 from otel_toolcall_eval.records import ToolDefinition
 from tests.helpers import LOOKUP_TOOL, WEATHER_TOOL, chat_turn, make_pipeline, scores, tool_span
 

@@ -7,8 +7,9 @@ against the tool's schema, and, once the next request carries the call's result 
 error flag where recorded, an unknown-tool reply, a rejection of the input). This is that reading, as the engine's
 one scorer applied to a record built from the request and the reply, so a call scored here is scored by exactly
 the checks a tool span's call is (``engine.call.Scorer.score``), counted in the same history (the root's verdict
-counts it). The processor calls it from its model-turn handling (``online.pipeline``), and replay through the
-processor; the record's convention, ``REQUEST_CONVENTION``, marks it as coming from the request.
+counts it). The processor's model-turn stage (``online.turn``) scores it with ``engine.tally.score_and_count``, as
+the call stage does a tool span's call, and replay through the processor; the record's convention,
+``REQUEST_CONVENTION``, marks it as coming from the request.
 
 Where the requests and replies carry no call ids (a shape row's ``positional_calls``: Haystack), calls and replies are
 matched by position, the k-th tool message of a conversation answering the k-th call it requested; ``Conversations``
@@ -22,13 +23,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from otel_toolcall_eval.checks.outcome import REPLY_ERROR
-from otel_toolcall_eval.engine.call import Scorer
 from otel_toolcall_eval.records import (
     NO_ERROR,
-    CallHistory,
-    CallScore,
     ToolCallRecord,
-    ToolDefinition,
     ToolReply,
 )
 
@@ -47,18 +44,6 @@ def requested_call_record(
         record.result_recorded = reply.content is not None
         record.error = REPLY_ERROR if reply.is_error else NO_ERROR
     return record
-
-
-def score_requested_call(
-    scorer: Scorer,
-    history: CallHistory,
-    record: ToolCallRecord,
-    *,
-    trace_tools: dict[str, ToolDefinition] | None,
-    batch: int | None,
-) -> CallScore:
-    """``Scorer.score`` of a call built by ``requested_call_record``: every per-call check, added to ``history``."""
-    return scorer.score(record, history, trace_tools=trace_tools, batch=batch)
 
 
 def answered_requests(replies: Sequence[ToolReply], pending: Mapping[str, str]) -> list[tuple[ToolReply, str]]:

@@ -38,8 +38,8 @@ from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.dataset.expected_args import ToolSchemas, call_errors
 from otel_toolcall_eval.dataset.models import DatasetCase, ExpectedCall
 from otel_toolcall_eval.engine.requested import Conversations, requested_call_record
+from otel_toolcall_eval.engine.tally import records_output
 from otel_toolcall_eval.judge.questions import MAX_ERROR_MESSAGE_CHARS, Redactor
-from otel_toolcall_eval.online.trace_stats import records_output
 from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
 
 _SCHEMAS = ToolSchemas()  # bounded; one compile per distinct tool list

@@ -24,13 +24,13 @@ from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.engine import Scorer
+from otel_toolcall_eval.engine.tally import Decisions, new_trace_stats, score_and_count, tool_latency
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
 from otel_toolcall_eval.online.trace_state import ScoredChild, TraceState, TraceStore
-from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats, tool_latency
 from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolCallRecord, ToolDefinition
 
 
@@ -142,7 +142,13 @@ class CallStage:
                     model_id = record.call_id
                 late = record.convention in LATE_REQUEST_CONVENTIONS
                 batch = claim_request(requests, record.call_id, record.name, max_calls, late, remote)
-                score = self.scorer.score(record, state.history, trace_tools=state.tools, batch=batch)
+                stats = state.stats
+                if stats is None:
+                    stats = state.stats = new_trace_stats()
+                # scored against the trace's history and counted in its numbers, in one call (``engine.tally``)
+                score, decided = score_and_count(
+                    self.scorer, record, state.history, stats, max_calls, state.tools, batch
+                )
                 if score.tool_known is None and state.tools is None:
                     state.note_unlisted(record.name, max_calls)
                 # its schema may come on a span that ends later (checks.late_schema; a call with a schema does not)
@@ -163,10 +169,6 @@ class CallStage:
                 if parent is not None:  # a server's span of the call may come later when this is its client's
                     client = self._segments and span.kind is SpanKind.CLIENT
                     _note_scored(state, parent, span_id, score, client, max_calls)
-                stats = state.stats
-                if stats is None:
-                    stats = state.stats = new_trace_stats()
-                decided = stats.on_call(score, record.start_ns, record.end_ns, max_calls)
                 # a failed call is held until its recovery class is known: reserved now, before a later step can
                 # decide it (a span after its root, or of a state dropped: nothing is left to decide it; ``live`` is
                 # read without the store's lock: a racing change is as good as one just before or after). It waits

@@ -46,7 +46,7 @@ from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import EnrichedSpan
 
-Decisions = Iterable[tuple[int, str, str]]  # (step, tool, recovery class): ``trace_stats.Decisions``
+Decisions = Iterable[tuple[int, str, str]]  # (step, tool, recovery class): ``engine.tally.Decisions``
 
 # why a held span went out without its class (the ``reason`` label of ``toolcall_eval.recovery.unclassified``)
 MAX_HELD: Final = "max_held_spans"

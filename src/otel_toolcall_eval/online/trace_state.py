@@ -33,10 +33,10 @@ from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.same_call import same_call_key
 from otel_toolcall_eval.checks.schema import ValidatorCache
 from otel_toolcall_eval.engine.requested import Conversations
+from otel_toolcall_eval.engine.tally import TraceStats
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented
-from otel_toolcall_eval.online.trace_stats import TraceStats
 from otel_toolcall_eval.records import (
     CallHistory,
     CallScore,

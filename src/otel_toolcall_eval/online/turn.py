@@ -29,8 +29,8 @@ from otel_toolcall_eval.engine.requested import (
     Conversations,
     answered_requests,
     requested_call_record,
-    score_requested_call,
 )
+from otel_toolcall_eval.engine.tally import Decisions, new_trace_stats, score_and_count
 from otel_toolcall_eval.online.call import call_attributes, claim_request
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import requested_keys
@@ -38,7 +38,6 @@ from otel_toolcall_eval.online.held_spans import HeldSpans, answer, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.trace_state import TraceState
-from otel_toolcall_eval.online.trace_stats import Decisions, new_trace_stats
 from otel_toolcall_eval.records import CallScore, ToolCallRecord, ToolDefinition
 
 _NOT_TURNS: Final = frozenset({"invoke_agent", "create_agent"})
@@ -213,9 +212,10 @@ class TurnStage:
             batch = claim_request(requests, reply.call_id, name)
             record = requested_call_record(reply.call_id, name, sent, reply, trace_id)
             record.span_id = f"{span_id:016x}"
-            score = score_requested_call(self.scorer, state.history, record, trace_tools=state.tools, batch=batch)
+            # the engine's one scorer, as for a tool span's call (``engine.requested``), counted in the trace's numbers
+            score, now = score_and_count(self.scorer, record, state.history, stats, self._max_calls, state.tools, batch)
             state.note_request_scored(reply.call_id, name, span_id, self._max_calls)
-            decided.extend(stats.on_call(score, None, None, self._max_calls) or ())
+            decided.extend(now or ())
             out.append((record, score))
         return decided or None
 

@@ -1,11 +1,7 @@
-"""``ToolCallEvalProcessor``: the online adapter's public face.
-
-It wraps the processor that exports and forwards every span to it: non-tool spans untouched (the same
-object), tool spans and trace roots as an enriched copy carrying the scores. Nothing raises into the
-application: a failed evaluation is counted, logged (rate-limited) and the span is forwarded unscored.
-
-The face checks its arguments and hands the rest to a private pipeline (``otel_toolcall_eval.online``,
-docs/explanation/online-pipeline.md), as the SDK's ``BatchSpanProcessor`` is a face over its private worker.
+"""``ToolCallEvalProcessor``: the online adapter's public face. It checks its arguments and hands the rest to a private
+pipeline (``otel_toolcall_eval.online``, docs/explanation/online-pipeline.md), as the SDK's ``BatchSpanProcessor`` is
+a face over its private worker: non-tool spans go on untouched (the same object), tool spans and trace roots as an
+enriched copy carrying the scores, and nothing raises into the application.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 and forwards (it never forwards anything itself).
 
 Under the trace's lock: a second instrumentation of a call scored already (``checks.same_call``: it points at that
-span, ``same_call_as``), the arguments the model sent when the tool span records none, the batch that issued the
-call, the engine's scores, the latency and recovery numbers (``trace_stats``); a failed call's slot among the held
+span, ``same_call_as``), the request it answers claimed (``claim_request``: the batch that issued the call, the
+arguments the model sent when the tool span records none), the engine's scores and the trace's running numbers in
+one call (``engine.tally.score_and_count``: latency, first failure, recovery); a failed call's slot among the held
 spans is reserved there, before a later step of the trace can decide its class, and so is the slot of a call that
 read as a success on a span that cannot record its error (it waits for its reply: ``checks.late_outcome``). Outside
 it: the held spans a call decided go, and the call is counted in the metrics (a call waiting for its reply when its

@@ -89,7 +89,7 @@ class Pipeline:
         self._on_trace_finished = hooks.on_trace_finished
         self._watches = hooks.watches
         limits = config.limits
-        self.scorer = Scorer(config.policy(), key_failed_first_calls=True)  # trace_stats digests failed calls
+        self.scorer = Scorer(config.policy(), key_failed_first_calls=True)  # the tally digests failed calls
         self.definitions = DefinitionCache(max_bytes=limits.max_cache_bytes)
         # "segment": a span with a remote parent is part of a trace whose root is in another service (``serve``
         # receiving both): it finishes nothing; the true root does, else the TTL (``finalized_by="segment"``)

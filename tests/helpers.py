@@ -1014,3 +1014,27 @@ def demo_spans(runs: int, failure_rate: float, seed: int) -> list[ReadableSpan]:
         agent.run(dict.fromkeys(FAILURE_CLASSES, failure_rate))
     provider.shutdown()
     return list(raw.get_finished_spans())
+
+
+class OfferedJudge:
+    """A judge (``judge.hook.JudgeHook``) that records what it is offered and samples every call: the hosted LLM
+    behind a real judge cannot run here, and what is under test is that the call reaches it."""
+
+    def __init__(self) -> None:
+        self.offered: list[tuple[int, records.ToolCallRecord, records.CallScore, Any]] = []
+
+    def offer(self, trace_id: int, record: records.ToolCallRecord, score: records.CallScore, tools: Any, /) -> bool:
+        self.offered.append((trace_id, record, score, tools))
+        return True
+
+    def observe_llm_span(self, trace_id: int, attrs: Any, /) -> None:
+        pass
+
+    def trace_done(self, trace_id: int, source: tuple[str, str, str], /) -> None:
+        pass
+
+    def force_flush(self, deadline: Any, /) -> bool:
+        return True
+
+    def shutdown(self, deadline: Any, /) -> object:
+        return None

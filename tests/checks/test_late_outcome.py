@@ -18,8 +18,7 @@ from otel_toolcall_eval.checks.late_outcome import AwaitingReply, read_replies, 
 from otel_toolcall_eval.checks.verdict import trace_verdict
 from otel_toolcall_eval.policy import DEFAULT_INPUT_ERROR_TYPES
 from otel_toolcall_eval.records import CallHistory, LateOutcomeVerdict, Outcome, ToolReply
-from tests.engine.test_requested import OfferedJudge
-from tests.helpers import genai_turn, make_pipeline, scores
+from tests.helpers import OfferedJudge, genai_turn, make_pipeline, scores
 
 INPUT_ERRORS = frozenset(DEFAULT_INPUT_ERROR_TYPES)
 
@@ -309,9 +308,9 @@ def test_calls_scored_from_the_requests_of_anthropic_under_openllmetry_are_count
 # --- offline: replay gives the same verdict; harvest and eval too ----------------------------------------------
 
 
-def _harvested(tmp_path: Path, fixture: str) -> tuple[list[Any], Any, dict[str, Any], list[dict[str, Any]]]:
-    """The recorded trace replayed through the processor, written as OTLP JSON, harvested (``--runs-out``) and scored
-    by ``eval``'s scorer: the scored spans, the case, its run line and the offline rows."""
+def _harvested(tmp_path: Path, fixture: str | list[Any]) -> tuple[list[Any], Any, dict[str, Any], list[dict[str, Any]]]:
+    """The recorded trace replayed through the processor (or spans it scored), written as OTLP JSON, harvested
+    (``--runs-out``) and scored by ``eval``'s scorer: the scored spans, the case, its run line and the offline rows."""
     from otel_toolcall_eval.cli import main
     from otel_toolcall_eval.dataset import read_cases
     from otel_toolcall_eval.replay import replay_spans
@@ -319,7 +318,7 @@ def _harvested(tmp_path: Path, fixture: str) -> tuple[list[Any], Any, dict[str, 
     from tests.framework_scenario import recorded
     from tests.helpers import harvested_offline
 
-    spans = replay_spans(recorded(fixture)).spans
+    spans = replay_spans(recorded(fixture)).spans if isinstance(fixture, str) else fixture
     source, cases, runs = tmp_path / "traces.json", tmp_path / "cases.jsonl", tmp_path / "runs.jsonl"
     source.write_text(json.dumps(encode_json(list(spans))))
     where = ["--where", "toolcall_eval.trace.composite_ok = false"]
@@ -354,3 +353,27 @@ def test_every_calls_verdict_offline_is_its_tool_spans_online(tmp_path: Path, fi
     verdict = ("outcome", "error_source", "parse_ok", "tool_known", "schema_valid")
     online = [tuple(scores(s).get(key) for key in verdict) for s in scored(spans)]
     assert [tuple(row[key] for key in verdict) for row in rows] == online
+
+
+def test_a_call_failing_by_its_reply_as_an_earlier_one_did_is_a_repeated_failure_online_and_offline(
+    tmp_path: Path,
+) -> None:
+    """The same call twice, each failing by its reply: the second is a repeated failure on its span (and in the
+    violations), as ``eval`` finds it in the harvested run line, where both calls carry their replies' errors."""
+    from tests.framework_scenario import scored
+
+    tools = [{"type": "function", "name": "get_population", "parameters": {"type": "object"}}]
+    p = make_pipeline()
+    with p.tracer.start_as_current_span("agent"):
+        genai_turn(p.tracer, "chat", [("c1", "get_population", {"city": "Paris"})], tools=tools)
+        _tool(p, "mcp-python-sdk", "get_population", "c1")
+        genai_turn(p.tracer, "chat", [("c2", "get_population", {"city": "Paris"})], [("c1", "Error: down")], tools)
+        _tool(p, "mcp-python-sdk", "get_population", "c2")
+        genai_turn(p.tracer, "chat", [], [("c2", "Error: down")], tools)
+    spans = p.spans()
+    online = [(scores(s)["outcome"], scores(s)["repeated_failure"]) for s in scored(spans)]
+    assert online == [("execution_failed", False), ("execution_failed", True)]
+    assert p.metric_sum("toolcall_eval.violations", violation="repeated_failure") == 1
+    assert scores(p.one("agent"))["trace.correct"] is False
+    _, _, _, rows = _harvested(tmp_path, spans)
+    assert [(row["outcome"], row["repeated_failure"]) for row in rows] == online

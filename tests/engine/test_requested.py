@@ -25,8 +25,8 @@ from otel_toolcall_eval.engine.requested import (
     answered_requests,
     requested_call_record,
 )
-from otel_toolcall_eval.records import CallHistory, CallScore, Outcome, ToolCallRecord, ToolDefinition, ToolReply
-from tests.helpers import WEATHER_SCHEMA, WEATHER_TOOL, genai_turn, make_pipeline, scores, tool_span
+from otel_toolcall_eval.records import CallHistory, Outcome, ToolDefinition, ToolReply
+from tests.helpers import WEATHER_SCHEMA, WEATHER_TOOL, OfferedJudge, genai_turn, make_pipeline, scores, tool_span
 
 TOOLS = {"get_weather": ToolDefinition("get_weather", WEATHER_SCHEMA)}
 
@@ -328,30 +328,6 @@ def test_a_tool_span_arriving_after_its_call_was_scored_from_the_requests_is_not
 
 
 # --- the features: the judge and sessions see them as they see a tool span's call -----------------------------
-
-
-class OfferedJudge:
-    """A judge (``judge.hook.JudgeHook``) that records what it is offered and samples every call: the hosted LLM
-    behind a real judge cannot run here, and what is under test is that the call reaches it."""
-
-    def __init__(self) -> None:
-        self.offered: list[tuple[int, ToolCallRecord, CallScore, Any]] = []
-
-    def offer(self, trace_id: int, record: ToolCallRecord, score: CallScore, tools: Any, /) -> bool:
-        self.offered.append((trace_id, record, score, tools))
-        return True
-
-    def observe_llm_span(self, trace_id: int, attrs: Any, /) -> None:
-        pass
-
-    def trace_done(self, trace_id: int, source: tuple[str, str, str], /) -> None:
-        pass
-
-    def force_flush(self, deadline: Any, /) -> bool:
-        return True
-
-    def shutdown(self, deadline: Any, /) -> object:
-        return None
 
 
 def test_the_judge_is_offered_each_call_scored_from_the_requests_and_the_span_says_it_sampled() -> None:

@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from otel_toolcall_eval.checks.outcome import REPLY_ERROR, classify_outcome, error_reply, reply_text, unknown_tool_reply
-from otel_toolcall_eval.records import CallScore, LateOutcomeVerdict, Outcome, ToolReply
+from otel_toolcall_eval.checks.repeated_failure import failure_digest, is_repeated_failure
+from otel_toolcall_eval.records import CallHistory, CallScore, LateOutcomeVerdict, Outcome, ToolReply
 
 
 @dataclass(slots=True, frozen=True)
@@ -35,6 +36,9 @@ class AwaitingReply:
 
     step: int
     name: str
+    # the call's normalised form (``records.call_digest``); None when its arguments were not recorded: a failure
+    # its reply reports is then never the same as another's (``checks.repeated_failure``)
+    digest: bytes | None = None
 
 
 def reply_outcome(content: Any, input_error_types: Collection[str]) -> tuple[Outcome, str] | None:
@@ -47,13 +51,33 @@ def reply_outcome(content: Any, input_error_types: Collection[str]) -> tuple[Out
     return outcome, source or "error.type"
 
 
-def with_reply_outcome(score: CallScore, found: tuple[Outcome, str]) -> CallScore:
+# what a reply said of its call, as ``read_replies`` hands it on: the outcome, its evidence, and whether an earlier
+# call of the trace failed the same way (the call is then a repeated failure)
+ReplyVerdict = tuple[Outcome, str, bool]
+
+
+def with_reply_outcome(score: CallScore, found: ReplyVerdict) -> CallScore:
     """The call's score with the outcome its reply gave (a copy: the engine's own stays as it was): an unknown-tool
     reply also says the tool is not known, as a tool span recording that reply would (``engine.call``)."""
-    outcome, source = found
+    outcome, source, repeated = found
     if source == "unknown_tool":
-        return replace(score, outcome=outcome, error_source=source, tool_known=False)
-    return replace(score, outcome=outcome, error_source=source)
+        return replace(score, outcome=outcome, error_source=source, tool_known=False, repeated_failure=repeated)
+    return replace(score, outcome=outcome, error_source=source, repeated_failure=repeated)
+
+
+def remember_failure(history: CallHistory, digest: bytes | None, outcome: Outcome, source: str) -> bool:
+    """A failure read from a call's reply, kept in the trace's history as the engine keeps a failed span's (its
+    digest: the call, the outcome, its evidence and the reply's error name, ``REPLY_ERROR``'s, as ``eval`` reads the
+    harvested call), so a later call failing the same way is a repeated failure. True when an earlier one did (the
+    trace's calls are then not all correct, as the engine would have counted)."""
+    if digest is None:
+        return False
+    failure = failure_digest(digest, outcome, source, REPLY_ERROR.error_type)
+    repeated = is_repeated_failure(history, failure)
+    if repeated:
+        history.all_correct = False
+    history.remember(digest, failure)
+    return repeated
 
 
 def read_replies(
@@ -62,11 +86,13 @@ def read_replies(
     verdict: LateOutcomeVerdict | None,
     input_error_types: Collection[str],
     max_length: int = 256,
-    answered: list[tuple[int, tuple[Outcome, str] | None]] | None = None,
+    answered: list[tuple[int, ReplyVerdict | None]] | None = None,
+    history: CallHistory | None = None,
 ) -> LateOutcomeVerdict | None:
     """The waiting calls these replies answer (removed from ``awaiting``), read: ``verdict`` with them added in step
     order (unchanged when none was answered). ``answered``, when given, gets each answered call's step and what
-    its reply said (None: nothing failed), for its held tool span (``online.held_spans``)."""
+    its reply said (None: nothing failed), for its held tool span (``online.held_spans``); ``history``, when given,
+    keeps each failure (``remember_failure``)."""
     checked: list[int] = []
     failed: list[tuple[int, str, str, str, str]] = []
     for reply in replies:
@@ -76,7 +102,8 @@ def read_replies(
         checked.append(call.step)
         found = reply_outcome(reply.content, input_error_types)
         if answered is not None:
-            answered.append((call.step, found))
+            repeated = found is not None and history is not None and remember_failure(history, call.digest, *found)
+            answered.append((call.step, None if found is None else (found[0], found[1], repeated)))
         if found is not None:
             text = reply_text(reply.content)
             text = text if isinstance(text, str) else str(text)

@@ -25,6 +25,7 @@ from otel_toolcall_eval.checks.same_call import wraps_same_call
 from otel_toolcall_eval.conventions.builtin import LATE_REQUEST_CONVENTIONS
 from otel_toolcall_eval.conventions.shapes import shape_for
 from otel_toolcall_eval.engine import Scorer
+from otel_toolcall_eval.engine.call import call_digest_of
 from otel_toolcall_eval.engine.tally import Decisions, new_trace_stats, score_and_count, tool_latency
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
@@ -161,7 +162,7 @@ class CallStage:
                     and score.outcome is Outcome.SUCCESS
                     and self._no_error_flag(span)
                     # its reply decides (checks.late_outcome); its span waits for it (as a failed one, below)
-                    and state.note_awaiting_reply(model_id, score, max_calls)
+                    and state.note_awaiting_reply(model_id, score, max_calls, _digest(score))
                     and held is not None
                     and not is_root
                     and state.live
@@ -270,6 +271,12 @@ def call_attributes(score: CallScore, convention: str) -> dict[str, Any]:
     if score.violations:
         out[A.VIOLATIONS] = list(score.violations)
     return out
+
+
+def _digest(score: CallScore) -> bytes | None:
+    """The call's normalised form, for a failure its reply may report later (``checks.late_outcome``); None when
+    its arguments were not recorded (two such calls are never the same: ``engine.call``)."""
+    return None if score.parse_status is ParseStatus.ABSENT else call_digest_of(score)
 
 
 def _note_scored(

@@ -27,7 +27,7 @@ from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._sdk import SpanRead
 from otel_toolcall_eval._ticker import Ticker
-from otel_toolcall_eval.checks.late_outcome import with_reply_outcome
+from otel_toolcall_eval.checks.late_outcome import ReplyVerdict, with_reply_outcome
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, is_llm_span
@@ -315,7 +315,7 @@ class Pipeline:
         attrs: dict[str, Any],
         counted: Counted,
         read: bool,
-        found: tuple[Outcome, str] | None,
+        found: ReplyVerdict | None,
         extra: dict[str, Any],
     ) -> None:
         """A held call that waited for its reply (``held_spans``), released: the outcome the reply gave written on

@@ -225,14 +225,14 @@ class TraceState:
             if not still:
                 self.waiting_bytes = 0
 
-    def note_awaiting_reply(self, call_id: str, score: CallScore, max_entries: int) -> bool:
+    def note_awaiting_reply(self, call_id: str, score: CallScore, max_entries: int, digest: bytes | None) -> bool:
         """A call that read as a success on a span that cannot record its error: its reply decides
-        (``checks.late_outcome``). False: past the bound, it is not read."""
+        (``checks.late_outcome``; ``digest``: its normalised form's). False: past the bound, it is not read."""
         awaiting = self.awaiting_reply
         if awaiting is None:
             awaiting = self.awaiting_reply = {}
         if len(awaiting) < max_entries:
-            awaiting[call_id] = AwaitingReply(score.step, score.name)
+            awaiting[call_id] = AwaitingReply(score.step, score.name, digest)
             return True
         return False
 
@@ -245,7 +245,7 @@ class TraceState:
         answered: list[tuple[int, Any]] = []
         if awaiting:
             self.late_outcome = read_replies(
-                awaiting, replies, self.late_outcome, input_error_types, max_length, answered
+                awaiting, replies, self.late_outcome, input_error_types, max_length, answered, self.history
             )
             if not awaiting:
                 self.awaiting_reply = None

@@ -401,6 +401,20 @@ def _agent_turn(p: Any, agent: Any, name: str, attrs: dict[str, Any]) -> None:
     tracer.start_span(name, context=set_span_in_context(agent), attributes=attrs).end()
 
 
+def _population_fails(p: Any, agent: Any, carried: list[tuple[str, bool]], asking: str, answering: str) -> None:
+    """A request carrying the replies ``carried`` that asks for ``get_population``, then the one that carries them
+    and its failure."""
+    _agent_turn(p, agent, asking, _haystack_turn(carried, [("get_population", '{"city": "Oslo"}')]))
+    _agent_turn(p, agent, answering, _haystack_turn([*carried, ("ConnectionError('down')", True)]))
+
+
+def _assert_population_failed(p: Any, asking: str, answering: str) -> None:
+    """The replies ``asking`` carried answered nothing; ``answering`` scored the call it made as failed."""
+    assert not any(key.startswith("requested.") for key in scores(p.one(asking)))
+    answered = scores(p.one(answering))
+    assert (answered["requested.0.tool"], answered["requested.0.outcome"]) == ("get_population", "execution_failed")
+
+
 def test_two_agents_in_one_trace_match_their_calls_by_position_each_in_its_own_conversation() -> None:
     """Two ``Agent.run`` conversations interleaved in one trace (agents running side by side): each reply answers
     its own agent's call. Counted per trace, the second agent's first call took the first's position, and the
@@ -424,6 +438,26 @@ def test_two_agents_in_one_trace_match_their_calls_by_position_each_in_its_own_c
     assert "trace.unmatched_requests" not in root
 
 
+def test_one_agent_run_twice_continues_its_history_in_a_conversation_of_its_own() -> None:
+    """The second run of an agent is given the first run's messages and a follow-up: its first request carries the
+    first run's reply, which answers nothing of the second run; the second run's call counts after it."""
+    p = make_pipeline()
+    haystack = p.provider.get_tracer(*_HAYSTACK)
+    with p.tracer.start_as_current_span("app"):
+        first = haystack.start_span("Agent.run")
+        _agent_turn(p, first, "a1", _haystack_turn([], [("get_weather", _OSLO)]))
+        _agent_turn(p, first, "a2", _haystack_turn([("sunny", False)]))
+        first.end()
+        second = haystack.start_span("Agent.run")
+        _population_fails(p, second, [("sunny", False)], "b1", "b2")
+        second.end()
+    assert scores(p.one("a2"))["requested.0.outcome"] == "success"
+    _assert_population_failed(p, "b1", "b2")
+    root = scores(p.one("app"))
+    assert (root["trace.request_scored_calls"], root["trace.unexecuted_calls"]) == (2, 0)
+    assert "trace.unmatched_requests" not in root
+
+
 def test_a_trimmed_history_is_not_matched_by_position_across_the_break() -> None:
     """The third request's history does not extend the second's (its reply replaced): the second's call, waiting
     there, is unmatched, counted on the root and in the coverage metric, never scored with the third request's
@@ -434,13 +468,10 @@ def test_a_trimmed_history_is_not_matched_by_position_across_the_break() -> None
         agent = haystack.start_span("Agent.run")
         _agent_turn(p, agent, "t1", _haystack_turn([], [("get_weather", _OSLO)]))
         _agent_turn(p, agent, "t2", _haystack_turn([("sunny", False)], [("get_weather", _OSLO)]))
-        _agent_turn(p, agent, "t3", _haystack_turn([("rain", False)], [("get_population", '{"city": "Oslo"}')]))
-        _agent_turn(p, agent, "t4", _haystack_turn([("rain", False), ("ConnectionError('down')", True)]))
+        _population_fails(p, agent, [("rain", False)], "t3", "t4")
         agent.end()
     assert scores(p.one("t2"))["requested.0.outcome"] == "success"
-    assert not any(key.startswith("requested.") for key in scores(p.one("t3")))
-    t4 = scores(p.one("t4"))
-    assert (t4["requested.0.tool"], t4["requested.0.outcome"]) == ("get_population", "execution_failed")
+    _assert_population_failed(p, "t3", "t4")
     root = scores(p.one("app"))
     assert (root["trace.request_scored_calls"], root["trace.unmatched_requests"]) == (2, 1)
     assert root["trace.unexecuted_calls"] == 1

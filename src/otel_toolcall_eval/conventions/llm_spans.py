@@ -448,13 +448,18 @@ def conversation_prefix(
     conversations: Conversations, span: Any, attrs: Attrs, shape: Shape | None, max_entries: int
 ) -> tuple[str, str]:
     """The id prefix of this model span's positions and the prefix of the epoch it broke off from, where its scope's
-    row matches calls by position (``engine.requested.Conversations``; ("", "") elsewhere). Its conversation, as the
-    row says: its parent span (Haystack's ``Agent.run``, one per run of an agent), or the trace; what identifies each
-    message it sent: the reprs
-    the row reads its replies from, else the indexed messages (a request read one way after one read the other is a
-    break: nothing tells them the same)."""
+    row matches calls by position (``engine.requested.Conversations``; ("", "") elsewhere)."""
+    found = conversation_of(span, attrs, shape)
+    return conversations.prefix(*found, max_entries) if found is not None else ("", "")
+
+
+def conversation_of(span: Any, attrs: Attrs, shape: Shape | None) -> tuple[str, list[str]] | None:
+    """Where its scope's row matches calls by position: this model span's conversation, as the row says (its parent
+    span: Haystack's ``Agent.run``, one per run of an agent; or the trace), and what identifies each message it sent
+    (the reprs the row reads its replies from, else the indexed messages: a request read one way after one read the
+    other is a break, nothing tells them the same). None elsewhere. Reads the span only (no trace state)."""
     if shape is None or not shape.positional_calls:
-        return "", ""
+        return None
     parent = getattr(span, "parent", None) if shape.conversation == "parent" else None
     key = f"{parent.span_id:016x}" if parent is not None else shape.conversation
     recorded = repr_slice(attrs, shape.replies_repr) if shape.replies_repr is not None else None
@@ -462,7 +467,7 @@ def conversation_prefix(
         messages = ["r" + (m if isinstance(m, str) else _json.dumps(m)) for m in recorded]  # within 1 MiB
     else:
         messages = ["i" + _json.dumps(m) for m in input_messages(attrs)]
-    return conversations.prefix(key, messages, max_entries)
+    return key, messages
 
 
 def _anthropic_errors(raw: Any) -> dict[str, bool]:

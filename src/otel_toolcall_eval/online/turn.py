@@ -15,7 +15,7 @@ from otel_toolcall_eval.checks.cost import Price
 from otel_toolcall_eval.config import Limits
 from otel_toolcall_eval.conventions.llm_spans import (
     DefinitionCache,
-    conversation_prefix,
+    conversation_of,
     requested_calls,
     span_tool_replies,
     tool_definitions,
@@ -166,11 +166,14 @@ class TurnStage:
         """The id prefix of this request's positions in its conversation (its scope's row matches calls by position:
         ``engine.requested.Conversations``). Where its history does not extend the previous request's, the calls
         still waiting from before cannot be matched: counted (``trace.unmatched_requests``, the coverage metric)."""
+        found = conversation_of(span, attrs, shape)  # outside the trace's lock: a read of the span (up to 1 MiB)
+        if found is None:
+            return ""
         with state.lock:
             conversations = state.conversations
             if conversations is None:
                 conversations = state.conversations = Conversations()
-            prefix, broken = conversation_prefix(conversations, span, attrs, shape, self._max_calls)
+            prefix, broken = conversations.prefix(*found, self._max_calls)
             requests = state.requests
             lost = 0
             if broken and requests is not None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from otel_toolcall_eval.checks import normalize
 from otel_toolcall_eval.checks.normalize import arguments_key
 from otel_toolcall_eval.checks.outcome import classify_outcome
 from otel_toolcall_eval.checks.parse import parse_arguments, single_parameter
@@ -203,6 +205,54 @@ def test_arguments_key_never_crashes_on_unhashable_or_odd_values() -> None:
     odd = {"list": [[1, 2], {"k": [3]}], "obj": object(), 1: "int key"}
     assert isinstance(arguments_key("t", odd), str)  # type: ignore[arg-type]
     assert arguments_key("t", None, "raw text") != arguments_key("t", None, "other")
+
+
+def _walked_key(name: str, arguments: Any) -> str:
+    """``arguments_key`` by the folding walk alone, as it was before ``_folded_text``."""
+    try:
+        return (
+            name + "\x00" + orjson.dumps(normalize._fold(arguments), option=orjson.OPT_SORT_KEYS, default=str).decode()
+        )
+    except (TypeError, RecursionError):
+        return name + "\x00repr\x00" + repr(arguments)
+
+
+# strings that hit every condition of the text path: case, spaces (leading, trailing, doubled, other whitespace),
+# quotes, backslashes, non-ASCII, digits before "." or "e" (a float's look in a string), braces
+_TEXTS = st.text(alphabet=st.sampled_from(list("abcxyzAB01_ -") * 4 + list('.eE{}"\\\t\n\u00a0\u00df ')), max_size=8)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | _TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXTS, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+_PLAIN = st.text(alphabet=st.sampled_from(list("abcxyzAB01_-") * 3 + [" ", "."]), max_size=6)
+_PLAIN_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | _PLAIN,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_PLAIN, inner, max_size=2),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.dictionaries(_TEXTS, _JSON, max_size=4) | st.dictionaries(_PLAIN, _PLAIN_JSON, max_size=3))
+def test_arguments_key_by_the_text_equals_the_folding_walk(arguments: dict[str, Any]) -> None:
+    """The text path (``normalize._folded_text``) answers only where it is exact: the key is the walk's (the second
+    strategy's arguments mostly take the text path, the first's mostly not)."""
+    assert arguments_key("t", arguments) == _walked_key("t", arguments)
+
+
+def test_arguments_key_by_the_text_covers_the_common_arguments() -> None:
+    """Lower-case ASCII arguments, and upper case in the values of a flat object, take the text path; a float, a
+    nested object with upper case, or a doubled space do not (the walk decides them)."""
+    assert normalize._folded_text({"query": "unpaid invoices 3", "limit": 10, "tags": ["a", "b"], "x": None})
+    assert normalize._folded_text({"city": "Paris", "ok": True}) == '{"city":"paris","ok":true}'
+    assert normalize._folded_text({"n": 1.0}) is None
+    assert normalize._folded_text({"f": {"City": "x"}}) is None
+    assert normalize._folded_text({"Q": "Paris"}) is None
+    assert normalize._folded_text({"q": "a  b"}) is None
+    assert normalize._folded_text({"q": " a"}) is None
 
 
 # --- trajectory and policies through the scorer --------------------------------------------------

@@ -5,8 +5,11 @@ is a few callables in these lists, never a branch of the span path: a pipeline w
 an empty tuple per kind. Held spans and held roots are not hooks: they decide when a span is forwarded, so they
 are built into the stages.
 
-Every hook runs on the thread that scores (the application's inline, the worker in background mode) and must
-not block; a hook that raises is contained by the pipeline (counted under ``hook.<kind>``, the span goes on).
+Every hook runs on the thread that scores (the application's inline, the worker in background mode), except the
+call hooks of a span held for its late outcome (``held_spans``): they run on the thread that releases it, the
+timer's when ``limits.max_hold_seconds`` does. So hooks are thread-safe (inline mode calls them from every
+application thread anyway) and must not block; a hook that raises is contained by the pipeline (counted under
+``hook.<kind>``, the span goes on).
 """
 
 from __future__ import annotations

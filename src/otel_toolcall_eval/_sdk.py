@@ -256,7 +256,7 @@ SpanRead = tuple[tuple[int, int, int | None, bool], dict[str, Any] | None]
 
 
 def read_span(span: ReadableSpan, gate: frozenset[str] | None) -> SpanRead | None:
-    """``span_key`` and ``attributes_dict`` in one call (the pipeline's one move into this module past the gate):
+    """``span_key`` and ``attributes_dict`` in one call (``conventions.registry.read_span``'s read of the span):
     None when the span has no context or no attributes. The attributes are None, not copied, for a root (or a
     span with a remote parent) that carries none of the ``gate`` keys: plain traffic's roots, which the caller
     forwards as they are unless their trace has state (then it copies them with ``attributes_dict``)."""
@@ -267,15 +267,6 @@ def read_span(span: ReadableSpan, gate: frozenset[str] | None) -> SpanRead | Non
         return key, None
     attrs = attributes_dict(span)
     return None if attrs is None else (key, attrs)
-
-
-def gate_and_read(span: ReadableSpan, gate: frozenset[str] | None) -> SpanRead | None:
-    """``is_plain_child`` and ``read_span`` in one call, for inline evaluation (the pipeline's one move into this
-    module per span; in background mode the gate runs on the application thread, the read on the worker): None
-    for a plain child (forwarded as it came) and for a span with nothing to read."""
-    if is_plain_child(span, gate):
-        return None
-    return read_span(span, gate)
 
 
 def raw_attributes(span: ReadableSpan) -> Mapping[str, Any] | None:

@@ -122,8 +122,8 @@ def test_a_plain_root_of_a_trace_with_no_state_is_forwarded_after_the_gate() -> 
     tracer.start_span("request", attributes=attributes).end()  # warm
     root = tracer.start_span("request", attributes=attributes)
     frames = _project_frames(root.end)
-    # inline, the gate and the read are one call (``_sdk.gate_and_read``); in background mode the gate runs alone
-    assert frames[:3] == ["on_end", "gate_and_read", "is_plain_child"] and "evaluate_and_forward" in frames
+    # inline, the gate, the read and recognition are one call (``read_span``); in background mode the gate runs alone
+    assert frames[:3] == ["on_end", "read_span", "is_plain_child"] and "evaluate_and_forward" in frames
     assert "_finish_trace" not in frames and "recognise" not in frames and "attributes_dict" not in frames
     with tracer.start_as_current_span("request", attributes=attributes):  # a plain root around an agent's tool call
         tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"}

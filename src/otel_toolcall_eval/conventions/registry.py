@@ -12,6 +12,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_toolcall_eval import _sdk
 from otel_toolcall_eval.conventions.attribute import AttributeConvention
 from otel_toolcall_eval.conventions.protocol import Attrs, Convention
 from otel_toolcall_eval.conventions.spans import plain_attributes
@@ -31,6 +32,11 @@ _Index = tuple[
     tuple[frozenset[str], ...],
     tuple[_Asked, ...],
 ]
+
+
+# ``read_span``'s answer: the span's (trace id, span id, parent span id or None, remote parent), its attributes (None:
+# not copied, ``_sdk.read_span``) and the tool call a convention reads from it (None: none)
+SpanReading = tuple[tuple[int, int, int | None, bool], dict[str, Any] | None, ToolCallRecord | None]
 
 
 def _asked(convention: Convention) -> _Asked:
@@ -138,3 +144,22 @@ class ConventionRegistry:
             elif convention.match(span, plain):
                 return convention
         return None
+
+
+def read_span(
+    registry: ConventionRegistry, span: ReadableSpan, gate: frozenset[str] | None, gate_children: bool
+) -> SpanReading | None:
+    """Read a span and recognise it in one call (the online pipeline's one move into the conventions per span): its
+    ids and one copy of its attributes (``_sdk.read_span``; ``gate``: its keys, see there), and the tool call the
+    recognising convention reads (``ConventionRegistry.read``), which every later step reads instead of the span.
+    None for a span with nothing to read and, with ``gate_children`` (inline: the gate and the read are this one
+    call), for a plain child (``_sdk.is_plain_child``: forwarded as it came). The attributes are not copied, nor the
+    span recognised, for a root carrying none of the ``gate`` keys (no convention can match it: ``gate`` holds every
+    detect key)."""
+    if gate_children and _sdk.is_plain_child(span, gate):
+        return None
+    read = _sdk.read_span(span, gate)
+    if read is None:
+        return None
+    key, attrs = read
+    return key, attrs, None if attrs is None else registry.read(span, attrs)

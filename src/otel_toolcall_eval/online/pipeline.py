@@ -25,12 +25,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_toolcall_eval import _sdk
 from otel_toolcall_eval import attributes as A
-from otel_toolcall_eval._sdk import SpanRead
 from otel_toolcall_eval._ticker import Ticker
 from otel_toolcall_eval.checks.late_outcome import ReplyVerdict, with_reply_outcome
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.conventions import ConventionRegistry
 from otel_toolcall_eval.conventions.llm_spans import DefinitionCache, is_llm_span
+from otel_toolcall_eval.conventions.registry import SpanReading, read_span
 from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.judge.hook import JudgeHook
 from otel_toolcall_eval.online.background import BackgroundQueue
@@ -146,15 +146,16 @@ class Pipeline:
     # --- the span path ---------------------------------------------------------------------------------
     def on_end(self, span: ReadableSpan) -> None:
         """The SDK's ``on_end``, bound straight to the face's (never raises into the code that ended the span)."""
-        read: SpanRead | None = None
+        read: SpanReading | None = None
         try:
             gate = self.gate
-            keys = self.conventions.detect_keys  # may change when conventions are registered later
+            conventions = self.conventions
+            keys = conventions.detect_keys  # may change when conventions are registered later
             if keys is not gate.of:
                 gate.refresh(keys)
             background = self.background
-            if background is None:  # inline: the gate and the read in one call
-                read = _sdk.gate_and_read(span, gate.keys)  # None: a plain child (or nothing to read)
+            if background is None:  # inline: the gate, the read and recognising it in one call
+                read = read_span(conventions, span, gate.keys, True)  # None: a plain child (or nothing to read)
                 plain = read is None or (
                     gate.noting and read[0][2] is not None and not read[0][3] and gate.only_watched(span)
                 )
@@ -180,10 +181,10 @@ class Pipeline:
             pass
         self.evaluate_and_forward(span, read)
 
-    def evaluate_and_forward(self, span: ReadableSpan, read: SpanRead | None = None) -> None:
-        """Score ``span`` (``read``: its ids and attributes when the gate read them already) and forward the result
-        (None: held until its recovery class is known, forwarded then); on any failure forward it unscored (never
-        raises)."""
+    def evaluate_and_forward(self, span: ReadableSpan, read: SpanReading | None = None) -> None:
+        """Score ``span`` (``read``: its ids, attributes and record when the gate read them already) and forward the
+        result (None: held until its recovery class is known, forwarded then); on any failure forward it unscored
+        (never raises)."""
         out: ReadableSpan | None = span
         try:
             out = self._evaluate(span, read)
@@ -207,18 +208,19 @@ class Pipeline:
         except Exception:  # noqa: BLE001
             self.contained.log.error("downstream.on_end", "downstream on_end failed")
 
-    def _evaluate(self, span: ReadableSpan, read: SpanRead | None) -> ReadableSpan | None:
+    def _evaluate(self, span: ReadableSpan, read: SpanReading | None) -> ReadableSpan | None:
         """One span past the gate, through its stage: the span to forward (None: held, forwarded later)."""
-        # The span's ids and one C-level copy of its attributes, read by every step (recognise, extract, the LLM
-        # checks, the enriched copy) instead of one per step: the SDK's proxy copies, iterates and looks up keys in
+        # The span's ids, one C-level copy of its attributes and the tool call a convention reads from it, in one
+        # call into the conventions (``conventions.registry.read_span``): every step (the LLM checks, the stages,
+        # the enriched copy) reads these instead of the span, whose SDK proxy copies, iterates and looks up keys in
         # Python. No copy for a root (or a remote-parented span) that no check reads (only these pass ``on_end``'s
         # gate without a key a check reads): plain traffic's roots, which the gate cannot tell from an agent's until
         # the trace's state is looked up.
         if read is None:  # not read at the gate (background mode: the worker reads it here)
-            read = _sdk.read_span(span, self.gate.keys)
+            read = read_span(self.conventions, span, self.gate.keys, False)
             if read is None:
                 return span
-        (trace_id, span_id, parent, remote), found = read  # ``parent``: the parent's span id, None for a root
+        (trace_id, span_id, parent, remote), found, record = read  # ``parent``: the parent's span id, None: a root
         if found is None:
             found = _sdk.attributes_dict(span) if self.store.knows(trace_id) else None
             if found is None:
@@ -230,7 +232,6 @@ class Pipeline:
             watched = self.gate.watched
             if watched is not None and not watched.isdisjoint(attrs):  # the set test in C first: most spans have none
                 self._note_watched(trace_id, attrs)
-        record = self.conventions.read(span, attrs)
         if record is not None:
             state = self.store.get(trace_id)
             assert state is not None

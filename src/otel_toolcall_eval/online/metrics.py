@@ -91,6 +91,11 @@ OTHER: Final = "_other"
 OTHER_SOURCE: Final[Source] = (OTHER, OTHER, OTHER)
 MAX_LABEL_LENGTH: Final = 128  # a source value is cut to this many characters
 MAX_TRACE_KEYS: Final = 64  # distinct call keys a trace tallies before its verdict; past this counted at once
+# distinct (call key, findings) entries kept once each and shared by every trace that tallies them (``record_call``);
+# past this an entry is a trace's own (still counted right: a key is compared by value)
+MAX_SHARED_ENTRIES: Final = 4096
+# a call's key (tool label, outcome, convention, three coverage flags) and its findings, as a trace tallies it
+Entry = tuple[tuple[Any, ...], tuple[str, ...]]
 LABEL_OVERFLOW: Final = "toolcall_eval.label_overflow"
 OVERFLOW_LABELS: Final = ("tool", "source", "scope")  # the ``label`` values of ``toolcall_eval.label_overflow``
 SOURCE_LABELS_TEXT: Final = "`service.name`, `gen_ai.agent.name`, `service.version`"  # as the metric table shows them
@@ -534,22 +539,25 @@ _NO_FINDINGS: Final[tuple[str, ...]] = ()
 class TraceCounts:
     """One trace's source and its calls not counted yet (``EvalMetrics.trace_counts`` makes it, once per trace).
 
-    ``pending`` maps a call's key (tool label, outcome, convention, three coverage flags) and its findings to how
-    many calls had them: a trace's calls share few keys (at most ``MAX_TRACE_KEYS``; past that a call is counted at
-    once). ``latencies`` holds the calls' durations the same way (at most ``MAX_TRACE_KEYS``). ``record_trace``
-    counts them with the trace's source and sets both to None: a call after that (a late span) is counted at once
-    with the same source. Guarded by the ``EvalMetrics`` lock."""
+    ``pending`` maps a call's key (tool label, outcome, convention, three coverage flags) and its findings (an
+    ``Entry``, shared by the traces that tally it: ``EvalMetrics._entries``) to how many calls had them: a trace's
+    calls share few keys (at most ``MAX_TRACE_KEYS``; past that a call is counted at once). ``latencies`` holds the
+    calls' durations the same way (at most ``MAX_TRACE_KEYS``). Both are made by the first call that needs them
+    (None until then: 64 and 56 bytes a trace otherwise; the latencies only with ``metrics.histograms``).
+    ``record_trace`` counts them with the trace's source and sets ``closed``: a call after that (a late span) is
+    counted at once with the same source. Guarded by the ``EvalMetrics`` lock."""
 
-    __slots__ = ("agent", "latencies", "pending", "service", "source", "version")
+    __slots__ = ("agent", "closed", "latencies", "pending", "service", "source", "version")
 
     def __init__(self, service: str, version: str) -> None:
         self.service = service
         self.version = version
         self.agent = ""
         self.source: Source | None = None  # the bounded label tuple, fixed at the trace's verdict
-        self.pending: dict[tuple[tuple[Any, ...], tuple[str, ...]], int] | None = {}
+        self.closed = False  # counted (or made after its trace's verdict): its calls are counted at once
+        self.pending: dict[Entry, int] | None = None
         # (tool label, seconds) of the calls' durations not recorded yet (``metrics.histograms``), as ``pending``
-        self.latencies: list[tuple[str, float]] | None = []
+        self.latencies: list[tuple[str, float]] | None = None
 
     def note_agent(self, attributes: dict[str, Any]) -> None:
         """The first ``gen_ai.agent.name`` of the trace's tool spans is its agent until the root names one (one dict
@@ -693,6 +701,9 @@ class EvalMetrics:
         # per (convention, scope): the undeclared keys every invalid call shared so far and how many there were;
         # None once a call of the scope was valid (then nothing here suspects it again)
         self._scopes: dict[tuple[str, str], tuple[frozenset[str], int] | None] = {}
+        # each distinct (call key, findings) once, the one every trace's ``pending`` holds: a trace keeps a reference
+        # per key, not two tuples per call (13 % of what 10,000 open traces kept); at most ``MAX_SHARED_ENTRIES``
+        self._entries: dict[Entry, Entry] = {}
         self._lock = threading.Lock()
         _fork.reinit_after_fork(self)
 
@@ -776,20 +787,27 @@ class EvalMetrics:
             return
         tallied = False
         with self._lock:
-            pending = trace.pending
-            if pending is not None:
+            if not trace.closed:
                 if seconds is not None:
                     latencies = trace.latencies
-                    if latencies is not None and len(latencies) < MAX_TRACE_KEYS:
+                    if latencies is None:
+                        trace.latencies = [(tool, seconds)]
+                        seconds = None
+                    elif len(latencies) < MAX_TRACE_KEYS:
                         latencies.append((tool, seconds))
                         seconds = None
-                n = pending.get(entry)
-                if n is not None:
-                    pending[entry] = n + 1
+                pending = trace.pending
+                if pending is None:
+                    trace.pending = {self._shared(entry): 1}
                     tallied = True
-                elif len(pending) < MAX_TRACE_KEYS:
-                    pending[entry] = 1
-                    tallied = True
+                else:
+                    n = pending.get(entry)
+                    if n is not None:
+                        pending[entry] = n + 1
+                        tallied = True
+                    elif len(pending) < MAX_TRACE_KEYS:
+                        pending[self._shared(entry)] = 1
+                        tallied = True
                 if tallied and seconds is None:
                     return
             source = self._source(trace)  # after the verdict (a late span), or a trace of too many keys or calls
@@ -798,6 +816,17 @@ class EvalMetrics:
         if seconds is not None:
             instruments = self._instruments
             instruments.stats.tool_latency.record(seconds, instruments.labels.with_source(source, {"tool": tool}))
+
+    def _shared(self, entry: Entry) -> Entry:
+        """``entry`` as every trace holds it (the first equal one seen; under the lock): a trace's ``pending`` keeps
+        it for the trace's life, the caller's own tuples go with the call."""
+        entries = self._entries
+        shared = entries.get(entry)
+        if shared is None:
+            if len(entries) < MAX_SHARED_ENTRIES:
+                entries[entry] = entry
+            return entry
+        return shared
 
     def on_call(
         self,
@@ -816,7 +845,7 @@ class EvalMetrics:
         self.record_call(score, convention, result_recorded, trace, seconds)
         self.record_scope(score, convention, scope)
 
-    def _count(self, source: Source, counted: Iterable[tuple[tuple[tuple[Any, ...], tuple[str, ...]], int]]) -> None:
+    def _count(self, source: Source, counted: Iterable[tuple[Entry, int]]) -> None:
         """Add ``((call key, findings), n)`` pairs to the tool-call and violation tallies, with ``source``."""
         calls = []
         violations = []
@@ -899,6 +928,7 @@ class EvalMetrics:
                 source = self._source(trace)
                 pending, trace.pending = trace.pending, None
                 latencies, trace.latencies = trace.latencies, None
+                trace.closed = True
             if pending:
                 self._count(source, pending.items())
             if latencies:

@@ -166,7 +166,7 @@ class TraceState:
                 if counts is None:
                     counts = self.counts = metrics.trace_counts(span)
                     if self.finished:  # a state made for a span after its trace's verdict (``TraceStore.get``):
-                        counts.pending = None  # no verdict will count its calls later: they are counted at once
+                        counts.closed = True  # no verdict will count its calls later: they are counted at once
         return counts
 
     def add_tools(self, definitions: list[ToolDefinition]) -> None:

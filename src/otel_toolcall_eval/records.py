@@ -271,6 +271,27 @@ _new_pending: Any = tuple.__new__
 _SUCCESS: Final = Outcome.SUCCESS
 
 
+# A trace's remembered digests: none (the shared empty tuple), a few in a list (64-120 bytes; a set is 216 bytes
+# empty, and most traces remember one to three), a set past ``MAX_LISTED_DIGESTS``. ``x in digests`` on each.
+Digests = tuple[()] | list[bytes] | set[bytes]
+MAX_LISTED_DIGESTS: Final = 8  # a membership test over at most 8 16-byte digests is a few compares; past this a set
+
+
+def added_digest(digests: Digests, digest: bytes) -> Digests:
+    """``digests`` with ``digest`` in it (once): the same list or set, or the next form up."""
+    if isinstance(digests, set):
+        digests.add(digest)
+        return digests
+    if digest in digests:
+        return digests
+    if isinstance(digests, list):
+        if len(digests) < MAX_LISTED_DIGESTS:
+            digests.append(digest)
+            return digests
+        return {*digests, digest}
+    return [digest]
+
+
 def call_digest(key: str) -> bytes:
     """What a trace's history keeps of a normalised call: 16 bytes, whatever the size of its arguments."""
     return blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
@@ -292,8 +313,8 @@ class CallHistory:
     violations: int = 0
     violation_weight: int = 0
     all_correct: bool = True
-    seen_calls: set[bytes] = field(default_factory=set)  # digests of earlier calls' normalised forms
-    failures: set[bytes] | None = None  # digests of earlier failures (call, outcome, error); None until one
+    seen_calls: Digests = ()  # digests of earlier calls' normalised forms (``Digests``: made by the first)
+    failures: Digests = ()  # digests of earlier failures (call, outcome, error)
     succeeded: dict[str, list[int | None]] = field(default_factory=dict)
     pending: dict[str, PendingCall | None] = field(default_factory=dict)  # tool -> its first call, until keyed
     # the step budget counts a parallel batch where it starts (``engine.call.budget_position``): the batch being
@@ -355,12 +376,9 @@ class CallHistory:
         return len(self.seen_calls) + len(self.pending)
 
     def remember(self, call: bytes, failure: bytes | None) -> None:
-        self.seen_calls.add(call)
-        if failure is not None:  # failures are rare: the set (216 bytes empty) is made for the first one
-            failures = self.failures
-            if failures is None:
-                failures = self.failures = set()
-            failures.add(failure)
+        self.seen_calls = added_digest(self.seen_calls, call)
+        if failure is not None:
+            self.failures = added_digest(self.failures, failure)
 
 
 def new_call_history() -> CallHistory:
@@ -373,8 +391,8 @@ def new_call_history() -> CallHistory:
     history.violations = 0
     history.violation_weight = 0
     history.all_correct = True
-    history.seen_calls = set()
-    history.failures = None
+    history.seen_calls = ()
+    history.failures = ()
     history.succeeded = {}
     history.pending = {}
     history.batch = None

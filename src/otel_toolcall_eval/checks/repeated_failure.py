@@ -21,5 +21,4 @@ def failure_digest(call: bytes, outcome: Outcome, error_source: str | None, erro
 
 def is_repeated_failure(history: CallHistory, failure: bytes | None) -> bool:
     """``failure``: this call's ``failure_digest``; the history keeps those of earlier failures."""
-    failures = history.failures
-    return failure is not None and failures is not None and failure in failures
+    return failure is not None and failure in history.failures

@@ -86,6 +86,11 @@ COMPILED = (
     "otel_toolcall_eval/online/finish.py",
     "otel_toolcall_eval/online/held_spans.py",
     "otel_toolcall_eval/_ticker.py",
+    # the guard's decision before a tool runs and its record (its plug-ins, which import their frameworks, are not)
+    "otel_toolcall_eval/engine/precheck.py",
+    "otel_toolcall_eval/engine/guard.py",
+    "otel_toolcall_eval/guard/guard.py",
+    "otel_toolcall_eval/guard/record.py",
     "otel_toolcall_eval/offline/score.py",
     "otel_toolcall_eval/offline/runs.py",
     "otel_toolcall_eval/offline/prepare.py",

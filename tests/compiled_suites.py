@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 # What the compiled modules run under (setup.py's COMPILED): the checks, the processor and its pipeline, conventions,
-# lifecycle, parity with the engine, memory bounds, replay's engine, offline scoring, the public API.
+# lifecycle, parity with the engine, memory bounds, replay's engine, offline scoring, the public API, the guard.
 SUITES = (
     "tests/test_compiled_build.py",
     "tests/checks/test_checks.py",
@@ -33,6 +33,11 @@ SUITES = (
     "tests/test_sdk_fields.py",
     "tests/online/test_late_spans.py",
     "tests/serve/test_encode.py",
+    # the guard's decision and record (compiled), with the plug-in around a plain function
+    "tests/guard/test_guard.py",
+    "tests/guard/test_parity.py",
+    "tests/guard/test_record.py",
+    "tests/guard/test_functions.py",
 )
 
 

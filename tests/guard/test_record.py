@@ -13,6 +13,7 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -131,3 +132,70 @@ def test_the_block_rate_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
     result = subprocess.run(["promtool", "test", "rules", str(tmp_path / "tests" / suite.name)], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert result.returncode != 0 and "ToolCallGuardBlockRateHigh" in result.stdout + result.stderr
+
+
+class _VendorSpan(NonRecordingSpan):
+    """A span of a tracer provider that is not the SDK's (a vendor's own): it keeps what it is given."""
+
+    def __init__(self, name: str, attributes: dict[str, Any]) -> None:
+        super().__init__(INVALID_SPAN_CONTEXT)
+        self.name, self.attributes, self.events = name, dict(attributes), []  # type: ignore[misc]
+
+    def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+        self.events.append((name, dict(attributes or {})))
+
+
+class _VendorProvider(TracerProvider):
+    def __init__(self) -> None:
+        super().__init__(resource=Resource.get_empty())
+        self.ended: list[_VendorSpan] = []
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+        provider = self
+
+        class _Tracer:
+            def start_span(self, name: str, kind: Any = None, attributes: Any = None) -> _VendorSpan:
+                span = _VendorSpan(name, attributes)
+                provider.ended.append(span)
+                return span
+
+        return _Tracer()
+
+
+def test_a_findings_events_are_the_same_on_every_span_whichever_provider_records_them() -> None:
+    """A kind of finding's events are built once: on the SDK's spans their attributes are bounded once by the
+    provider's limits and shared (``_sdk.EVENT_SPANS``, which this SDK must allow: else the guard silently pays
+    the SDK's ``add_event`` per event); a span of another provider gets the same through its own ``add_event``."""
+    from opentelemetry.sdk.trace import SpanLimits
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_toolcall_eval import _sdk
+
+    assert _sdk.EVENT_SPANS
+    config = EvalConfig.from_dict({"policies": {"must_not_call": ["wipe"]}})
+    exporter = InMemorySpanExporter()
+    sdk = TracerProvider(resource=Resource.get_empty(), span_limits=SpanLimits(max_attribute_length=12))
+    sdk.add_span_processor(SimpleSpanProcessor(exporter))
+    vendor = _VendorProvider()
+    for provider in (sdk, vendor):
+        guard = Guard(config, tracer_provider=provider, meter_provider=MeterProvider())
+        for scope in ("a", "b"):
+            guard.check("wipe", {}, scope=scope)
+        guard.check("wipe", {}, scope="c", call_id="call_7")
+    on_sdk = [[(e.name, dict(e.attributes)) for e in span.events] for span in exporter.get_finished_spans()]
+    on_vendor = [span.events for span in vendor.ended]
+    assert len(on_sdk) == len(on_vendor) == 3
+    assert on_sdk[0] == on_sdk[1] and on_vendor[0] == on_vendor[1]  # the same finding, the same events
+    (_, result), (_, threat) = on_vendor[0]
+    assert result["gen_ai.guardrail.result.reason"] == "the tool is on policies.must_not_call"
+    assert threat["agent.threat.detection.rule_id"] == "must_not_call/must_not_call"
+    cut = {k: v[:12] if isinstance(v, str) else v for k, v in result.items()}  # the SDK provider's own limit
+    assert on_sdk[0] == [("gen_ai.guardrail.result", cut), on_sdk[0][1]]
+    assert on_sdk[0][1][1] == {k: v[:12] if isinstance(v, str) else v for k, v in threat.items()}
+    correlated = on_vendor[2][1][1]
+    assert correlated == {**threat, "agent.threat.detection.correlation_id": "call_7"}
+    assert on_sdk[2][1][1]["agent.threat.detection.correlation_id"] == "call_7"
+    assert "agent.threat.detection.correlation_id" not in on_sdk[0][1][1]  # the shared record is not the call's
+    with pytest.raises(TypeError):  # shared by many spans: nobody may change it
+        exporter.get_finished_spans()[0].events[0].attributes["x"] = 1  # type: ignore[index]

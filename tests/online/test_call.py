@@ -34,23 +34,29 @@ def test_a_call_returns_its_scores_and_writes_nothing_itself() -> None:
     result = s.calls.score(state, readable_span(3, parent=1), _record(), TRACE, 3, 1, False, False, {})
     assert result.score is not None and result.score.outcome is Outcome.SUCCESS
     assert result.extra[A.CONVENTION] == "genai" and A.LATE not in result.extra
-    assert result.slot is None and result.failed_step is None and s.forwarded == []
+    assert result.held_step is None and result.failed_step is None and s.forwarded == []
     assert state.history.calls == 1 and state.stats is not None
     assert state.counts is not None  # tallied on its trace: counted with the trace's source at its verdict
 
 
 def test_a_failed_call_in_a_live_trace_reserves_its_held_slot() -> None:
+    """Reserved in the trace's state, under its lock (``TraceState.holding``); the table takes the span once it is
+    built (``HeldSpans.hold``)."""
     s = make_stages()
     state = s.store.get(TRACE)
-    result = s.calls.score(state, readable_span(3, parent=1), _record(fail=True), TRACE, 3, 1, False, False, {})
+    span = readable_span(3, parent=1)
+    result = s.calls.score(state, span, _record(fail=True), TRACE, 3, 1, False, False, {})
     assert result.score is not None and result.score.outcome is not Outcome.SUCCESS
-    assert result.failed_step == result.score.step and result.slot is not None and len(s.held) == 1
+    step = result.held_step
+    assert result.failed_step == result.score.step == step and state.holding == {step: False} and len(s.held) == 0
+    s.held.hold(state, TRACE, step, span, result.extra, None)
+    assert state.holding is None and len(s.held) == 1 and s.forwarded == []
     # a failed root decides its own class at the trace's end: nothing is held
     root_state = s.store.get(TRACE + 1)
     root = s.calls.score(
         root_state, readable_span(9, trace_id=TRACE + 1), _record(fail=True), TRACE + 1, 9, None, False, True, {}
     )
-    assert root.slot is None and root.failed_step is not None and len(s.held) == 1
+    assert root.held_step is None and root.failed_step is not None and root_state.holding is None
 
 
 def test_a_second_instrumentation_of_a_scored_call_points_at_it_unscored() -> None:
@@ -58,7 +64,7 @@ def test_a_second_instrumentation_of_a_scored_call_points_at_it_unscored() -> No
     state = s.store.get(TRACE)
     inner = s.calls.score(state, readable_span(3, parent=2), _record(), TRACE, 3, 2, False, False, {})
     outer = s.calls.score(state, readable_span(2, parent=1), _record(), TRACE, 2, 1, False, False, {})
-    assert inner.score is not None and outer.score is None and outer.slot is None
+    assert inner.score is not None and outer.score is None and outer.held_step is None
     assert outer.extra[A.SAME_CALL_AS] == f"{3:016x}" and state.history.calls == 1
 
 

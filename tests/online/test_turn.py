@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from opentelemetry.sdk.trace import ReadableSpan
+
 from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval.online import metrics as M
+from otel_toolcall_eval.online.call import CallResult
+from otel_toolcall_eval.online.trace_state import TraceState
 from otel_toolcall_eval.records import ErrorEvidence, ToolCallRecord
-from tests.helpers import WEATHER_TOOL, make_stages, readable_span
+from tests.helpers import WEATHER_TOOL, Stages, make_stages, readable_span
 
 TRACE = 7
 
@@ -57,20 +61,45 @@ def test_a_second_span_of_one_model_response_is_one_turn() -> None:
 def test_a_turn_after_a_failed_call_releases_its_held_span_with_the_class() -> None:
     s = make_stages()
     state = s.store.get(TRACE)
+    span, result = _failed_call(s, state)
+    assert result.held_step is not None
+    s.held.hold(state, TRACE, result.held_step, span, result.extra, None)
+    assert s.forwarded == []  # waits for what the model does next
+    s.turns.observe(state, TRACE, _handed_back(), False)
+    assert len(s.forwarded) == 1 and (s.forwarded[0].attributes or {}).get(A.RECOVERY_CLASS) == "handed_back"
+    assert len(s.held) == 0
+
+
+def _failed_call(s: Stages, state: TraceState) -> tuple[ReadableSpan, CallResult]:
+    """A turn requests a call, which fails: scored, its span not held yet."""
     s.turns.observe(state, TRACE, _turn([("c1", "get_weather", {"city": "Atlantis"})]), False)
     record = ToolCallRecord(
         "get_weather", json.dumps({"city": "Atlantis"}), error=ErrorEvidence(status_error=True), call_id="c1"
     )
     span = readable_span(3, parent=1)
-    result = s.calls.score(state, span, record, TRACE, 3, 1, False, False, {})
-    assert result.slot is not None
-    s.held.fill(result.slot, span, result.extra, None)
-    assert s.forwarded == []  # waits for what the model does next
-    answer = _turn()  # the model answers in text: it handed the failure back to the user
+    return span, s.calls.score(state, span, record, TRACE, 3, 1, False, False, {})
+
+
+def _handed_back() -> dict[str, Any]:
+    """The model answers in text: it handed the failure back to the user."""
+    answer = _turn()
     answer["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "?"}]}])
-    s.turns.observe(state, TRACE, answer, False)
+    return answer
+
+
+def test_a_turn_that_decides_a_failed_call_before_its_span_is_built_leaves_the_class_for_it() -> None:
+    """Exactly once across threads: the turn (another thread) decides the class while the failed span is still being
+    built; the class waits in the trace's state and the span goes out with it as soon as it is held, once."""
+    s = make_stages()
+    state = s.store.get(TRACE)
+    span, result = _failed_call(s, state)
+    step = result.held_step
+    assert step is not None
+    s.turns.observe(state, TRACE, _handed_back(), False)  # decided before the span is held
+    assert s.forwarded == [] and state.holding is not None and isinstance(state.holding[step], tuple)
+    s.held.hold(state, TRACE, step, span, result.extra, None)
     assert len(s.forwarded) == 1 and (s.forwarded[0].attributes or {}).get(A.RECOVERY_CLASS) == "handed_back"
-    assert len(s.held) == 0
+    assert len(s.held) == 0 and state.holding is None
 
 
 def test_a_turn_after_its_trace_finished_is_counted_late() -> None:

@@ -5,8 +5,9 @@ Under the trace's lock: a second instrumentation of a call scored already (``che
 span, ``same_call_as``), the request it answers claimed (``claim_request``: the batch that issued the call, the
 arguments the model sent when the tool span records none), the engine's scores and the trace's running numbers in
 one call (``engine.tally.score_and_count``: latency, first failure, recovery); a failed call's slot among the held
-spans is reserved there, before a later step of the trace can decide its class, and so is the slot of a call that
-read as a success on a span that cannot record its error (it waits for its reply: ``checks.late_outcome``). Outside
+spans is reserved there, in the trace's state (``TraceState.holding``), before a later step of the trace can decide
+its class, and so is the slot of a call that read as a success on a span that cannot record its error (it waits for
+its reply: ``checks.late_outcome``); the pipeline holds the span once it is built (``HeldSpans.hold``). Outside
 it: the held spans a call decided go, and the call is counted in the metrics (a call waiting for its reply when its
 held span is settled, with the reply's outcome).
 """
@@ -28,7 +29,7 @@ from otel_toolcall_eval.engine import Scorer
 from otel_toolcall_eval.engine.call import call_digest_of
 from otel_toolcall_eval.engine.tally import Decisions, new_trace_stats, score_and_count, tool_latency
 from otel_toolcall_eval.online.contain import Contained
-from otel_toolcall_eval.online.held_spans import HeldSpans, Slot, decide
+from otel_toolcall_eval.online.held_spans import HeldSpans, decide
 from otel_toolcall_eval.online.matching import Requests
 from otel_toolcall_eval.online.metrics import EvalMetrics, TraceCounts
 from otel_toolcall_eval.online.prevented import Prevented, stopped_call
@@ -39,21 +40,22 @@ from otel_toolcall_eval.records import CallScore, Outcome, ParseStatus, ToolCall
 class CallResult:
     """What scoring one tool span gave: the attributes its copy carries, and for the pipeline what comes next."""
 
-    __slots__ = ("extra", "failed_step", "late", "score", "slot", "tools")
+    __slots__ = ("extra", "failed_step", "held_step", "late", "score", "tools")
 
     def __init__(
         self,
         extra: dict[str, Any],
         score: CallScore | None = None,
         tools: Mapping[str, ToolDefinition] | None = None,
-        slot: Slot | None = None,
+        held_step: int | None = None,
         failed_step: int | None = None,
         late: Counted | None = None,
     ) -> None:
         self.extra = extra
         self.score = score  # None: not a call of its own (the same call as a scored span, or a stopped call)
         self.tools = tools  # the trace's tools when it was scored (a snapshot that never changes)
-        self.slot = slot  # reserved among the held spans: the span waits for its recovery class, or its reply
+        # reserved among the held spans (``TraceState.holding``): the span waits for its recovery class, or its reply
+        self.held_step = held_step
         self.failed_step = failed_step  # the call failed (its step): the trace's end decides a root's class
         # the slot waits for the call's reply (``checks.late_outcome``): not counted nor offered to the hooks yet;
         # what ``EvalMetrics.on_call`` takes besides the score, for when the reply settles it (``held_spans``)
@@ -110,7 +112,7 @@ class CallStage:
             return CallResult({A.CONVENTION: record.convention, A.GUARD_PREVENTED: True})
         max_calls = self._max_calls
         decided: Decisions | None = None
-        slot: Slot | None = None
+        held_step: int | None = None
         with state.lock:
             after_verdict = state.finished  # its verdict is written: scored per call, counted late (under the lock)
             if remote:
@@ -167,7 +169,7 @@ class CallStage:
                     and not is_root
                     and state.live
                 ):
-                    slot = held.reserve(trace_id, score.step, True)
+                    held_step = _reserve(state, score.step, True)
                 if parent is not None:  # a server's span of the call may come later when this is its client's
                     client = self._segments and span.kind is SpanKind.CLIENT
                     _note_scored(state, parent, span_id, score, client, max_calls)
@@ -183,10 +185,10 @@ class CallStage:
                     and (pending := stats.pending)
                     and pending[-1].step == score.step
                 ):
-                    slot = held.reserve(trace_id, score.step)
+                    held_step = _reserve(state, score.step, False)
             tools = state.tools
         if decided:  # earlier failed calls this call reacted to: their held spans go first, with their class
-            decide(self.held, trace_id, decided, self.contained)
+            decide(self.held, state, trace_id, decided, self.contained)
         metrics = self.metrics
         counted: Counted | None = None  # set when its held span waits for its reply
         if score is None:
@@ -199,7 +201,7 @@ class CallStage:
             scope = span.instrumentation_scope  # the self-check of the scope's shape (toolcall_eval.coverage.suspect)
             scope_name = scope.name if scope is not None else "-"
             seconds = tool_latency(record.start_ns, record.end_ns) if self._histograms else None
-            if slot is not None and score.outcome is Outcome.SUCCESS:  # counted with the outcome its reply gives
+            if held_step is not None and score.outcome is Outcome.SUCCESS:  # counted with the outcome its reply gives
                 counted = (counts, scope_name, seconds)
             else:
                 metrics.on_call(score, record.convention, record.result_recorded, counts, attrs, scope_name, seconds)
@@ -210,7 +212,7 @@ class CallStage:
         if score is None:
             return CallResult(extra)
         failed_step = score.step if score.outcome is not Outcome.SUCCESS else None
-        return CallResult(extra, score, tools, slot, failed_step, counted)
+        return CallResult(extra, score, tools, held_step, failed_step, counted)
 
     def _no_error_flag(self, span: ReadableSpan) -> bool:
         """The span's instrumentation cannot record a reply's error flag (its shape row, ``records_error_flag``)."""
@@ -322,6 +324,16 @@ def new_scored_child(
     child.key = key
     child.normalised = normalised
     return child
+
+
+def _reserve(state: TraceState, step: int, waits_reply: bool) -> int:
+    """A held call's step reserved in its trace's state, under the trace's lock (``held_spans.HeldSpans.hold`` takes
+    it into the table once the span is built; a decision meanwhile is kept beside it)."""
+    holding = state.holding
+    if holding is None:
+        holding = state.holding = {}
+    holding[step] = waits_reply
+    return step
 
 
 def _note_tool_child(state: TraceState, parent_span_id: int, child: ScoredChild, max_entries: int) -> None:

@@ -130,7 +130,7 @@ class FinishStage:
         read (counted, ``held_spans.TRACE_END``), so that they are counted before the trace's verdict is."""
         with state.lock:
             steps = state.unanswered()
-        answer(self.held, trace_id, steps, self.contained, read=False)
+        answer(self.held, state, trace_id, steps, self.contained, read=False)
 
     # --- cost, latency, recovery and the tool list (issue 18) -------------------------------------------------
     def _stats_attributes(self, trace_id: int, state: TraceState, verdict: TraceVerdict) -> dict[str, Any]:
@@ -143,7 +143,7 @@ class FinishStage:
                 stats, state.tools, verdict.tool_calls, verdict.errors, self._priced, self._fingerprints
             )
         if settled:
-            decide(self.held, trace_id, settled, self.contained)
+            decide(self.held, state, trace_id, settled, self.contained)
         return out
 
     def _record_stats(

@@ -21,12 +21,15 @@ by reason, and settled as read. Both reasons share the table and its bounds. A s
 releases the slot: the scoring one, or the timer's when ``max_hold_seconds`` does (the hooks are thread-safe: inline
 mode calls them from every application thread).
 
-Exactly once: a slot is *reserved* under the trace's lock while the call is scored, before any later step of
-the trace can decide it, and *filled* with the span's parts once they are built. Every slot leaves the table
-under this module's lock exactly once (decided, expired, flushed), and whoever takes it out forwards the span;
-a slot taken out before it was filled is only marked, and ``fill`` then forwards the span itself. Spans are
-forwarded outside the lock (a downstream export may take its time), and the enriched copy is built once, when
-the span is released.
+Exactly once: the call stage *reserves* a held call's step in its trace's state (``TraceState.holding``) under
+the trace's lock while it scores the call, before any later step of the trace can decide it. ``hold``, once the
+span's parts are built, moves the step into the table (``reserve``, under the trace's lock too) and *fills* the
+slot. So a decision (``decide``, ``answer``: they look under the trace's lock) finds a step either still in its
+trace's state, where it is kept for ``hold`` to forward the span with at once, or in the table. Every slot leaves
+the table under this module's lock exactly once (decided, expired, flushed), and whoever takes it out forwards the
+span; a slot taken out before it was filled is only marked, and ``fill`` then forwards the span itself. Spans are
+forwarded outside the locks (a downstream export may take its time), and the enriched copy is built once, when the
+span is released.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from otel_toolcall_eval import attributes as A
 from otel_toolcall_eval._lru import pop_expired
 from otel_toolcall_eval.online.contain import Contained
 from otel_toolcall_eval.online.enrich import EnrichedSpan
+from otel_toolcall_eval.online.trace_state import TraceState
 
 Decisions = Iterable[tuple[int, str, str]]  # (step, tool, recovery class): ``engine.tally.Decisions``
 
@@ -55,6 +59,11 @@ MAX_HOLD: Final = "max_hold_seconds"
 FLUSH: Final = "flush"
 SHUTDOWN: Final = "shutdown"
 TRACE_END: Final = "trace_end"  # a call waiting for its reply: the trace ended (its root, or its state let go) first
+COUNTED: Final = ""  # a bound said no at ``reserve``, which counted it: not counted again when it goes
+
+# a step in ``TraceState.holding``: its reservation (a bool: whether it waits for its reply) until something decides
+# it first; then (waits for its reply, class, reply read, what it said, reason): what ``Slot`` takes when taken out
+Decided = tuple[bool, str | None, bool, Any, str]
 
 # what a call waiting for its reply is settled with: whether the reply was read, what it said (None: nothing failed;
 # ``checks.late_outcome.reply_outcome``), and the copy's attributes to write into
@@ -164,6 +173,42 @@ class HeldSpans:
         if expire:
             self.expire()
 
+    def hold(
+        self,
+        state: TraceState,
+        trace_id: int,
+        step: int,
+        span: ReadableSpan,
+        extra: dict[str, Any],
+        attrs: dict[str, Any] | None,
+        expire: bool = True,
+        settle: Settle | None = None,
+    ) -> None:
+        """The span of the call ``step``, reserved in its trace's state (``TraceState.holding``) when it was scored,
+        now built (``fill``'s arguments): its slot reserved in the table under the trace's lock, so that a decision
+        from then on finds it there, and filled. Forwarded at once, settled, when a step decided it meanwhile (kept
+        in the state), or when a bound says no (counted by ``reserve``). Never raises."""
+        decided: Decided | None = None
+        slot: Slot | None = None
+        with state.lock:
+            holding = state.holding
+            mark = holding.pop(step, False) if holding else False
+            if holding is not None and not holding:
+                state.holding = None  # nothing held for the trace now: no empty dict kept
+            if type(mark) is tuple:
+                decided = mark
+            else:
+                slot = self.reserve(trace_id, step, mark)
+        if decided is not None:  # decided while it was built: out now, with that
+            slot = Slot(self._clock(), decided[0])
+            _, slot.cls, slot.read, slot.found, slot.reason = decided
+            slot.gone = True
+        elif slot is None:  # a bound said no: out now, as it is
+            slot = Slot(self._clock(), bool(mark))
+            slot.reason = COUNTED
+            slot.gone = True
+        self.fill(slot, span, extra, attrs, expire, settle)
+
     def decide(self, trace_id: int, decisions: Iterable[tuple[int, str, str]]) -> None:
         """Recovery classes decided for failed calls of the trace: their held spans go out carrying them."""
         out: list[Slot] = []
@@ -248,14 +293,14 @@ class HeldSpans:
             extra = slot.extra or {}
             try:
                 if slot.waits_reply:
-                    if not slot.read:
+                    if not slot.read and slot.reason != COUNTED:
                         self._on_unread(slot.reason)
                     settle = slot.settle
                     if settle is not None:
                         settle(slot.read, slot.found, extra)
                 elif cls is not None:
                     extra[A.RECOVERY_CLASS] = cls
-                else:
+                elif slot.reason != COUNTED:
                     self._on_unclassified(slot.reason)
                 out: ReadableSpan = self._build(span, extra, slot.attrs)
             except Exception:  # noqa: BLE001 - forwarded unscored rather than lost
@@ -265,27 +310,61 @@ class HeldSpans:
 
 
 def decide(
-    held: HeldSpans | None, trace_id: int, decided: Iterable[tuple[int, str, str]], contained: Contained
+    held: HeldSpans | None,
+    state: TraceState,
+    trace_id: int,
+    decided: Iterable[tuple[int, str, str]],
+    contained: Contained,
 ) -> None:
-    """``held.decide``, contained (what a stage calls once a step decided earlier failed calls' classes)."""
+    """Earlier failed calls' classes a step decided (a stage calls this after the trace's lock): kept in the trace's
+    state for a span still being built (``hold`` forwards it), else ``held.decide``; contained."""
     if held is None:
         return
     try:
+        if state.holding:
+            with state.lock:
+                decided = [
+                    d for d in decided if not _kept(state.holding, d[0], False, (False, d[2], False, None, MAX_HOLD))
+                ]
         held.decide(trace_id, decided)
     except Exception:  # noqa: BLE001
         contained.failed("held.decide")
 
 
 def answer(
-    held: HeldSpans | None, trace_id: int, answered: list[tuple[int, Any]], contained: Contained, read: bool = True
+    held: HeldSpans | None,
+    state: TraceState,
+    trace_id: int,
+    answered: list[tuple[int, Any]],
+    contained: Contained,
+    read: bool = True,
 ) -> None:
-    """``held.answer``, contained (what a stage calls once replies were read, or the trace ended without them)."""
+    """Replies read for calls waiting for theirs (``read`` False: the trace ended without them), as ``decide``: kept
+    in the trace's state for a span still being built, else ``held.answer``; contained."""
     if held is None or not answered:
         return
     try:
+        if state.holding:
+            with state.lock:
+                answered = [
+                    a
+                    for a in answered
+                    if not _kept(state.holding, a[0], True, (True, None, read, a[1] if read else None, TRACE_END))
+                ]
         held.answer(trace_id, answered, read)
     except Exception:  # noqa: BLE001
         contained.failed("held.answer")
+
+
+def _kept(holding: dict[int, Any] | None, step: int, waits: bool, decided: Decided) -> bool:
+    """Under the trace's lock: ``step`` is reserved in its trace's state and not decided yet (a failed call's when
+    ``waits`` is False, one waiting for its reply when True): ``decided`` is kept there for ``hold``."""
+    mark = holding.get(step) if holding is not None else None
+    if type(mark) is not bool or mark != waits:  # not reserved, or decided already
+        return False
+    assert holding is not None
+    holding[step] = decided
+    return True
 
 
 def _since(slot: Slot) -> float:

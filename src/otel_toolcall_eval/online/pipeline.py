@@ -40,7 +40,7 @@ from otel_toolcall_eval.online.enrich import EnrichedSpan, requested_keys
 from otel_toolcall_eval.online.finish import FinishStage
 from otel_toolcall_eval.online.forward import FanOut
 from otel_toolcall_eval.online.gate import Gate
-from otel_toolcall_eval.online.held_spans import HeldSpans, Settle, Slot
+from otel_toolcall_eval.online.held_spans import HeldSpans
 from otel_toolcall_eval.online.hooks import Hooks, TraceFinished
 from otel_toolcall_eval.online.metrics import EvalMetrics
 from otel_toolcall_eval.online.sessions import SessionRollup
@@ -242,12 +242,17 @@ class Pipeline:
                 self._call_hooks(trace_id, record, score, result.tools, result.extra)
             if is_root:
                 return self._finish_trace(trace_id, span, result.extra, attrs, result.failed_step)
-            slot = result.slot
-            if slot is not None:
+            held_step = result.held_step
+            if held_step is not None:
                 settle = None
                 if late is not None and score is not None:
                     settle = partial(self._settle, trace_id, record, score, result.tools, attrs, late)
-                self._hold(slot, span, result.extra, attrs, settle)
+                held = self.held
+                assert held is not None
+                timed = self.start_timer()  # the max hold time holds when no span comes to trigger it
+                # the span is the held table's from here: nothing may raise past this (it would be forwarded twice);
+                # ``hold`` never raises, and forwards it now if a step decided it meanwhile (or a bound says no)
+                held.hold(state, trace_id, held_step, span, result.extra, attrs, not timed, settle)
                 return None
             return EnrichedSpan(span, result.extra, attrs)
         requested: dict[str, Any] | None = None  # calls scored from the requests, answered in this span's input
@@ -357,15 +362,6 @@ class Pipeline:
         if state is not None:
             with state.lock:
                 state.segment = True
-
-    def _hold(
-        self, slot: Slot, span: ReadableSpan, extra: dict[str, Any], attrs: dict[str, Any], settle: Settle | None
-    ) -> None:
-        held = self.held
-        assert held is not None
-        timed = self.start_timer()  # the max hold time holds when no span comes to trigger it: the timer expires
-        # the span is the held table's from here: nothing may raise past this (it would be forwarded twice)
-        held.fill(slot, span, extra, attrs, not timed, settle)  # never raises; forwards it now if decided meanwhile
 
     def start_timer(self) -> bool:
         """Start (or wake) the timer; never raises. False when there is none or it cannot start (the interpreter is

@@ -156,6 +156,9 @@ class TraceState:
     # store's lock, when it leaves them (a failed call's span is held only while a later step can decide its class)
     live: bool = True
     prevented: Prevented | None = None  # calls the pre-execution guard stopped (``online.prevented``, issue 31)
+    # step -> a held call's span while it is scored, until it is built (``held_spans``: the reservation, and what a
+    # step decided meanwhile); None when nothing is being held
+    holding: dict[int, Any] | None = None
 
     def trace_counts(self, metrics: EvalMetrics, span: Any) -> TraceCounts:
         """The trace's ``TraceCounts``, made (its resource read) by the first span that needs it."""
@@ -348,6 +351,7 @@ def new_trace_state(now: float) -> TraceState:
     state.finished = False
     state.live = True
     state.prevented = None
+    state.holding = None
     return state
 
 

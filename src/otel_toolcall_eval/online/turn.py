@@ -148,9 +148,9 @@ class TurnStage:
                     requests.add_requested_arguments(arguments, max_calls, self._max_argument_bytes)
             tools = state.tools
         if read:  # their held spans go, with the outcome their replies gave
-            answer(self.held, trace_id, read, self.contained)
+            answer(self.held, state, trace_id, read, self.contained)
         if decided:  # the turn reacted to failed calls: their held spans go, with their class
-            decide(self.held, trace_id, decided, self.contained)
+            decide(self.held, state, trace_id, decided, self.contained)
         if not answered:
             return None
         extra: dict[str, Any] = {}

@@ -170,9 +170,11 @@ def findings_of(pre: PreCheck, policy: Policy) -> list[tuple[str, str, str, str]
 def decide(pre: PreCheck, policy: Policy, actions: dict[str, Action], *, enforced: bool = True,
            call_id: str | None = None) -> Decision:  # fmt: skip
     """The decision for ``pre``: a finding per broken policy, the strongest configured action."""
+    found = findings_of(pre, policy)
+    if not found:  # the usual call: nothing to weigh
+        return Decision(pre.name, Action.ALLOW, (), pre.step, enforced, call_id)
     findings = tuple(
-        Finding(p, rule, actions.get(p, DEFAULT_ACTIONS[p]), reason, detail)
-        for p, rule, reason, detail in findings_of(pre, policy)
+        Finding(p, rule, actions.get(p, DEFAULT_ACTIONS[p]), reason, detail) for p, rule, reason, detail in found
     )
     action = Action.ALLOW
     for finding in findings:

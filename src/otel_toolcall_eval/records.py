@@ -315,7 +315,9 @@ class CallHistory:
     all_correct: bool = True
     seen_calls: Digests = ()  # digests of earlier calls' normalised forms (``Digests``: made by the first)
     failures: Digests = ()  # digests of earlier failures (call, outcome, error)
-    succeeded: dict[str, list[int | None]] = field(default_factory=dict)
+    # tool -> the earliest model turn (batch) a call of it succeeded in, None for a success of no known turn (earlier
+    # than any): all ``checks.required_steps.succeeded_before`` asks (an int, not a list of every success's turn)
+    succeeded: dict[str, int | None] = field(default_factory=dict)
     pending: dict[str, PendingCall | None] = field(default_factory=dict)  # tool -> its first call, until keyed
     # the step budget counts a parallel batch where it starts (``engine.call.budget_position``): the batch being
     # scored, the calls made before it, and the furthest budget position reached (over a budget when above it)
@@ -355,11 +357,14 @@ class CallHistory:
             return
         name = score.name
         if outcome is _SUCCESS:
-            done = self.succeeded.get(name)
-            if done is None:
-                self.succeeded[name] = [score.batch]
+            succeeded = self.succeeded
+            batch = score.batch
+            if name not in succeeded:
+                succeeded[name] = batch
             else:
-                done.append(score.batch)
+                earliest = succeeded[name]
+                if earliest is not None and (batch is None or batch < earliest):
+                    succeeded[name] = batch
         if call is None:
             arguments = score.arguments  # the parsed object when there is one, else the raw text decides
             self.pending[name] = _new_pending(

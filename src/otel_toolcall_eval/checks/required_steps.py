@@ -13,15 +13,11 @@ from otel_toolcall_eval.records import CallHistory
 
 def succeeded_before(history: CallHistory, tool: str, batch: int | None) -> bool:
     """A success of ``tool`` in an earlier turn (or, turns unknown, any earlier success)."""
-    batches = history.succeeded.get(tool)
-    if not batches:
+    succeeded = history.succeeded
+    if tool not in succeeded:
         return False
-    if batch is None:
-        return True
-    for b in batches:  # noqa: SIM110 - a plain loop: no generator frame on the hot path
-        if b is None or b < batch:
-            return True
-    return False
+    earliest = succeeded[tool]  # the earliest turn it succeeded in (``CallHistory.succeeded``)
+    return batch is None or earliest is None or earliest < batch
 
 
 def missing_required_steps(

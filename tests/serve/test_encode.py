@@ -248,3 +248,20 @@ def test_a_float_attribute_is_written_directly_as_protobuf_writes_it(value: floa
     body = KeyValue(key="toolcall_eval.trace.tool_latency.total", value=AnyValue(double_value=value))
     assert attributes.encode(body.key, value) == E._field(b"\x4a", body.SerializeToString())
     assert attributes._cache == {}
+
+
+def test_a_run_with_floats_is_cached_without_them_and_each_spans_floats_written_in_place(slow_path: list[int]) -> None:
+    """A root's run (counts, verdicts, then latencies: new floats on every trace) is kept as the bytes between its
+    floats: spans with the same other values and other floats each get their own floats, in their places (first,
+    in the middle, last, two in a row), and a different value beside them is not taken from the cache."""
+    spans = received(agent_spans(traces=1, seed=5))
+    runs: list[dict[str, Any]] = [
+        {"t.first": 0.5, "t.n": 3, "t.ok": True, "t.mid": 1e-06, "t.s": "fp", "t.a": 2.5, "t.b": -0.0, "t.c": 7},
+        {"t.first": 0.75, "t.n": 3, "t.ok": True, "t.mid": float("nan"), "t.s": "fp", "t.a": 3.5, "t.b": 1.0, "t.c": 7},
+        {"t.first": 0.5, "t.n": 4, "t.ok": 1, "t.mid": 1e-06, "t.s": "fp", "t.a": 2.5, "t.b": -0.0, "t.c": 7},
+        {"t.last": 8, "t.x": 1.25},
+    ]
+    for _ in range(2):  # the second time from the cache
+        copies = [with_attributes(s, {**dict(s.attributes or {}), **runs[n % 4]}) for n, s in enumerate(spans)]
+        assert_same_as_sdk(copies)
+    assert slow_path == []

@@ -8,7 +8,8 @@ Here ``remember`` (at decode) keeps, on each decoded ``ReadableSpan``, its recei
 and scope it came under, and the attribute dict it was decoded to; the processor's scored copy carries the same
 entry (its state is a copy of the span's). At export, a span whose original attributes are all still there, same
 objects, in the same order, is the original message's serialization with its added attributes' bytes appended
-(``KeyValue`` bytes cached per key and value, and per run of a span's added attributes, since most scores repeat),
+(``KeyValue`` bytes cached per key and value, and per run of a span's added attributes, since most scores repeat;
+a run with floats as the bytes between them),
 and the request is put together as bytes and sent as is (``Serialized``); every other span (nothing remembered, an
 attribute replaced or removed, a value type not handled here) goes through the SDK's ``encode_spans`` as before.
 So the next hop receives exactly what the sender sent (its flags and dropped counts too) with the scores added,
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from itertools import islice
-from operator import is_
+from itertools import compress, islice, repeat
+from operator import is_, not_
 from typing import Any, Final
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -40,6 +41,7 @@ _ATTRIBUTES_TAG: Final = b"\x4a"  # Span.attributes: field 9, length-delimited
 _CACHE_MAX: Final = 4096  # distinct (key, value) pairs kept encoded
 _CACHE_STR: Final = 64  # longer strings (explanations, reasons) are encoded each time, not cached
 _RUN_TYPES: Final = frozenset((bool, int, str))  # a run of only these is cached whole
+_SEGMENT_TYPES: Final = frozenset((bool, int, str, float))  # and with floats, as the bytes between them
 _RUNS_MAX: Final = 1024  # distinct runs kept, each at most _RUN_MAX_BYTES encoded: at most ~2 MiB with their keys
 _RUN_MAX_BYTES: Final = 1024
 _KEY_TAG: Final = b"\x0a"  # KeyValue.key: field 1, length-delimited
@@ -95,15 +97,18 @@ class _Attributes:
     """``Span.attributes`` entries as wire bytes, cached for short scalar values; and a span's whole run of added
     attributes, cached as one ``bytes`` when it has only booleans, integers and strings: most tool spans get the
     same scores as an earlier one (measured: encoding a scored tool span's dozen added attributes one by one cost
-    ~30 k instructions more than passing it through; one lookup of the run costs a tenth of that). Runs with a float
-    (a latency, different on every trace) or an array are encoded attribute by attribute and not kept; a float is
-    written directly (its key, then the 8 bytes of the double: a tenth of building and serializing a ``KeyValue``,
-    and no cache entry that would never be hit again and evict those that are). A run's key holds the value types
-    beside the values, since ``True == 1`` and they hash alike."""
+    ~30 k instructions more than passing it through; one lookup of the run costs a tenth of that). A run with
+    floats (a root's latencies and costs, new on every trace) is cached as the bytes between its floats, each
+    segment ending with the next float's key (``_float_prefix``), keyed by everything but the floats' values,
+    which are written in between (8 bytes each): a root's run is one lookup and a ``struct.pack`` per float,
+    instead of its 15-odd attributes encoded one by one (measured: 15.9 -> ~5 us a root, ~1 us a span of the
+    serve figure's traffic). A run with an array is encoded attribute by attribute and not kept. A run's key
+    holds the value types beside the values, since ``True == 1`` and they hash alike."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, type, Any], bytes] = {}
         self._runs: dict[tuple[tuple[str, ...], tuple[Any, ...], tuple[type, ...]], bytes] = {}
+        self._segments: dict[tuple[tuple[str, ...], tuple[Any, ...], tuple[type, ...]], tuple[bytes, ...]] = {}
 
     def join(self, names: tuple[str, ...], values: tuple[Any, ...]) -> bytes | None:
         """The wire bytes of the attributes ``names`` = ``values`` in order; ``None`` when a value is of a type not
@@ -111,27 +116,65 @@ class _Attributes:
         if not names:
             return b""
         types = tuple(map(type, values))
+        if float in types:
+            return self._with_floats(names, values, types)
         key = (names, values, types) if _RUN_TYPES.issuperset(types) else None
         if key is not None:
             hit = self._runs.get(key)
             if hit is not None:
                 return hit
+        out = self._each(names, values)
+        if out is not None and key is not None and len(out) <= _RUN_MAX_BYTES:  # the key's strings are in ``out``
+            if len(self._runs) >= _RUNS_MAX:
+                self._runs.clear()
+            self._runs[key] = out
+        return out
+
+    def _each(self, names: tuple[str, ...], values: tuple[Any, ...]) -> bytes | None:
         parts = []
         for name, value in zip(names, values, strict=True):
             part = self.encode(name, value)
             if part is None:
                 return None
             parts.append(part)
-        out = b"".join(parts)
-        if key is not None and len(out) <= _RUN_MAX_BYTES:  # the key's strings are in ``out``: bounded alike
-            if len(self._runs) >= _RUNS_MAX:
-                self._runs.clear()
-            self._runs[key] = out
-        return out
+        return b"".join(parts)
+
+    def _with_floats(self, names: tuple[str, ...], values: tuple[Any, ...], types: tuple[type, ...]) -> bytes | None:
+        if not _SEGMENT_TYPES.issuperset(types):
+            return self._each(names, values)
+        is_float = tuple(map(is_, types, repeat(float)))
+        key = (names, tuple(compress(values, map(not_, is_float))), types)
+        segments = self._segments.get(key)
+        if segments is None:
+            parts: list[bytes] = []
+            pending: list[bytes] = []
+            for name, value in zip(names, values, strict=True):
+                if type(value) is float:
+                    pending.append(_float_prefix(name))
+                    parts.append(b"".join(pending))
+                    pending = []
+                else:
+                    part = self.encode(name, value)
+                    if part is None:
+                        return None
+                    pending.append(part)
+            parts.append(b"".join(pending))
+            segments = tuple(parts)
+            if sum(map(len, segments)) <= _RUN_MAX_BYTES:
+                if len(self._segments) >= _RUNS_MAX:
+                    self._segments.clear()
+                self._segments[key] = segments
+        floats = tuple(compress(values, is_float))
+        packed = struct.pack(f"<{len(floats)}d", *floats)
+        out = [segments[0]]
+        for n, segment in enumerate(segments[1:]):
+            out.append(packed[8 * n : 8 * n + 8])
+            out.append(segment)
+        return b"".join(out)
 
     def encode(self, key: str, value: Any) -> bytes | None:
         if type(value) is float:  # a latency or a cost: new on every trace, so written directly and not kept
-            return _field(_ATTRIBUTES_TAG, _field(_KEY_TAG, key.encode()) + _DOUBLE_VALUE + _DOUBLE.pack(value))
+            return _float_prefix(key) + _DOUBLE.pack(value)
         cacheable = type(value) in (bool, int) or (type(value) is str and len(value) <= _CACHE_STR)
         if cacheable:
             hit = self._cache.get((key, type(value), value))
@@ -147,6 +190,13 @@ class _Attributes:
                 self._cache.clear()
             self._cache[(key, type(value), value)] = field
         return field
+
+
+def _float_prefix(key: str) -> bytes:
+    """A float attribute's ``Span.attributes`` field up to the double's 8 bytes: its tag and length, the key, and
+    the value's tags (the body's length does not depend on the value)."""
+    body = _field(_KEY_TAG, key.encode()) + _DOUBLE_VALUE
+    return _ATTRIBUTES_TAG + _varint(len(body) + _DOUBLE.size) + body
 
 
 def _added(span: ReadableSpan, original: dict[str, Any]) -> tuple[tuple[str, ...], tuple[Any, ...]] | None:

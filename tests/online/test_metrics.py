@@ -153,6 +153,30 @@ def test_a_trace_of_many_distinct_calls_counts_the_rest_at_once() -> None:
     assert total(reader, "toolcall_eval.tool_calls") == n
 
 
+def test_a_trace_of_many_calls_of_few_keys_waits_for_its_verdict_and_shares_its_keys() -> None:
+    """Calls of a key already tallied never count at once, however many (the first ones listed, the rest tallied
+    by key); two traces hold the same key object, not one each per call (``EvalMetrics._entries``)."""
+    reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[reader]))
+    first, second = TraceCounts("travel", "1.0"), TraceCounts("travel", "1.0")
+    n = 3 * MAX_TRACE_KEYS
+    for i in range(n):
+        for trace in (first, second):
+            metrics.record_call(CallScore(name=f"tool{i % 3}", step=i, outcome=Outcome.SUCCESS), "genai", True, trace)
+    assert total(reader, "toolcall_eval.tool_calls") == 0
+    assert isinstance(first.pending, dict) and isinstance(second.pending, dict)
+    assert sorted(first.pending.values()) == [n // 3] * 3
+    assert all(any(k is e for e in second.pending) for k in first.pending)
+    metrics.record_trace(TraceVerdict(n, 0, False, 0, 0, True), "root", first)
+    assert total(reader, "toolcall_eval.tool_calls") == n
+    third = TraceCounts("travel", "1.0")
+    metrics.record_call(CallScore(name="tool0", step=1, outcome=Outcome.SUCCESS), "genai", True, third)
+    metrics.record_call(CallScore(name="tool0", step=2, outcome=Outcome.SUCCESS), "genai", True, third)
+    assert isinstance(third.pending, list) and third.pending[0] is third.pending[1]
+    metrics.record_trace(TraceVerdict(2, 0, False, 0, 0, True), "root", third)
+    assert total(reader, "toolcall_eval.tool_calls", tool="tool0") == n // 3 + 2
+
+
 def test_sources_past_the_bound_become_other_and_each_use_is_counted() -> None:
     agents = Agents()
     for n in range(MAX_SOURCE_LABELS):

@@ -94,6 +94,9 @@ MAX_TRACE_KEYS: Final = 64  # distinct call keys a trace tallies before its verd
 # distinct (call key, findings) entries kept once each and shared by every trace that tallies them (``record_call``);
 # past this an entry is a trace's own (still counted right: a key is compared by value)
 MAX_SHARED_ENTRIES: Final = 4096
+# a trace's first calls are listed (a reference each: 120 bytes for five against a dict's 224); past this many its
+# calls are tallied in a dict of (entry -> calls), at most ``MAX_TRACE_KEYS`` keys
+MAX_LISTED_CALLS: Final = 16
 # a call's key (tool label, outcome, convention, three coverage flags) and its findings, as a trace tallies it
 Entry = tuple[tuple[Any, ...], tuple[str, ...]]
 LABEL_OVERFLOW: Final = "toolcall_eval.label_overflow"
@@ -539,11 +542,12 @@ _NO_FINDINGS: Final[tuple[str, ...]] = ()
 class TraceCounts:
     """One trace's source and its calls not counted yet (``EvalMetrics.trace_counts`` makes it, once per trace).
 
-    ``pending`` maps a call's key (tool label, outcome, convention, three coverage flags) and its findings (an
-    ``Entry``, shared by the traces that tally it: ``EvalMetrics._entries``) to how many calls had them: a trace's
-    calls share few keys (at most ``MAX_TRACE_KEYS``; past that a call is counted at once). ``latencies`` holds the
-    calls' durations the same way (at most ``MAX_TRACE_KEYS``). Both are made by the first call that needs them
-    (None until then: 64 and 56 bytes a trace otherwise; the latencies only with ``metrics.histograms``).
+    ``pending`` holds each call's key (tool label, outcome, convention, three coverage flags) and its findings (an
+    ``Entry``, shared by the traces that tally it: ``EvalMetrics._entries``): a list of them for the first
+    ``MAX_LISTED_CALLS`` calls, then a dict of how many calls had each: a trace's calls share few keys (at most
+    ``MAX_TRACE_KEYS``; past that a call is counted at once). ``latencies`` holds the calls' durations (at most
+    ``MAX_TRACE_KEYS``). Both are made by the first call that needs them (None until then: 64 and 56 bytes a trace
+    otherwise; the latencies only with ``metrics.histograms``).
     ``record_trace`` counts them with the trace's source and sets ``closed``: a call after that (a late span) is
     counted at once with the same source. Guarded by the ``EvalMetrics`` lock."""
 
@@ -555,7 +559,7 @@ class TraceCounts:
         self.agent = ""
         self.source: Source | None = None  # the bounded label tuple, fixed at the trace's verdict
         self.closed = False  # counted (or made after its trace's verdict): its calls are counted at once
-        self.pending: dict[Entry, int] | None = None
+        self.pending: list[Entry] | dict[Entry, int] | None = None
         # (tool label, seconds) of the calls' durations not recorded yet (``metrics.histograms``), as ``pending``
         self.latencies: list[tuple[str, float]] | None = None
 
@@ -576,6 +580,14 @@ class TraceCounts:
         agent = attributes.get(A.GEN_AI_AGENT_NAME) if attributes else None
         if isinstance(agent, str) and agent:
             self.agent = agent[:MAX_LABEL_LENGTH]
+
+
+def _tallied(entries: list[Entry]) -> dict[Entry, int]:
+    """A trace's listed calls as (entry -> calls)."""
+    counts: dict[Entry, int] = {}
+    for entry in entries:
+        counts[entry] = counts.get(entry, 0) + 1
+    return counts
 
 
 def source_of(resource: Any, agent: Any = None) -> Source:
@@ -798,15 +810,19 @@ class EvalMetrics:
                         seconds = None
                 pending = trace.pending
                 if pending is None:
-                    trace.pending = {self._shared(entry): 1}
+                    trace.pending = [self._shared(entry)]
+                    tallied = True
+                elif isinstance(pending, list) and len(pending) < MAX_LISTED_CALLS:
+                    pending.append(self._shared(entry))
                     tallied = True
                 else:
-                    n = pending.get(entry)
+                    counts = trace.pending = pending if isinstance(pending, dict) else _tallied(pending)
+                    n = counts.get(entry)
                     if n is not None:
-                        pending[entry] = n + 1
+                        counts[entry] = n + 1
                         tallied = True
-                    elif len(pending) < MAX_TRACE_KEYS:
-                        pending[self._shared(entry)] = 1
+                    elif len(counts) < MAX_TRACE_KEYS:
+                        counts[self._shared(entry)] = 1
                         tallied = True
                 if tallied and seconds is None:
                     return
@@ -930,7 +946,7 @@ class EvalMetrics:
                 latencies, trace.latencies = trace.latencies, None
                 trace.closed = True
             if pending:
-                self._count(source, pending.items())
+                self._count(source, (pending if isinstance(pending, dict) else _tallied(pending)).items())
             if latencies:
                 record = instruments.stats.tool_latency.record
                 for tool, seconds in latencies:

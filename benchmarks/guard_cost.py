@@ -6,8 +6,9 @@ an instrumented application pays for any span, the tool span included). Subjects
 trace (``benchmarks.workload``: every policy kind configured, the 5-field schema, valid arguments): per call, the
 guard's decision (``Guard.check``) and the scoring of the call once it ran (``Guard.record_result``), the pair a
 plug-in runs around every call; and a call the guard blocks (must-not-call), whose decision writes its
-``apply_guardrail`` span with two events through the same kind of provider. The decorator around a plain function
-is shown against the bare function call for scale (information: a function call is ~0.1 us).
+``apply_guardrail`` span through the same kind of provider: two findings (the tool is on ``must_not_call``, and
+neither offered nor configured: ``unknown_tool``), so two events each, four in all. The decorator around a plain
+function is shown against the bare function call for scale (information: a function call is ~0.1 us).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ OFFERED = tool_definitions({d["name"]: d["parameters"] for d in json.loads(defin
 AUTH = {"token": "secret-token"}
 DECISION_TARGET = 1.0  # issue 31: "in the budget of a plain span"
 ALLOWED_TARGET = 2.0  # the decision and the engine's scoring after the call: a span's budget each
-BLOCKED_TARGET = 4.0  # the decision plus its own apply_guardrail span with two events (three attribute sets)
+BLOCKED_TARGET = 4.0  # the decision plus its own apply_guardrail span with four events (five attribute sets)
 
 
 def _provider() -> TracerProvider:

@@ -172,3 +172,24 @@ def test_run_wraps_a_callable() -> None:
             g.run("wipe", {}, lambda: calls.append("wiped"))
         assert blocked.value.decision.policy == "must_not_call"
     assert calls == ["ran"]
+
+
+def test_an_application_may_subclass_the_guard() -> None:
+    """``Guard`` is compiled in the platform wheels (setup.py); a subclass of the application's, e.g. one that
+    logs every decision, must keep working there as in the pure build (mypyc refuses interpreted subclasses of a
+    native class unless it allows them)."""
+    from otel_toolcall_eval.guard import Guard
+
+    seen: list[str] = []
+
+    class Logged(Guard):
+        def check(self, name: str, arguments: Any, **where: Any) -> Any:
+            decision = super().check(name, arguments, **where)
+            seen.append(f"{name}:{decision.action.value}")
+            return decision
+
+    g = Logged(EvalConfig.from_dict(GUARD_CONFIG))
+    with g.scope("a"):
+        assert g.check("send_email", {"to": "x"}).stops
+        assert g.check("login", {}).action is Action.ALLOW
+    assert seen == ["send_email:block", "login:allow"]

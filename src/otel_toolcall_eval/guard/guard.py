@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from hashlib import blake2b
 from typing import Any, TypeVar
 
+from mypy_extensions import mypyc_attr
 from opentelemetry import trace as trace_api
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
@@ -84,6 +85,7 @@ def policy_version(config: EvalConfig) -> str:
     return blake2b(body.encode(), digest_size=8).hexdigest()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled, it stays a class applications may subclass (a hook)
 class Guard:
     """Decide before a tool runs; thread-safe; never raises into the caller from its recording."""
 

@@ -12,6 +12,8 @@ import ast
 import importlib
 import importlib.machinery
 import os
+import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,63 @@ def test_the_public_convention_classes_keep_their_interpreted_home_and_use_the_c
     assert base.Convention is Convention and base.ConventionRegistry is ConventionRegistry
     assert not is_extension(attribute.__name__) and not is_extension(protocol.__name__)
     assert is_extension(registry.__name__) is EXPECT_COMPILED and is_extension(spans.__name__) is EXPECT_COMPILED
+
+
+def _extensions() -> list[Path]:
+    """The installed package's extension modules: one stub per compiled module and the mypyc group's shared library
+    beside the package."""
+    import otel_toolcall_eval
+
+    root = Path(otel_toolcall_eval.__file__ or "").parent
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return [p for p in [*root.rglob("*"), *root.parent.glob("otel_toolcall_eval__mypyc*")] if p.name.endswith(suffixes)]
+
+
+def elf_sections(path: Path) -> set[str]:
+    """The section names of an ELF file, from its section header table (the standard library reads no ELF)."""
+    data = path.read_bytes()
+    order = "<" if data[5] == 1 else ">"
+    wide = data[4] == 2  # ELFCLASS64
+    (table,) = struct.unpack_from(order + ("Q" if wide else "I"), data, 0x28 if wide else 0x20)
+    entry, count, names_index = struct.unpack_from(order + "HHH", data, 0x3A if wide else 0x2E)
+
+    def header(i: int) -> tuple[int, int]:
+        base = table + i * entry
+        (name,) = struct.unpack_from(order + "I", data, base)
+        (offset,) = struct.unpack_from(order + ("Q" if wide else "I"), data, base + (0x18 if wide else 0x10))
+        return name, offset
+
+    strings = header(names_index)[1]
+    return {data[strings + n : data.index(b"\0", strings + n)].decode() for n, _ in map(header, range(count))}
+
+
+@pytest.mark.skipif(not EXPECT_COMPILED, reason="the compiled build's extensions (make test-compiled)")
+@pytest.mark.skipif(os.environ.get("MYPYC_DEBUG_LEVEL", "0") != "0", reason="a debug build was asked for")
+def test_the_extensions_ship_without_debug_information_or_local_symbols() -> None:
+    """setup.py builds at mypyc's debug level 0 and links with the symbol table stripped (on Linux): 3.3 MB of the
+    7.0 MB shared library was DWARF and local symbols, installed for every user (the core install's 40 MB target).
+    ELF only (Linux); Mach-O and PE keep their debug information outside the binary anyway."""
+    extensions = _extensions()
+    assert len(extensions) == len(compiled_paths()) + 1  # a stub each, and the group's library
+    if not sys.platform.startswith("linux"):
+        pytest.skip("ELF only")
+    for path in extensions:
+        sections = elf_sections(path)
+        assert ".dynsym" in sections and ".text" in sections, (path.name, sections)  # the reader reads sections
+        assert not {s for s in sections if s.startswith(".debug") or s == ".symtab"}, (path.name, sorted(sections))
+
+
+@pytest.mark.skipif(not EXPECT_COMPILED, reason="the compiled build's extensions (make test-compiled)")
+def test_the_compiled_modules_ship_their_source_as_stubs_for_type_checkers() -> None:
+    """The package is typed (``py.typed``) and a type checker reads ``.py`` or ``.pyi``, never an extension: each
+    compiled module's source ships beside it as ``.pyi`` (setup.py's ``_BuildPy``), not as ``.py``, whose bytecode
+    pip would compile at install and nothing would load."""
+    import otel_toolcall_eval
+
+    site = Path(otel_toolcall_eval.__file__ or "").parent.parent
+    assert (site / "otel_toolcall_eval" / "py.typed").is_file()
+    for path in compiled_paths():
+        assert (site / path).with_suffix(".pyi").read_text(encoding="utf-8") == (ROOT / "src" / path).read_text(
+            encoding="utf-8"
+        ), path
+        assert not (site / path).exists(), path

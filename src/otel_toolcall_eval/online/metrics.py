@@ -97,8 +97,10 @@ MAX_SHARED_ENTRIES: Final = 4096
 # a trace's first calls are listed (a reference each: 120 bytes for five against a dict's 224); past this many its
 # calls are tallied in a dict of (entry -> calls), at most ``MAX_TRACE_KEYS`` keys
 MAX_LISTED_CALLS: Final = 16
-# a call's key (tool label, outcome, convention, three coverage flags) and its findings, as a trace tallies it
-Entry = tuple[tuple[Any, ...], tuple[str, ...]]
+# a call's key (tool label, outcome, convention, three coverage flags) and its findings, as a trace tallies it: a
+# pair, typed as a tuple of any length on purpose: mypyc keeps a fixed-length tuple unboxed and boxes a new one each
+# time it stores it, so the compiled build's traces would each hold a copy of the entry they share (``_shared``)
+Entry = tuple[Any, ...]
 LABEL_OVERFLOW: Final = "toolcall_eval.label_overflow"
 OVERFLOW_LABELS: Final = ("tool", "source", "scope")  # the ``label`` values of ``toolcall_eval.label_overflow``
 SOURCE_LABELS_TEXT: Final = "`service.name`, `gen_ai.agent.name`, `service.version`"  # as the metric table shows them

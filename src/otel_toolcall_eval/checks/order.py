@@ -24,10 +24,12 @@ distance and the alignment, each batch's members are arranged in the order that 
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,6 +40,19 @@ class OrderScore:
 
 
 EXACT = OrderScore(1.0, 0.0, True)
+
+_distance: Any = None  # rapidfuzz.distance, once imported
+
+
+def _rapidfuzz() -> Any:
+    """``rapidfuzz.distance`` (the offline extra), imported at first use: the processor's config reaches this
+    module, and the core install has no rapidfuzz. Kept in a global: a ``from rapidfuzz.distance import ...`` in
+    the scoring functions ran importlib's ``_handle_fromlist`` (Python, interpreted in the compiled build too)
+    on every call, not a dict lookup."""
+    global _distance
+    if _distance is None:
+        _distance = importlib.import_module("rapidfuzz.distance")
+    return _distance
 
 
 def order_score(
@@ -57,11 +72,9 @@ def order_score(
         return EXACT
     if not n or not m:
         return OrderScore(0.0, 1.0, False)
-    from rapidfuzz.distance import LCSseq, Levenshtein  # the offline extra, imported here: the processor's config
-    # reaches this module, and the core install has no rapidfuzz (a cached import: a dict lookup per call)
-
-    k = LCSseq.similarity(expected, actual)
-    distance = Levenshtein.distance(expected, actual)
+    distances = _rapidfuzz()
+    k = distances.LCSseq.similarity(expected, actual)
+    distance = distances.Levenshtein.distance(expected, actual)
     return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
 
 
@@ -84,9 +97,7 @@ def pair_order_score(
         return EXACT
     e_names = arrange_batches(expected, expected_batches, actual) if expected_batches else expected
     a_names = arrange_batches(actual, actual_batches, expected) if actual_batches else actual
-    from rapidfuzz.distance import Levenshtein  # the offline extra (see order_score)
-
-    distance = Levenshtein.distance(e_names, a_names)
+    distance = _rapidfuzz().Levenshtein.distance(e_names, a_names)
     return OrderScore(2.0 * k / (n + m), distance / max(n, m), False)
 
 
@@ -147,9 +158,7 @@ def aligned_pairs(
     e_names = [expected[i] for i in e_order]
     a_names = [actual[j] for j in a_order]
     out: set[tuple[int, int]] = set()
-    from rapidfuzz.distance import LCSseq  # the offline extra (see order_score)
-
-    for block in LCSseq.editops(e_names, a_names).as_matching_blocks():
+    for block in _rapidfuzz().LCSseq.editops(e_names, a_names).as_matching_blocks():
         for d in range(block.size):
             out.add((e_order[block.a + d], a_order[block.b + d]))
     return out

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
-from otel_toolcall_eval.checks.argument_match import ABSENT, Normalizer
+from otel_toolcall_eval.checks.argument_match import ABSENT, Normalizer, under
 from otel_toolcall_eval.checks.order import turns
 from otel_toolcall_eval.checks.pairing import assign
 from otel_toolcall_eval.checks.schema_at import SchemaAt
@@ -71,7 +71,7 @@ def arguments_match(
     top = schema if schema is None or isinstance(schema, SchemaAt) else SchemaAt.of(schema)
 
     def equal(key: str, want: Any, got: Any) -> bool:
-        at = top.at_key(key) if top is not None else None
+        at = under(top, key, want, got)
         if key in exact:
             return normalizer.exact_equal(want, got, at)
         return normalizer.equal(want, got, False, key not in exact_case, at)

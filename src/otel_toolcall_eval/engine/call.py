@@ -263,6 +263,7 @@ class Scorer:
         if name in self._policy_tools:
             weight += policy_violations(self._policies, history, name, batch, arguments, self.cache, violations)
 
+        position = budget_position(history, step, batch)  # recorded with or without a budget (the guard's history)
         score = new_call_score(  # positional: the hot path (``records.new_call_score``)
             name,
             step,
@@ -276,7 +277,7 @@ class Scorer:
             resolved.drift,
             source,
             batch,
-            over_budget(budget_position(history, step, batch), self._budget),
+            None if self._budget is None else over_budget(position, self._budget),
             violations,
             weight,
             arguments,
@@ -377,9 +378,12 @@ def budget_position(history: CallHistory, step: int, batch: int | None) -> int:
     lists them offline) never decides which is over: a batch issued within the budget runs whole within it, a
     batch issued after it is over as a whole. The trace is over the budget when a call is (``checks.verdict``
     reads the furthest position). A batch label met again after another counts from where it is met again."""
-    position = position_of(history, step, batch)
-    if batch is not None and history.batch != batch:
-        history.batch, history.batch_start = batch, step - 1
+    if batch is None:
+        position = step
+    elif history.batch != batch:  # a new batch starts here (``position_of``, inline: once per call scored)
+        position, history.batch, history.batch_start = step, batch, step - 1
+    else:
+        position = history.batch_start + 1
     if position > history.budget_position:
         history.budget_position = position
     return position

@@ -177,6 +177,33 @@ def test_a_trace_of_many_calls_of_few_keys_waits_for_its_verdict_and_shares_its_
     assert total(reader, "toolcall_eval.tool_calls", tool="tool0") == n // 3 + 2
 
 
+def test_a_listed_trace_counts_each_key_once_per_call_however_its_calls_interleave() -> None:
+    """``record_trace`` counts a listed trace's calls a run of the same entry at a time: interleaved keys, and equal
+    entries that are not the shared one (past ``MAX_SHARED_ENTRIES``), still count every call once, with their
+    findings; the trace and its histogram point carry the trace's source and verdict."""
+    reader = InMemoryMetricReader()
+    metrics = EvalMetrics(MeterProvider(metric_readers=[reader]))
+    trace = TraceCounts("travel", "1.0")
+    bad = CallScore(name="book", step=1, outcome=Outcome.MALFORMED_CALL, schema_valid=False)
+    good = CallScore(name="search", step=2, outcome=Outcome.SUCCESS)
+    for score in (bad, good, good, bad, good):
+        metrics.record_call(score, "genai", True, trace)
+    assert isinstance(trace.pending, list)
+    first = trace.pending[1]
+    trace.pending.append((tuple(list(first[0])), first[1]))  # equal to the shared entry, not it
+    metrics.record_trace(TraceVerdict(6, 2, False, 2, 2, False), "root", trace)
+    source = {"service.name": "travel", "service.version": "1.0"}
+    assert sorted((a["tool"], a["outcome"], v) for a, v in points(reader, "toolcall_eval.tool_calls")) == [
+        ("book", "malformed_call", 2),
+        ("search", "success", 4),
+    ]
+    assert points(reader, "toolcall_eval.violations") == [(source | {"tool": "book", "violation": "schema_invalid"}, 2)]
+    assert points(reader, "toolcall_eval.traces") == [(source | {"composite_ok": "false", "finalized_by": "root"}, 1)]
+    assert points(reader, "toolcall_eval.trace.tool_calls") == [(source | {"composite_ok": "false"}, 1)]
+    metrics.record_trace(TraceVerdict(0, 0, False, 0, 0, True), "expired", TraceCounts("travel", "1.0"))
+    assert sorted(a["composite_ok"] for a, _ in points(reader, "toolcall_eval.trace.tool_calls")) == ["false", "true"]
+
+
 def test_sources_past_the_bound_become_other_and_each_use_is_counted() -> None:
     agents = Agents()
     for n in range(MAX_SOURCE_LABELS):

@@ -81,7 +81,7 @@ class FinishStage:
         source = NO_SOURCE
         if first:
             counts = state.trace_counts(self.metrics, span)  # the root's resource and agent are the trace's
-            counts.note_root(span, attrs)
+            self.metrics.note_root(counts, span, attrs)
             source = self.metrics.record_trace(verdict, "root", counts)
             self._record_stats(state, stats_attributes, source, counts)
         extra.update(verdict_attributes(verdict))

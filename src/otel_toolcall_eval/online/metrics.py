@@ -573,12 +573,12 @@ class TraceCounts:
             if isinstance(agent, str):
                 self.agent = agent[:MAX_LABEL_LENGTH]
 
-    def note_root(self, root: Any, attributes: dict[str, Any] | None) -> None:
-        """The root's resource and agent are the trace's (in ``serve`` a trace's spans may come from several
-        services: the root's is the agent's); what the root does not record stays as noted."""
-        resource = getattr(root, "resource", None)
-        self.service = _resource_value(resource, A.SERVICE_NAME) or self.service
-        self.version = _resource_value(resource, A.SERVICE_VERSION) or self.version
+    def note_root(self, service: str, version: str, attributes: dict[str, Any] | None) -> None:
+        """The root's resource (its ``service`` name and ``version``, ``EvalMetrics.note_root`` reads them) and agent
+        are the trace's (in ``serve`` a trace's spans may come from several services: the root's is the agent's);
+        what the root does not record stays as noted."""
+        self.service = service or self.service
+        self.version = version or self.version
         agent = attributes.get(A.GEN_AI_AGENT_NAME) if attributes else None
         if isinstance(agent, str) and agent:
             self.agent = agent[:MAX_LABEL_LENGTH]
@@ -631,6 +631,7 @@ class _Instruments:
         self.suspect = _Tally(("convention", "scope", "reason"))
         self.queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the background queues of processors on this meter
         self.stats = _StatsInstruments(meter)  # issue 18: cost, latency, recovery, tool list
+        self._trace_labels: dict[tuple[Source, str], dict[str, str]] = {}  # ``trace_labels``
         for doc, tally in (
             (METRICS[0], self.calls),
             (METRICS[1], self.violations),
@@ -657,6 +658,60 @@ class _Instruments:
             description=METRICS[3].meaning,
             explicit_bucket_boundaries_advisory=[0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 100],
         )
+
+    def count_trace(
+        self,
+        source: Source,
+        pending: list[Entry] | dict[Entry, int] | None,
+        found: list[tuple[tuple[Any, ...], int]],
+        ok: str,
+        finalized_by: str,
+    ) -> None:
+        """A trace with its verdict: its ``pending`` calls (``TraceCounts.pending``) and their findings, the
+        trace's own findings (``found``: violation keys and counts) and the trace itself, by ``source``, in one
+        call. A listed trace's calls are counted a run of the same entry at a time (``record_call`` shares equal
+        entries, so a run is an identity test a call): a parallel fan-out of one tool is one key."""
+        if pending:
+            runs: Iterable[tuple[Entry, int]]
+            if isinstance(pending, dict):
+                runs = pending.items()
+            else:
+                runs = []
+                last = pending[0]
+                n = 0
+                for entry in pending:
+                    if entry is last:
+                        n += 1
+                    else:
+                        runs.append((last, n))
+                        last = entry
+                        n = 1
+                runs.append((last, n))
+            self.count_calls(source, runs, found)
+        if found:
+            self.violations.add_many(found)
+        self.traces.add((source, ok, finalized_by))
+
+    def count_calls(self, source: Source, counted: Iterable[tuple[Entry, int]], found: list[Any]) -> None:
+        """Add ``((call key, findings), n)`` pairs to the calls' tally with ``source``; their findings are appended
+        to ``found`` (violation keys and counts, for ``violations.add_many``)."""
+        calls = self.calls
+        with calls._lock:
+            own = calls._counts
+            for (key, findings), n in counted:
+                k = (source, *key)
+                own[k] = own.get(k, 0) + n
+                for kind in findings:
+                    found.append(((source, key[0], kind), n))
+
+    def trace_labels(self, source: Source, ok: str) -> dict[str, str]:
+        """The tool-calls histogram's attributes for ``source`` and ``ok``, made once each (at most twice the bounded
+        sources): the SDK copies what it is given, so one dict serves every record."""
+        key = (source, ok)
+        labels = self._trace_labels.get(key)
+        if labels is None:
+            labels = self._trace_labels[key] = self.labels.with_source(source, {"composite_ok": ok})
+        return labels
 
     def _observe_queues(self, options: CallbackOptions) -> Iterable[Observation]:
         queues = list(self.queues)
@@ -742,15 +797,28 @@ class EvalMetrics:
     def trace_counts(self, span: Any) -> TraceCounts:
         """A trace's ``TraceCounts``, its service and version read from ``span``'s resource (once per trace: the
         resource is the process's, or in ``serve`` the sending service's)."""
+        last = self._read_resource(span)
+        return TraceCounts(last[1], last[2])
+
+    def note_root(self, trace: TraceCounts, root: Any, attributes: dict[str, Any] | None) -> None:
+        """The trace's ``root`` ended: its resource and agent are the trace's (``TraceCounts.note_root``)."""
+        last = self._read_resource(root)
+        trace.note_root(last[1], last[2], attributes)
+
+    def _read_resource(self, span: Any) -> tuple[Any, str, str]:
+        """``span``'s resource, its service name and version. In-process every span has the provider's resource:
+        read once, then one identity test. A resource's ``attributes`` is the SDK's ``BoundedAttributes``, whose
+        ``get`` is two Python calls and, for an absent ``service.version``, a ``KeyError`` raised and caught: the
+        root's two reads cost ~6 k instructions a trace in the pure build when the root read them each time."""
         resource = getattr(span, "resource", None)
-        last = self._resource  # in-process every span has the provider's resource: read once, then one identity test
+        last = self._resource
         if last is None or last[0] is not resource:
             last = self._resource = (
                 resource,
                 _resource_value(resource, A.SERVICE_NAME),
                 _resource_value(resource, A.SERVICE_VERSION),
             )
-        return TraceCounts(last[1], last[2])
+        return last
 
     def _source(self, trace: TraceCounts) -> Source:
         """The trace's label tuple, bounded: fixed on first use (the trace's verdict, or a call counted at once)."""
@@ -865,16 +933,11 @@ class EvalMetrics:
 
     def _count(self, source: Source, counted: Iterable[tuple[Entry, int]]) -> None:
         """Add ``((call key, findings), n)`` pairs to the tool-call and violation tallies, with ``source``."""
-        calls = []
-        violations = []
-        for (key, findings), n in counted:
-            calls.append(((source, *key), n))
-            for kind in findings:
-                violations.append(((source, key[0], kind), n))
         instruments = self._instruments
-        instruments.calls.add_many(calls)
-        if violations:
-            instruments.violations.add_many(violations)
+        found: list[Any] = []
+        instruments.count_calls(source, counted, found)
+        if found:
+            instruments.violations.add_many(found)
 
     @staticmethod
     def _findings(score: CallScore) -> tuple[str, ...]:
@@ -938,31 +1001,34 @@ class EvalMetrics:
 
     def record_trace(self, verdict: TraceVerdict, finalized_by: str, trace: TraceCounts | None = None) -> Source:
         """Count a trace's verdict, and (with its ``trace``) its calls tallied so far, by the trace's source; the
-        source (bounded) is returned for the trace's other metrics (``record_trace_stats``, sessions)."""
+        source (bounded) is returned for the trace's other metrics (``record_trace_stats``, sessions).
+
+        Per trace this is one call into the SDK (the tool-calls histogram's ``record``: ~78 k instructions in the
+        pure build, half of them the SDK cleaning and hashing its three or four attributes, see
+        docs/performance.md) and one pass over the module's own tallies (``_Instruments.count_trace``)."""
         instruments = self._instruments
         source = NO_SOURCE
+        pending: list[Entry] | dict[Entry, int] | None = None
+        latencies: list[tuple[str, float]] | None = None
         if trace is not None:
             with self._lock:
                 source = self._source(trace)
                 pending, trace.pending = trace.pending, None
                 latencies, trace.latencies = trace.latencies, None
                 trace.closed = True
-            if pending:
-                self._count(source, (pending if isinstance(pending, dict) else _tallied(pending)).items())
-            if latencies:
-                record = instruments.stats.tool_latency.record
-                for tool, seconds in latencies:
-                    record(seconds, instruments.labels.with_source(source, {"tool": tool}))
+        found: list[tuple[tuple[Any, ...], int]] = []
         if verdict.unknown_tool_requests:  # no tool span carried these: counted with the trace
-            instruments.violations.add_many((((source, "_unknown", "unknown_tool"), verdict.unknown_tool_requests),))
+            found.append(((source, "_unknown", "unknown_tool"), verdict.unknown_tool_requests))
         late = verdict.late_schema
         if late is not None and late.invalid_tools:  # validated when the schema came (checks.late_schema)
-            instruments.violations.add_many(
-                ((source, self._tool_label(tool), "schema_invalid"), 1) for tool in late.invalid_tools
-            )
+            found.extend(((source, self._tool_label(tool), "schema_invalid"), 1) for tool in late.invalid_tools)
         ok = "true" if verdict.composite_ok else "false"
-        instruments.traces.add((source, ok, finalized_by))
-        instruments.per_trace.record(verdict.tool_calls, instruments.labels.with_source(source, {"composite_ok": ok}))
+        instruments.count_trace(source, pending, found, ok, finalized_by)
+        if latencies:
+            record = instruments.stats.tool_latency.record
+            for tool, seconds in latencies:
+                record(seconds, instruments.labels.with_source(source, {"tool": tool}))
+        instruments.per_trace.record(verdict.tool_calls, instruments.trace_labels(source, ok))
         return source
 
     def record_error(self, stage: str) -> None:

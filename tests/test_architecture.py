@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_sdk",),  # every private SDK access (probed at import): the readers' and the processor's span fields
     ("engine",),  # per-call scoring, once for every adapter
     ("checks",),  # pure checks
-    ("records", "policy", "attributes", "_json", "_version"),  # plain records, policy objects, names
+    ("records", "policy", "attributes", "slices", "_json", "_version"),  # plain records, policy objects, names
     # user-facing errors and exit codes, atomic outputs, untrusted text; the fork registry, deadlines, the
     # byte-bounded cache (stdlib only); which extra brings which module, the terminal with or without rich
     ("errors", "_files", "_text", "_fork", "_deadline", "_lru", "_ticker", "extras", "_console"),
@@ -147,6 +147,25 @@ def test_importing_a_check_loads_only_what_it_needs() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
     assert int(out[0]) < 25 and out[1].strip() == "[]"
+
+
+# what the processor's import must not load: only a command, the guard or a config that uses it needs them
+# (the footprint suite's import figure; each was ~3-4 % of it, docs/performance.md)
+NOT_AT_THE_PROCESSORS_IMPORT = (
+    "otel_toolcall_eval.dataset.models",  # the case models: the config needs only the slice names
+    "otel_toolcall_eval.dataset.io",
+    "otel_toolcall_eval.engine.guard",  # config.guard checks policy names against it when guard.actions is set
+    "yaml",  # EvalConfig.load reads YAML; from_dict and the defaults do not
+)
+
+
+def test_importing_the_processor_loads_neither_the_dataset_nor_the_guard_nor_yaml() -> None:
+    code = (
+        "import sys, otel_toolcall_eval.processor\n"
+        f"print([m for m in {NOT_AT_THE_PROCESSORS_IMPORT!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 # the SDK's private span, processor and exporter fields the project reads (``_sdk`` probes them at import)

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from benchmarks.footprint import core_env, distributions
+from benchmarks.footprint import ROOT, core_env, distributions, site_packages, venv_env
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,25 @@ MAYBE = {"importlib_metadata", "importlib-metadata", "zipp"}
 
 @pytest.fixture(scope="module")
 def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return core_env(tmp_path_factory.mktemp("core"))
+    # as `make bench-pure` runs the footprint suite: the source tree (and the editable install's egg-info beside it)
+    # on PYTHONPATH must neither stop the wheel's install nor stand in for it
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PYTHONPATH", str(ROOT / "src"))
+        return core_env(tmp_path_factory.mktemp("core"))
+
+
+def test_the_wheel_is_installed_into_the_venv_and_imported_from_there(python: Path) -> None:
+    site = site_packages(python)
+    records = list(site.glob("otel_toolcall_eval-*.dist-info/RECORD"))
+    assert len(records) == 1 and "otel_toolcall_eval/processor.py" in records[0].read_text()
+    out = subprocess.run(
+        [str(python), "-c", "import otel_toolcall_eval.processor as p; print(p.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=venv_env(),
+    )
+    assert Path(out.stdout.strip()).is_relative_to(site)
 
 
 def _cli(python: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema_rs
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -350,6 +349,8 @@ class EvalConfig(_Strict):
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+        import yaml  # here, not at the top: a config built in code needs no YAML parser at the processor's import
+
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from otel_toolcall_eval.dataset.models import Difficulty, Slice
+from otel_toolcall_eval.slices import Difficulty, Slice
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from otel_toolcall_eval.engine.guard import POLICIES
-
 ActionName = Literal["allow", "warn", "ask", "block"]
 
 
@@ -46,6 +44,9 @@ class GuardConfig(BaseModel):
     @field_validator("actions")
     @classmethod
     def _known_policies(cls, value: dict[str, str]) -> dict[str, str]:
+        # here, not at the top: the processor imports this module, and only the guard needs its engine
+        from otel_toolcall_eval.engine.guard import POLICIES
+
         unknown = sorted(set(value) - set(POLICIES))
         if unknown:
             raise ValueError(f"unknown policies {unknown}; known: {', '.join(POLICIES)}")

@@ -8,28 +8,13 @@ without ``expected_no_tool``, an expected call of a forbidden tool) are validati
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from otel_toolcall_eval.checks.trajectory import ArgsMode, TrajectoryMode
-
-
-class Difficulty(str, Enum):
-    EASY = "easy"
-    MEDIUM = "medium"
-    HARD = "hard"
-
-
-class Slice(str, Enum):
-    """The five slices every report breaks down by. A case is in exactly one (explicit, or derived)."""
-
-    SINGLE_TOOL = "single-tool"
-    MULTI_TOOL = "multi-tool"
-    ORDERED_DEPENDENCY = "ordered-dependency"
-    NO_TOOL_NEEDED = "no-tool-needed"
-    MUST_NOT_CALL = "must-not-call"
+from otel_toolcall_eval.slices import Difficulty as Difficulty  # re-exported with the case models
+from otel_toolcall_eval.slices import Slice as Slice
 
 
 class _Model(BaseModel):

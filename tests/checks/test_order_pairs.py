@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from otel_toolcall_eval.checks.argument_match import Normalizer, closeness, match_arguments
 from otel_toolcall_eval.checks.order import aligned_pairs, order_score, pair_order_score
-from otel_toolcall_eval.checks.pairing import assign
+from otel_toolcall_eval.checks.pairing import assign, optimal_assignments
 from otel_toolcall_eval.config import EvalConfig
 from otel_toolcall_eval.dataset.models import DatasetCase
 from otel_toolcall_eval.offline.prepare import Preparer
@@ -192,3 +192,18 @@ def test_a_tie_settled_across_is_settled_by_the_definition() -> None:
     actual = [("b", "x"), ("a", "x"), ("b", "y")]
     result = _score([_e(n, q=q) for n, q in expected], [_a(n, q=q) for n, q in actual])
     assert _order(result) == reference_order_score(expected, actual) == 2 * 2 / 6
+
+
+def test_optimal_assignments_weighs_each_cell_once_and_keeps_every_tie() -> None:
+    """5 calls of one tool: each (expected, actual) cell weighed once (was once per pairing: 120 x 5), the
+    unique best pairing when the arguments tell the calls apart, every tied pairing when they do not."""
+    calls: list[tuple[int, int]] = []
+
+    def apart(i: int, j: int) -> tuple[bool, float]:
+        calls.append((i, j))
+        return i == 4 - j, 0.5
+
+    assert optimal_assignments(range(5), range(5), apart, limit=720) == [[(i, 4 - i) for i in range(5)]]
+    assert sorted(calls) == [(i, j) for i in range(5) for j in range(5)]
+    same = optimal_assignments([0, 1, 2], [5, 6, 7], lambda i, j: (True, 1.0), limit=720)
+    assert same is not None and len(same) == 6 and same[0] == [(0, 5), (1, 6), (2, 7)]

@@ -378,12 +378,9 @@ def budget_position(history: CallHistory, step: int, batch: int | None) -> int:
     lists them offline) never decides which is over: a batch issued within the budget runs whole within it, a
     batch issued after it is over as a whole. The trace is over the budget when a call is (``checks.verdict``
     reads the furthest position). A batch label met again after another counts from where it is met again."""
-    if batch is None:
-        position = step
-    elif history.batch != batch:  # a new batch starts here (``position_of``, inline: once per call scored)
-        position, history.batch, history.batch_start = step, batch, step - 1
-    else:
-        position = history.batch_start + 1
+    position = position_of(history, step, batch)
+    if batch is not None and history.batch != batch:  # a new batch starts here
+        history.batch, history.batch_start = batch, step - 1
     if position > history.budget_position:
         history.budget_position = position
     return position
